@@ -1,0 +1,316 @@
+/* gpt.h - libgpt: embeddable GPT-2 and Llama-family inference behind a stable C ABI.
+ *
+ * This header is the whole public interface; anything not declared here is private.
+ *
+ * Walkthrough
+ * -----------
+ *     gpt_model *model = NULL;
+ *     if (gpt_model_load("model.gpt", NULL, &model) != GPT_OK) {      // NULL: default params
+ *         fprintf(stderr, "%s\n", gpt_last_error());
+ *         return 1;
+ *     }
+ *     gpt_ctx_params cp;
+ *     gpt_ctx_params_init(&cp);               // defaults; then change what you need
+ *     cp.max_seq = 512;                       // the KV cache is sized here, once
+ *     gpt_ctx *ctx = NULL;
+ *     if (gpt_ctx_create(model, &cp, &ctx) != GPT_OK) { ... gpt_last_error() ... }
+ *
+ *     int32_t prompt[] = { 464, 2068, 7586 }; // token ids (gpt_tokenize makes them from text)
+ *     gpt_sampling_params sp;
+ *     gpt_sampling_params_init(&sp);
+ *     sp.temperature = 0.0f;                  // greedy
+ *     int32_t out[64];
+ *     uint32_t n_out = 0;
+ *     gpt_status st = gpt_generate(ctx, prompt, 3, &sp, on_token, user, out, 64, &n_out);
+ *     if (st != GPT_OK) fprintf(stderr, "%s\n", gpt_ctx_last_error(ctx));
+ *
+ *     gpt_ctx_free(ctx);                      // contexts before the model they use
+ *     gpt_model_free(model);
+ *
+ * gpt_forward is the lower-level call: it appends tokens to the KV cache of one or more
+ * sequences and returns logits, for callers that run their own sampling or scoring.
+ *
+ * Rules every function follows
+ * ----------------------------
+ * - Functions that can fail return a gpt_status. On failure the detail (the file, the
+ *   tensor, the argument, the CUDA call) is in gpt_last_error(), a per-thread message,
+ *   and for calls on a context also in gpt_ctx_last_error(ctx). No call exits, aborts or
+ *   lets a C++ exception escape.
+ * - Constructors write the new handle through an OUT pointer and leave it NULL on
+ *   failure. Destructors return nothing and accept NULL.
+ * - Params structs begin with struct_size. Fill them with the matching *_init function,
+ *   then change fields; the library reads only the fields that struct_size covers, so a
+ *   program built against an older header keeps working with a newer library.
+ * - Variable-length results go into a caller buffer, and the needed length is reported,
+ *   so a caller can size the buffer with a first call.
+ * - Memory: weights are allocated when a model is loaded, the KV cache and all scratch
+ *   when a context is created. gpt_forward and gpt_generate allocate nothing.
+ *
+ * Threads
+ * -------
+ * A gpt_model is immutable after loading: any number of threads may use it at once,
+ * including creating contexts on it. A gpt_ctx belongs to one thread at a time: calls on
+ * one context must not overlap (distinct contexts may run in parallel, each on its own
+ * thread). Free every context of a model before the model. gpt_last_error() is per thread.
+ */
+#ifndef GPT_H
+#define GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Version of this header. The soname carries GPT_VERSION_MAJOR: it changes only when the
+ * ABI breaks. Minor versions add functions, enum values and trailing struct fields. */
+#define GPT_VERSION_MAJOR 0
+#define GPT_VERSION_MINOR 1
+#define GPT_VERSION_PATCH 0
+#define GPT_VERSION_NUMBER (GPT_VERSION_MAJOR * 10000 + GPT_VERSION_MINOR * 100 + GPT_VERSION_PATCH)
+
+#if defined(_WIN32) && defined(GPT_BUILDING_LIBRARY)
+#define GPT_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define GPT_API __declspec(dllimport)
+#elif defined(__GNUC__)
+#define GPT_API __attribute__((visibility("default")))
+#else
+#define GPT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- versions and status */
+
+/* GPT_VERSION_NUMBER of the library actually linked (compare with the header's). */
+GPT_API uint32_t gpt_version(void);
+/* "0.1.0" */
+GPT_API const char *gpt_version_string(void);
+/* One line on how the library was built, e.g. "cpu; cuda 13.0 (sm_80 sm_90)". */
+GPT_API const char *gpt_build_info(void);
+
+/* Values never change meaning; new ones are appended. */
+typedef enum gpt_status {
+    GPT_OK = 0,
+    GPT_ERR_INVALID_ARG = -1,   /* a NULL pointer, a value out of range, a misused handle */
+    GPT_ERR_IO = -2,            /* a file could not be opened, read or written */
+    GPT_ERR_FORMAT = -3,        /* the weight file is malformed or inconsistent */
+    GPT_ERR_CHECKSUM = -4,      /* a crc32 in the weight file does not match its bytes */
+    GPT_ERR_UNSUPPORTED = -5,   /* valid, but not supported by this build or device */
+    GPT_ERR_OUT_OF_MEMORY = -6, /* host or device memory could not be allocated */
+    GPT_ERR_DEVICE = -7,        /* a CUDA or cuBLAS call failed */
+    GPT_ERR_CONTEXT_FULL = -8,  /* the tokens would not fit in the context's max_seq */
+    GPT_ERR_ABORTED = -9,       /* the abort callback asked to stop */
+    GPT_ERR_INTERNAL = -10      /* a bug in the library; please report it */
+} gpt_status;
+
+/* A static, never-NULL English name for a status ("GPT_ERR_FORMAT: ..."). */
+GPT_API const char *gpt_status_str(int status);
+
+/* The message of the last failed call made by this thread: never NULL, "" if none.
+ * Valid until this thread's next call into the library. */
+GPT_API const char *gpt_last_error(void);
+
+/* ---------------------------------------------------------------------- enumerations */
+
+/* Element types. GPT_DTYPE_AUTO lets the library choose (see each field). */
+typedef enum gpt_dtype {
+    GPT_DTYPE_AUTO = 0,
+    GPT_DTYPE_F32 = 1,
+    GPT_DTYPE_F16 = 2,
+    GPT_DTYPE_BF16 = 3
+} gpt_dtype;
+
+/* "f32", "f16", "bf16", "auto"; "?" for anything else. */
+GPT_API const char *gpt_dtype_name(int dtype);
+
+typedef enum gpt_arch {
+    GPT_ARCH_GPT2 = 1,  /* LayerNorm, GELU (tanh), learned positions, fused QKV with biases */
+    GPT_ARCH_LLAMA = 2  /* RMSNorm, RoPE, SwiGLU, grouped-query attention (Llama, Mistral, Qwen2) */
+} gpt_arch;
+
+/* "gpt2", "llama"; "?" for anything else. */
+GPT_API const char *gpt_arch_name(int arch);
+
+/* Devices: a CUDA ordinal (0, 1, ...) or one of these. */
+#define GPT_DEVICE_CPU (-1)
+#define GPT_DEVICE_AUTO (-2) /* the first CUDA GPU if this build has CUDA and one is present, else the CPU */
+
+/* Number of CUDA devices this build can use (0 without CUDA or without a GPU). */
+GPT_API int gpt_cuda_device_count(void);
+
+/* ------------------------------------------------------------------------------ model */
+
+typedef struct gpt_model gpt_model; /* weights, hyperparameters and tokenizer; immutable */
+typedef struct gpt_ctx gpt_ctx;     /* KV cache and scratch for one thread of work */
+
+/* gpt_model_params.flags */
+#define GPT_MODEL_SKIP_CHECKSUMS 0x1u /* trust the data: skip crc32 checks (faster load) */
+#define GPT_MODEL_NO_MMAP 0x2u        /* read the file into memory instead of mapping it */
+#define GPT_MODEL_COPY_BUFFER 0x4u    /* load_from_memory: copy the buffer instead of borrowing it */
+
+typedef struct gpt_model_params {
+    uint32_t struct_size;  /* sizeof(gpt_model_params), set by gpt_model_params_init */
+    int32_t device;        /* default GPT_DEVICE_AUTO; GPT_DEVICE_CPU or a CUDA ordinal */
+    uint32_t weight_dtype; /* gpt_dtype the weights are held in on a GPU; default AUTO: the
+                              file's dtype. On the CPU weights stay as stored in the file. */
+    uint32_t flags;        /* GPT_MODEL_*; default 0 */
+} gpt_model_params;
+
+GPT_API void gpt_model_params_init(gpt_model_params *params);
+
+/* Loads a weight file (see docs/FORMAT.md). params may be NULL for the defaults. The file
+ * is mapped read-only; on a GPU the weights are copied to device memory in one allocation
+ * and the mapping is released. */
+GPT_API gpt_status gpt_model_load(const char *path, const gpt_model_params *params, gpt_model **out);
+
+/* Loads from a weight file image in memory. Unless GPT_MODEL_COPY_BUFFER is set the model
+ * borrows the buffer on the CPU (it must stay valid and unchanged until gpt_model_free);
+ * a buffer that is not 64-byte aligned is always copied. */
+GPT_API gpt_status gpt_model_load_from_memory(const void *data, size_t size, const gpt_model_params *params,
+                                              gpt_model **out);
+
+GPT_API void gpt_model_free(gpt_model *model);
+
+/* gpt_model_info.flags */
+#define GPT_MODEL_INFO_TIED_HEAD 0x1u     /* the LM head reuses the token embedding */
+#define GPT_MODEL_INFO_QKV_BIAS 0x2u      /* q/k/v projections have biases */
+#define GPT_MODEL_INFO_HAS_TOKENIZER 0x4u /* the file carries a tokenizer */
+
+typedef struct gpt_model_info {
+    uint32_t struct_size;    /* set by the caller: sizeof(gpt_model_info) */
+    uint32_t arch;           /* gpt_arch */
+    uint32_t n_layers;
+    uint32_t d_model;        /* width of the residual stream */
+    uint32_t n_heads;        /* query heads */
+    uint32_t n_kv_heads;     /* key/value heads (== n_heads without GQA) */
+    uint32_t head_dim;
+    uint32_t d_ff;           /* feed-forward inner width */
+    uint32_t vocab_size;
+    uint32_t context_length; /* longest sequence the model was made for */
+    uint32_t file_dtype;     /* gpt_dtype of the tensors in the file */
+    uint32_t weight_dtype;   /* gpt_dtype of the weights as held in memory */
+    int32_t device;          /* GPT_DEVICE_CPU or the CUDA ordinal holding the weights */
+    int32_t bos_token;       /* -1 when the model has none */
+    int32_t eos_token;       /* -1 when the model has none */
+    uint32_t flags;          /* GPT_MODEL_INFO_* */
+    float norm_eps;
+    float rope_theta;        /* 0 for architectures without RoPE */
+    uint64_t n_params;       /* parameter count (a tied head counted once) */
+    uint64_t host_bytes;     /* host memory the model holds (mapped file pages counted) */
+    uint64_t device_bytes;   /* GPU memory the model holds */
+    char name[64];           /* the file's general.name, NUL-terminated, may be empty */
+} gpt_model_info;
+
+/* Fills *info up to info->struct_size bytes (set struct_size first). */
+GPT_API gpt_status gpt_model_get_info(const gpt_model *model, gpt_model_info *info);
+
+/* ---------------------------------------------------------------------------- context */
+
+/* gpt_ctx_params.flags */
+#define GPT_CTX_ALLOW_TF32 0x1u /* fp32 GEMMs on a GPU may use TF32 tensor cores */
+#define GPT_CTX_NO_GRAPHS 0x2u  /* do not capture the decode step in a CUDA graph */
+
+/* Called between layers and between tokens; return nonzero to stop the running call with
+ * GPT_ERR_ABORTED. It runs on the thread that called into the library. */
+typedef int (*gpt_abort_fn)(void *user);
+
+typedef struct gpt_ctx_params {
+    uint32_t struct_size;     /* sizeof(gpt_ctx_params), set by gpt_ctx_params_init */
+    uint32_t max_batch;       /* sequences per gpt_forward call; default 1 */
+    uint32_t max_seq;         /* tokens per sequence (KV cache length); default 0: the model's context_length */
+    uint32_t max_step_tokens; /* tokens processed per internal step (scratch size); default 0: 512,
+                                 raised to max_batch; longer calls are split into steps */
+    uint32_t compute_dtype;   /* gpt_dtype of GPU arithmetic; default AUTO: the weights' dtype.
+                                 The CPU always computes in f32. */
+    uint32_t kv_dtype;        /* gpt_dtype of the GPU KV cache; default AUTO: f16 with f16/bf16
+                                 compute, f32 with f32. The CPU cache is always f32. */
+    uint32_t n_threads;       /* CPU worker threads; default 0: all cores */
+    uint32_t flags;           /* GPT_CTX_*; default 0 */
+    gpt_abort_fn abort_fn;    /* default NULL: never abort */
+    void *abort_user;         /* passed to abort_fn */
+} gpt_ctx_params;
+
+GPT_API void gpt_ctx_params_init(gpt_ctx_params *params);
+
+/* Memory a context with these params would take, computed without allocating: exactly what
+ * gpt_ctx_create allocates. Either OUT pointer may be NULL. params may be NULL. */
+GPT_API gpt_status gpt_ctx_estimate_memory(const gpt_model *model, const gpt_ctx_params *params,
+                                           uint64_t *host_bytes, uint64_t *device_bytes);
+
+/* Creates a context on the model's device. params may be NULL for the defaults. */
+GPT_API gpt_status gpt_ctx_create(gpt_model *model, const gpt_ctx_params *params, gpt_ctx **out);
+GPT_API void gpt_ctx_free(gpt_ctx *ctx);
+
+/* Empties every sequence's KV cache. */
+GPT_API void gpt_ctx_reset(gpt_ctx *ctx);
+
+/* Tokens held in the KV cache of sequence seq (0 for an unknown sequence or NULL ctx). */
+GPT_API uint32_t gpt_ctx_seq_len(const gpt_ctx *ctx, uint32_t seq);
+
+/* Shortens sequence seq's cache to n_tokens (n_tokens <= its current length), e.g. to
+ * rewind a conversation. */
+GPT_API gpt_status gpt_ctx_truncate(gpt_ctx *ctx, uint32_t seq, uint32_t n_tokens);
+
+/* Message of the last failed call on this context: never NULL, "" if none. */
+GPT_API const char *gpt_ctx_last_error(const gpt_ctx *ctx);
+
+/* ---------------------------------------------------------------------------- forward */
+
+/* gpt_forward flags */
+#define GPT_FORWARD_ALL_LOGITS 0x1u /* logits for every new token, not only each sequence's last */
+
+/* Appends n_tokens tokens to each of sequences 0 .. batch-1 and runs the model on them.
+ *   tokens: [batch][n_tokens] token ids, row b for sequence b.
+ *   logits: NULL (fill the cache only), or float32 output of
+ *           [batch][vocab_size]            without GPT_FORWARD_ALL_LOGITS (each sequence's last token),
+ *           [batch][n_tokens][vocab_size]  with it.
+ * batch <= max_batch. If any sequence would exceed max_seq the call fails with
+ * GPT_ERR_CONTEXT_FULL and changes nothing. On any failure the cache keeps the tokens it
+ * held before the call. */
+GPT_API gpt_status gpt_forward(gpt_ctx *ctx, const int32_t *tokens, uint32_t batch, uint32_t n_tokens,
+                               uint32_t flags, float *logits);
+
+/* --------------------------------------------------------------------------- generate */
+
+/* gpt_sampling_params.flags */
+#define GPT_SAMPLING_IGNORE_EOS 0x1u /* do not stop at the model's end-of-sequence token */
+
+typedef struct gpt_sampling_params {
+    uint32_t struct_size;          /* sizeof(gpt_sampling_params), set by gpt_sampling_params_init */
+    float temperature;             /* default 0.8; <= 0 means greedy (argmax) */
+    uint32_t top_k;                /* keep the k most likely tokens; default 40; 0 = off */
+    float top_p;                   /* nucleus: smallest set with this much probability; default 0.95; 1 = off */
+    float min_p;                   /* drop tokens below min_p * p(best); default 0.05; 0 = off */
+    float repetition_penalty;      /* CTRL-style penalty on recent tokens; default 1.0 = off */
+    uint32_t repetition_last_n;    /* how many recent tokens it looks at; default 64 */
+    uint32_t flags;                /* GPT_SAMPLING_*; default 0 */
+    uint64_t seed;                 /* default 0; the same seed and logits give the same tokens */
+    const int32_t *stop_tokens;    /* extra token ids that end generation; default NULL */
+    uint32_t n_stop_tokens;        /* entries in stop_tokens; default 0 */
+    uint32_t reserved;             /* 0 */
+} gpt_sampling_params;
+
+GPT_API void gpt_sampling_params_init(gpt_sampling_params *params);
+
+/* Called for each new token; return nonzero to stop after it. */
+typedef int (*gpt_token_fn)(int32_t token, void *user);
+
+/* Appends the prompt (n_prompt >= 1 tokens) to sequence 0, then samples up to cap new
+ * tokens into out, calling on_token (may be NULL) for each. Generation ends at the model's
+ * end-of-sequence token (unless GPT_SAMPLING_IGNORE_EOS), at a stop token (both are
+ * written to out and counted), when on_token returns nonzero, or after cap tokens.
+ * *n_out receives the number of tokens written, also when the call fails part way
+ * (GPT_ERR_CONTEXT_FULL when the cache fills up, GPT_ERR_ABORTED).
+ * The cache then holds the prompt and every generated token but the last, so a following
+ * call continues the text when given that last token as its prompt.
+ * sampling may be NULL for the defaults. */
+GPT_API gpt_status gpt_generate(gpt_ctx *ctx, const int32_t *prompt, uint32_t n_prompt,
+                                const gpt_sampling_params *sampling, gpt_token_fn on_token, void *user,
+                                int32_t *out, uint32_t cap, uint32_t *n_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPT_H */

@@ -1,0 +1,75 @@
+// api_common.cpp - versions, status strings, the per-thread last error, enum names.
+#include "api/handles.h"
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+#include <string>
+
+namespace gpt::api {
+
+static thread_local std::string t_last_error;
+
+void set_last_error(gpt_ctx *ctx, const char *message) {
+    t_last_error = message;
+    if (ctx) ctx->last_error = message;
+}
+
+} // namespace gpt::api
+
+extern "C" {
+
+uint32_t gpt_version(void) { return GPT_VERSION_NUMBER; }
+
+const char *gpt_version_string(void) {
+#define GPT_STR2(x) #x
+#define GPT_STR(x) GPT_STR2(x)
+    return GPT_STR(GPT_VERSION_MAJOR) "." GPT_STR(GPT_VERSION_MINOR) "." GPT_STR(GPT_VERSION_PATCH);
+}
+
+const char *gpt_build_info(void) {
+    static thread_local std::string s;
+    s = std::string("libgpt ") + gpt_version_string() + "; cpu; " + gpt::cuda_build_info();
+    return s.c_str();
+}
+
+const char *gpt_status_str(int status) {
+    switch (status) {
+    case GPT_OK: return "GPT_OK: success";
+    case GPT_ERR_INVALID_ARG: return "GPT_ERR_INVALID_ARG: invalid argument";
+    case GPT_ERR_IO: return "GPT_ERR_IO: file input/output failed";
+    case GPT_ERR_FORMAT: return "GPT_ERR_FORMAT: malformed weight file";
+    case GPT_ERR_CHECKSUM: return "GPT_ERR_CHECKSUM: checksum mismatch";
+    case GPT_ERR_UNSUPPORTED: return "GPT_ERR_UNSUPPORTED: not supported";
+    case GPT_ERR_OUT_OF_MEMORY: return "GPT_ERR_OUT_OF_MEMORY: out of memory";
+    case GPT_ERR_DEVICE: return "GPT_ERR_DEVICE: CUDA error";
+    case GPT_ERR_CONTEXT_FULL: return "GPT_ERR_CONTEXT_FULL: context is full";
+    case GPT_ERR_ABORTED: return "GPT_ERR_ABORTED: aborted";
+    case GPT_ERR_INTERNAL: return "GPT_ERR_INTERNAL: internal error";
+    }
+    return "unknown status";
+}
+
+const char *gpt_last_error(void) { return gpt::api::t_last_error.c_str(); }
+
+const char *gpt_dtype_name(int dtype) {
+    switch (dtype) {
+    case GPT_DTYPE_AUTO: return "auto";
+    case GPT_DTYPE_F32: return "f32";
+    case GPT_DTYPE_F16: return "f16";
+    case GPT_DTYPE_BF16: return "bf16";
+    }
+    return "?";
+}
+
+const char *gpt_arch_name(int arch) { return gpt::arch_to_name(arch); }
+
+int gpt_cuda_device_count(void) {
+    try {
+        return gpt::cuda_device_count();
+    } catch (...) {
+        return 0;
+    }
+}
+
+} // extern "C"

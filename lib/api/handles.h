@@ -1,0 +1,62 @@
+// handles.h - what the opaque public handles hold, and the guard every extern "C" function
+// runs its body in: exceptions become a status plus a last-error message, never escape.
+#pragma once
+
+#include "gpt.h"
+#include "core/error.h"
+#include "runtime/context.h"
+#include "runtime/model.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+struct gpt_model {
+    std::unique_ptr<gpt::Model> impl;
+};
+
+struct gpt_ctx {
+    std::unique_ptr<gpt::Context> impl;
+    std::string last_error;
+};
+
+namespace gpt::api {
+
+void set_last_error(gpt_ctx *ctx, const char *message);
+
+// Runs f(); maps gpt::Error, std::bad_alloc and anything else to a status.
+template <typename F> gpt_status guarded(gpt_ctx *ctx, F &&f) noexcept {
+    try {
+        f();
+        return GPT_OK;
+    } catch (const gpt::Error &e) {
+        set_last_error(ctx, e.what());
+        return e.status();
+    } catch (const std::bad_alloc &) {
+        set_last_error(ctx, "out of host memory");
+        return GPT_ERR_OUT_OF_MEMORY;
+    } catch (const std::exception &e) {
+        std::string m = std::string("internal error: ") + e.what();
+        set_last_error(ctx, m.c_str());
+        return GPT_ERR_INTERNAL;
+    } catch (...) {
+        set_last_error(ctx, "internal error: unknown exception");
+        return GPT_ERR_INTERNAL;
+    }
+}
+
+// Copies a caller's versioned params struct over our defaults: fields beyond the caller's
+// struct_size keep their defaults; a newer caller's extra fields are ignored.
+template <typename T> T read_params(const T *given, const T &defaults, const char *what) {
+    T out = defaults;
+    if (!given) return out;
+    if (given->struct_size < sizeof(uint32_t) * 2)
+        gpt::fail(GPT_ERR_INVALID_ARG, "%s.struct_size is %u: fill the struct with its _init function", what, given->struct_size);
+    const size_t n = given->struct_size < sizeof(T) ? given->struct_size : sizeof(T);
+    std::memcpy(&out, given, n);
+    out.struct_size = sizeof(T);
+    return out;
+}
+
+} // namespace gpt::api

@@ -1,0 +1,135 @@
+// backend.h - the interface every backend implements (CPU reference, CUDA).
+// A Device is a backend's model-level half: it places weights in its memory and plans and
+// creates Executors. An Executor is the context-level half: it owns the KV cache and the
+// activation buffers (one allocation, sized at creation) and runs the ops that the
+// architecture files (lib/model) compose into a forward pass.
+//
+// Data flow of one step (rows = batch x n_tokens, row r = b * n_tokens + t):
+//   embed           X[rows, d]      <- tok_emb[token] (+ pos_emb[pos])          X is f32
+//   add_norm        X += DELTA (optional); H = norm(X) * w (+ b)
+//   matmul          out[rows, w.rows] = in[rows, w.cols] @ w^T (+ b), optional GELU
+//   attention       QKV -> RoPE, append K/V to the cache, causal attention -> ATT
+//   swiglu          GU[rows, 2 d_ff] -> FF[rows, d_ff] = silu(gate) * up
+//   logits          LOGITS[selected rows, vocab] = H[selected] @ head^T        f32
+// Activation dtypes other than X and LOGITS are the executor's compute dtype.
+#pragma once
+
+#include "gpt.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace gpt {
+
+enum class Act : uint8_t { X, H, QKV, ATT, GU, FF, DELTA };
+enum class NormKind : uint8_t { LAYER, RMS };
+enum class Activation : uint8_t { NONE, GELU_TANH };
+
+struct ExecParams {
+    uint32_t max_batch = 1;
+    uint32_t max_seq = 0;
+    uint32_t max_step_tokens = 512; // >= max_batch
+    DType compute = DType::F32;
+    DType kv = DType::F32;
+    uint32_t n_threads = 1;         // CPU
+    bool allow_tf32 = false;
+    bool use_graphs = true;
+};
+
+struct MemoryPlan {
+    uint64_t host_bytes = 0;
+    uint64_t device_bytes = 0;
+};
+
+// The inputs of one step; pointers are host memory owned by the caller for the call.
+struct StepInput {
+    uint32_t batch = 0;
+    uint32_t n_tokens = 0;
+    const int32_t *tokens = nullptr;    // [batch * n_tokens]
+    const uint32_t *start_pos = nullptr; // [batch]: cache position of each sequence's first new token
+    bool all_logits = false;            // logits for every row, else each sequence's last row
+    uint32_t logits_seq_stride = 0;     // all_logits: rows between sequences in the host buffer
+};
+
+struct AttentionSpec {
+    uint32_t layer = 0;
+    bool rope = false;     // rotate-half RoPE on q and k before caching
+    float rope_theta = 0;
+};
+
+// Sampling settings for Executor::sample (already validated).
+struct SampleSpec {
+    float temperature = 0;      // <= 0: greedy
+    uint32_t top_k = 0;
+    float top_p = 1;
+    float min_p = 0;
+    float repetition_penalty = 1;
+};
+
+// One sequence's sampling inputs for this step.
+struct SampleRow {
+    float uniform = 0;            // the random draw in [0, 1) that picks the token
+    const int32_t *recent = nullptr; // tokens the repetition penalty applies to
+    uint32_t n_recent = 0;
+};
+
+class Executor {
+public:
+    virtual ~Executor() = default;
+
+    // Stages a step's inputs. Every op until the next begin_step works on these rows.
+    virtual void begin_step(const StepInput &in) = 0;
+    // Runs `ops` (the architecture's op sequence for the staged step). A backend may record
+    // them once per step shape and replay the record (CUDA graphs): ops must then depend on
+    // nothing but the step shape. `replayable` says whether that is allowed for this call.
+    virtual void run(const std::function<void()> &ops, bool replayable) = 0;
+
+    virtual void embed(const Weight &tok, const Weight *pos) = 0;
+    virtual void add_norm(NormKind kind, bool add_delta, const Weight &w, const Weight *b, float eps) = 0;
+    virtual void matmul(Act in, const Weight &w, const Weight *b, Act out, Activation act) = 0;
+    virtual void attention(const AttentionSpec &spec) = 0;
+    virtual void swiglu() = 0;
+    // Projects the selected rows of H onto the vocabulary. all_logits with a host buffer
+    // writes every row's logits there ([rows][vocab]); otherwise the last-row logits stay in
+    // the executor for read_logits / sample.
+    virtual void logits(const Weight &head, float *host_all_logits) = 0;
+
+    // After run(): copy each sequence's last-row logits to host [batch][vocab].
+    virtual void read_logits(float *host) = 0;
+    // After run(): sample one token per sequence from the last-row logits.
+    virtual void sample(const SampleSpec &spec, const SampleRow *rows, int32_t *out_tokens) = 0;
+
+    // Sets how many positions sequence `seq` holds (after reset or truncate); the executor
+    // keeps whatever per-sequence state its kernels need.
+    virtual void set_seq_len(uint32_t seq, uint32_t len) = 0;
+
+    // Allocations made by this executor since creation (tests prove forward adds none).
+    virtual uint64_t allocation_count() const = 0;
+};
+
+// Shared by every context of a model: methods other than place_weights must be safe to call
+// from several threads at once.
+class Device {
+public:
+    virtual ~Device() = default;
+    virtual const char *name() const = 0;
+    virtual int32_t ordinal() const = 0; // GPT_DEVICE_CPU or the CUDA ordinal
+    // Makes `out` point at weights usable by this device's executors. Host pointers in `in`
+    // stay valid during the call only, unless keeps_host_weights().
+    virtual void place_weights(const ModelConfig &c, const ModelWeights &in, DType want, ModelWeights *out) = 0;
+    virtual bool keeps_host_weights() const = 0;
+    virtual uint64_t weight_bytes() const = 0;
+    virtual MemoryPlan plan(const ModelConfig &c, const ExecParams &p) const = 0;
+    virtual std::unique_ptr<Executor> create_executor(const ModelConfig &c, const ModelWeights &w, const ExecParams &p) const = 0;
+};
+
+std::unique_ptr<Device> make_cpu_device();
+// nullptr-free: throws GPT_ERR_UNSUPPORTED in a build without CUDA.
+std::unique_ptr<Device> make_cuda_device(int ordinal);
+int cuda_device_count();
+const char *cuda_build_info();
+
+} // namespace gpt

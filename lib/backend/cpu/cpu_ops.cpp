@@ -1,0 +1,128 @@
+// cpu_ops.cpp - plain loops; the hot dot product is compiled twice on x86-64 (AVX2+FMA and
+// baseline) and picked at load time, so one binary runs everywhere and fast where it can.
+#include "backend/cpu/cpu_ops.h"
+
+#include "core/half.h"
+
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define GPT_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define GPT_MULTIVERSION
+#endif
+
+namespace gpt::cpu {
+
+void widen(const void *src, DType dtype, uint64_t n, float *dst) {
+    switch (dtype) {
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); break;
+    case DType::F16: {
+        const uint16_t *s = static_cast<const uint16_t *>(src);
+        for (uint64_t i = 0; i < n; i++) dst[i] = f16_to_f32(s[i]);
+        break;
+    }
+    case DType::BF16: {
+        const uint16_t *s = static_cast<const uint16_t *>(src);
+        for (uint64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(s[i]);
+        break;
+    }
+    }
+}
+
+GPT_MULTIVERSION float dot(const float *a, const float *b, uint64_t n) {
+    // 16 independent partial sums: vectorisable without -ffast-math, and they hide FMA latency.
+    float acc[16] = {0};
+    uint64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) acc[j] += a[i + j] * b[i + j];
+    float s = 0;
+    for (int j = 0; j < 16; j++) s += acc[j];
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
+                  uint64_t o_end, float *y, uint64_t y_stride, float *scratch) {
+    const uint64_t k = w.cols;
+    for (uint64_t o = o_begin; o < o_end; o++) {
+        const float *wrow;
+        if (w.dtype == DType::F32) {
+            wrow = static_cast<const float *>(w.data) + o * k;
+        } else {
+            widen(static_cast<const uint8_t *>(w.data) + o * k * 2, w.dtype, k, scratch);
+            wrow = scratch;
+        }
+        const float b = bias ? bias[o] : 0.0f;
+        for (uint32_t r = 0; r < n_rows; r++) y[r * y_stride + o] = dot(x + (uint64_t)r * k, wrow, k) + b;
+    }
+}
+
+void layer_norm(const float *x, const float *w, const float *b, float eps, uint32_t d, float *out) {
+    double mean = 0, var = 0;
+    for (uint32_t i = 0; i < d; i++) mean += x[i];
+    mean /= d;
+    for (uint32_t i = 0; i < d; i++) var += (x[i] - mean) * (x[i] - mean);
+    var /= d;
+    const float inv = (float)(1.0 / std::sqrt(var + eps));
+    for (uint32_t i = 0; i < d; i++) out[i] = (float)((x[i] - mean) * inv) * w[i] + (b ? b[i] : 0.0f);
+}
+
+void rms_norm(const float *x, const float *w, float eps, uint32_t d, float *out) {
+    double ss = 0;
+    for (uint32_t i = 0; i < d; i++) ss += (double)x[i] * x[i];
+    const float inv = (float)(1.0 / std::sqrt(ss / d + eps));
+    for (uint32_t i = 0; i < d; i++) out[i] = x[i] * inv * w[i];
+}
+
+float gelu_tanh(float x) {
+    const float k = 0.7978845608028654f; // sqrt(2 / pi)
+    return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+}
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+void rope_rotate_half(float *v, uint32_t head_dim, const float *cos, const float *sin) {
+    const uint32_t half = head_dim / 2;
+    for (uint32_t i = 0; i < half; i++) {
+        const float a = v[i], b = v[i + half];
+        v[i] = a * cos[i] - b * sin[i];
+        v[i + half] = b * cos[i] + a * sin[i];
+    }
+}
+
+void rope_tables(float theta, uint32_t head_dim, uint32_t n_pos, float *cos, float *sin) {
+    const uint32_t half = head_dim / 2;
+    for (uint32_t i = 0; i < half; i++) {
+        const double inv_freq = std::pow((double)theta, -2.0 * i / head_dim);
+        for (uint32_t p = 0; p < n_pos; p++) {
+            const double a = p * inv_freq;
+            cos[(uint64_t)p * half + i] = (float)std::cos(a);
+            sin[(uint64_t)p * half + i] = (float)std::sin(a);
+        }
+    }
+}
+
+void attend(const float *q, const float *k, const float *v, uint32_t n_keys, uint32_t hd, float scale,
+            float *scores, float *out) {
+    float mx = -INFINITY;
+    for (uint32_t t = 0; t < n_keys; t++) {
+        scores[t] = dot(q, k + (uint64_t)t * hd, hd) * scale;
+        if (scores[t] > mx) mx = scores[t];
+    }
+    float sum = 0;
+    for (uint32_t t = 0; t < n_keys; t++) {
+        scores[t] = std::exp(scores[t] - mx);
+        sum += scores[t];
+    }
+    const float inv = 1.0f / sum;
+    for (uint32_t i = 0; i < hd; i++) out[i] = 0;
+    for (uint32_t t = 0; t < n_keys; t++) {
+        const float p = scores[t] * inv;
+        const float *vt = v + (uint64_t)t * hd;
+        for (uint32_t i = 0; i < hd; i++) out[i] += p * vt[i];
+    }
+}
+
+} // namespace gpt::cpu

@@ -1,0 +1,44 @@
+// cpu_ops.h - the reference math, one plain function per op, single-threaded over the rows
+// it is given. The CPU executor runs them in parallel; the CUDA kernel tests use them as
+// the oracle. Activations are f32; matrix weights may be f32, f16 or bf16 (widened here).
+#pragma once
+
+#include "model/weights.h"
+
+#include <cstdint>
+
+namespace gpt::cpu {
+
+// dst[0..n) = src[0..n) widened to f32.
+void widen(const void *src, DType dtype, uint64_t n, float *dst);
+// sum a[i] * b[i] (vectorised; summation order differs from a naive loop).
+float dot(const float *a, const float *b, uint64_t n);
+
+// y[r][o] = x[r][:] . w[o][:] (+ bias[o]) for rows r in [0, n_rows) and outputs o in
+// [o_begin, o_end). x: [n_rows][w.cols], y: [n_rows][y_stride]. scratch: w.cols floats (used
+// for f16/bf16 weights).
+void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
+                  uint64_t o_end, float *y, uint64_t y_stride, float *scratch);
+
+// One row: out = (x - mean) / sqrt(var + eps) * w + b.
+void layer_norm(const float *x, const float *w, const float *b, float eps, uint32_t d, float *out);
+// One row: out = x / sqrt(mean(x^2) + eps) * w.
+void rms_norm(const float *x, const float *w, float eps, uint32_t d, float *out);
+
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), GPT-2's GELU.
+float gelu_tanh(float x);
+// x * sigmoid(x)
+float silu(float x);
+
+// Rotate-half RoPE on one head vector v[head_dim] with cos/sin[head_dim / 2] for its position.
+void rope_rotate_half(float *v, uint32_t head_dim, const float *cos, const float *sin);
+// cos/sin tables [n_pos][head_dim / 2]: angle = pos * theta^(-2i / head_dim), in double.
+void rope_tables(float theta, uint32_t head_dim, uint32_t n_pos, float *cos, float *sin);
+
+// Causal attention of one query head over cached keys/values [0, n_keys):
+// out[hd] = softmax(q . k_t * scale) weighted sum of v_t. k, v: [n_keys][hd] contiguous.
+// scores: n_keys floats of scratch.
+void attend(const float *q, const float *k, const float *v, uint32_t n_keys, uint32_t hd, float scale,
+            float *scores, float *out);
+
+} // namespace gpt::cpu

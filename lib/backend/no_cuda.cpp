@@ -1,0 +1,14 @@
+// no_cuda.cpp - the CUDA entry points of a build made without CUDA: no devices, and a clear
+// GPT_ERR_UNSUPPORTED for anyone who asks for one.
+#include "backend/backend.h"
+#include "core/error.h"
+
+namespace gpt {
+
+std::unique_ptr<Device> make_cuda_device(int ordinal) {
+    fail(GPT_ERR_UNSUPPORTED, "CUDA device %d requested, but this libgpt was built without CUDA", ordinal);
+}
+int cuda_device_count() { return 0; }
+const char *cuda_build_info() { return "cuda: not built"; }
+
+} // namespace gpt

@@ -1,0 +1,314 @@
+// reader.cpp - weight file v1 parsing and validation (see docs/FORMAT.md).
+#include "format/reader.h"
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "format/bytes.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unordered_set>
+#include <zlib.h>
+
+namespace gpt::format {
+
+namespace {
+
+// zlib's crc32 takes a uInt length: feed large buffers in pieces.
+uint32_t crc32_of(const uint8_t *p, uint64_t n) {
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (n > 0) {
+        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = crc32(crc, p, chunk);
+        p += chunk;
+        n -= chunk;
+    }
+    return (uint32_t)crc;
+}
+
+// [off, off + len) lies inside [lo, hi), without overflow.
+bool range_inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {
+    uint64_t end;
+    return !add_overflows(off, len, &end) && off >= lo && end <= hi;
+}
+
+} // namespace
+
+uint64_t TensorEntry::numel() const {
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < ndim; i++) n *= dims[i];
+    return n;
+}
+
+size_t dtype_size(FileDType t) {
+    switch (t) {
+    case FileDType::F32: return 4;
+    case FileDType::F16: return 2;
+    case FileDType::BF16: return 2;
+    }
+    return 0;
+}
+
+const char *dtype_name(FileDType t) {
+    switch (t) {
+    case FileDType::F32: return "f32";
+    case FileDType::F16: return "f16";
+    case FileDType::BF16: return "bf16";
+    }
+    return "?";
+}
+
+std::unique_ptr<WeightFile> WeightFile::open(const std::string &path, const ReadOptions &opt) {
+    std::unique_ptr<WeightFile> wf(new WeightFile());
+    wf->source_ = path;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(GPT_ERR_IO, "%s: cannot open: %s", path.c_str(), strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        ::close(fd);
+        fail(GPT_ERR_IO, "%s: cannot stat: %s", path.c_str(), strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail(GPT_ERR_IO, "%s: not a regular file", path.c_str());
+    }
+    wf->size_ = (uint64_t)st.st_size;
+    if (wf->size_ < kHeaderSize) {
+        ::close(fd);
+        fail(GPT_ERR_FORMAT, "%s: file is %llu bytes, shorter than the %u-byte header", path.c_str(),
+             (unsigned long long)wf->size_, kHeaderSize);
+    }
+    if (opt.use_mmap) {
+        void *m = mmap(nullptr, (size_t)wf->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m != MAP_FAILED) {
+            wf->map_ = m;
+            wf->base_ = static_cast<const uint8_t *>(m);
+        }
+    }
+    if (!wf->base_) { // read() fallback: mmap disabled or unavailable (e.g. some FUSE mounts)
+        try {
+            wf->owned_ = static_cast<uint8_t *>(host_alloc((size_t)wf->size_, "weight file contents"));
+        } catch (...) {
+            ::close(fd);
+            throw;
+        }
+        uint64_t got = 0;
+        while (got < wf->size_) {
+            ssize_t r = ::pread(fd, wf->owned_ + got, (size_t)std::min<uint64_t>(wf->size_ - got, 1u << 30), (off_t)got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                int e = r < 0 ? errno : 0;
+                ::close(fd);
+                fail(GPT_ERR_IO, "%s: read failed at byte %llu: %s", path.c_str(), (unsigned long long)got,
+                     e ? strerror(e) : "unexpected end of file");
+            }
+            got += (uint64_t)r;
+        }
+        wf->base_ = wf->owned_;
+    }
+    ::close(fd);
+    wf->parse(opt);
+    return wf;
+}
+
+std::unique_ptr<WeightFile> WeightFile::from_memory(const void *data, size_t size, bool copy, const ReadOptions &opt) {
+    if (!data) fail(GPT_ERR_INVALID_ARG, "weight file buffer is NULL");
+    std::unique_ptr<WeightFile> wf(new WeightFile());
+    wf->source_ = "<memory>";
+    wf->size_ = size;
+    if (size < kHeaderSize)
+        fail(GPT_ERR_FORMAT, "<memory>: buffer is %zu bytes, shorter than the %u-byte header", size, kHeaderSize);
+    if (copy || (reinterpret_cast<uintptr_t>(data) % 64) != 0) {
+        wf->owned_ = static_cast<uint8_t *>(host_alloc(size, "weight file copy"));
+        std::memcpy(wf->owned_, data, size);
+        wf->base_ = wf->owned_;
+    } else {
+        wf->base_ = static_cast<const uint8_t *>(data);
+    }
+    wf->parse(opt);
+    return wf;
+}
+
+WeightFile::~WeightFile() { release_data(); }
+
+void WeightFile::release_data() {
+    if (map_) munmap(map_, (size_t)size_);
+    host_free(owned_);
+    map_ = nullptr;
+    owned_ = nullptr;
+    base_ = nullptr;
+}
+
+const TensorEntry *WeightFile::find(const std::string &name) const {
+    for (const auto &t : tensors_)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+void WeightFile::parse(const ReadOptions &opt) {
+    const char *src = source_.c_str();
+    const uint8_t *h = base_;
+    if (std::memcmp(h + hdr::magic, kMagic, sizeof kMagic) != 0)
+        fail(GPT_ERR_FORMAT, "%s: not a libgpt weight file (bad magic)", src);
+    const uint32_t version = load_u32(h + hdr::version);
+    if (version != kVersion)
+        fail(GPT_ERR_UNSUPPORTED, "%s: weight file version %u; this library reads version %u", src, version, kVersion);
+    if (load_u32(h + hdr::header_crc) != crc32_of(h, hdr::header_crc))
+        fail(GPT_ERR_CHECKSUM, "%s: header checksum mismatch (the first %u bytes are damaged)", src, kHeaderSize);
+    if (load_u32(h + hdr::header_size) != kHeaderSize)
+        fail(GPT_ERR_FORMAT, "%s: header_size is %u, expected %u", src, load_u32(h + hdr::header_size), kHeaderSize);
+    const uint64_t file_size = load_u64(h + hdr::file_size);
+    if (file_size != size_)
+        fail(GPT_ERR_FORMAT, "%s: header says the file is %llu bytes but it is %llu (truncated or padded)", src,
+             (unsigned long long)file_size, (unsigned long long)size_);
+    const uint32_t alignment = load_u32(h + hdr::alignment);
+    if (alignment != kAlignment) fail(GPT_ERR_FORMAT, "%s: alignment is %u, expected %u", src, alignment, kAlignment);
+
+    const uint64_t meta_off = load_u64(h + hdr::meta_offset), meta_size = load_u64(h + hdr::meta_size);
+    const uint64_t table_off = load_u64(h + hdr::table_offset), table_size = load_u64(h + hdr::table_size);
+    const uint64_t data_off = load_u64(h + hdr::data_offset);
+    if (!range_inside(meta_off, meta_size, kHeaderSize, size_))
+        fail(GPT_ERR_FORMAT, "%s: metadata section [%llu, +%llu) lies outside the file", src, (unsigned long long)meta_off,
+             (unsigned long long)meta_size);
+    if (!range_inside(table_off, table_size, meta_off + meta_size, size_))
+        fail(GPT_ERR_FORMAT, "%s: tensor table [%llu, +%llu) lies outside the file or overlaps the metadata", src,
+             (unsigned long long)table_off, (unsigned long long)table_size);
+    if (data_off % kAlignment != 0 || data_off < table_off + table_size || data_off > size_)
+        fail(GPT_ERR_FORMAT, "%s: data offset %llu is misaligned or overlaps the table", src, (unsigned long long)data_off);
+    if (load_u32(h + hdr::meta_crc) != crc32_of(base_ + meta_off, meta_size))
+        fail(GPT_ERR_CHECKSUM, "%s: metadata checksum mismatch", src);
+    if (load_u32(h + hdr::table_crc) != crc32_of(base_ + table_off, table_size))
+        fail(GPT_ERR_CHECKSUM, "%s: tensor table checksum mismatch", src);
+
+    parse_metadata(base_ + meta_off, meta_size);
+    parse_table(base_ + table_off, table_size, load_u32(h + hdr::n_tensors), data_off);
+    if (opt.verify_checksums) {
+        verify_checksums();
+        checksums_verified_ = true;
+    }
+}
+
+void WeightFile::parse_metadata(const uint8_t *p, uint64_t n) {
+    Cursor c(p, n, "metadata", source_);
+    const uint32_t count = c.u32();
+    // Each entry takes at least 7 bytes; a larger count cannot be honest.
+    if (count > c.remaining() / 7)
+        fail(GPT_ERR_FORMAT, "%s: metadata claims %u entries in %llu bytes", source_.c_str(), count,
+             (unsigned long long)n);
+    for (uint32_t i = 0; i < count; i++) {
+        const uint32_t key_len = c.u16();
+        if (key_len == 0 || key_len > kMaxKeyLen)
+            fail(GPT_ERR_FORMAT, "%s: metadata entry %u has a key length of %u", source_.c_str(), i, key_len);
+        std::string key = c.str(key_len);
+        if (meta_.has(key)) fail(GPT_ERR_FORMAT, "%s: metadata key '%s' appears twice", source_.c_str(), key.c_str());
+        MetaValue v;
+        v.type = static_cast<MetaType>(c.u8());
+        // Array counts are checked against the bytes left before anything is reserved.
+        auto check_count = [&](uint64_t count_, uint64_t min_each) {
+            if (count_ > c.remaining() / min_each)
+                fail(GPT_ERR_FORMAT, "%s: metadata key '%s' claims %llu elements, more than the section holds",
+                     source_.c_str(), key.c_str(), (unsigned long long)count_);
+        };
+        switch (v.type) {
+        case MetaType::U32: v.u = c.u32(); break;
+        case MetaType::I32: v.i = (int32_t)c.u32(); break;
+        case MetaType::F32: v.f = c.f32(); break;
+        case MetaType::U64: v.u = c.u64(); break;
+        case MetaType::STR: v.str = c.str(c.u32()); break;
+        case MetaType::I32_ARRAY: {
+            uint32_t k = c.u32();
+            check_count(k, 4);
+            v.i32s.resize(k);
+            for (auto &x : v.i32s) x = (int32_t)c.u32();
+            break;
+        }
+        case MetaType::F32_ARRAY: {
+            uint32_t k = c.u32();
+            check_count(k, 4);
+            v.f32s.resize(k);
+            for (auto &x : v.f32s) x = c.f32();
+            break;
+        }
+        case MetaType::STR_ARRAY: {
+            uint32_t k = c.u32();
+            check_count(k, 4);
+            v.strs.resize(k);
+            for (auto &s : v.strs) s = c.str(c.u32());
+            break;
+        }
+        default:
+            fail(GPT_ERR_FORMAT, "%s: metadata key '%s' has unknown type %u", source_.c_str(), key.c_str(),
+                 (unsigned)v.type);
+        }
+        meta_.set(key, std::move(v));
+    }
+    if (c.remaining() != 0)
+        fail(GPT_ERR_FORMAT, "%s: %llu stray bytes after the metadata entries", source_.c_str(),
+             (unsigned long long)c.remaining());
+}
+
+void WeightFile::parse_table(const uint8_t *p, uint64_t n, uint32_t count, uint64_t data_off) {
+    Cursor c(p, n, "tensor table", source_);
+    const char *src = source_.c_str();
+    // An entry takes at least 2 + 1 + 4 + 8 + 24 bytes.
+    if (count > n / 39) fail(GPT_ERR_FORMAT, "%s: table claims %u tensors in %llu bytes", src, count, (unsigned long long)n);
+    tensors_.reserve(count);
+    std::unordered_set<std::string> names;
+    for (uint32_t i = 0; i < count; i++) {
+        TensorEntry t;
+        const uint32_t name_len = c.u16();
+        if (name_len == 0 || name_len > kMaxNameLen)
+            fail(GPT_ERR_FORMAT, "%s: tensor %u has a name length of %u", src, i, name_len);
+        t.name = c.str(name_len);
+        const char *tn = t.name.c_str();
+        if (!names.insert(t.name).second) fail(GPT_ERR_FORMAT, "%s: tensor '%s' appears twice", src, tn);
+        const uint8_t dt = c.u8();
+        if (dt < 1 || dt > 3) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has unknown dtype %u", src, tn, dt);
+        t.dtype = static_cast<FileDType>(dt);
+        t.ndim = c.u8();
+        if (c.u16() != 0) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has nonzero reserved bits", src, tn);
+        if (t.ndim < 1 || t.ndim > kMaxDims) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has %u dimensions", src, tn, t.ndim);
+        uint64_t numel = 1;
+        for (uint32_t d = 0; d < t.ndim; d++) {
+            t.dims[d] = c.u64();
+            if (t.dims[d] == 0 || mul_overflows(numel, t.dims[d], &numel))
+                fail(GPT_ERR_FORMAT, "%s: tensor '%s' has an invalid shape (dimension %u is %llu)", src, tn, d,
+                     (unsigned long long)t.dims[d]);
+        }
+        const uint64_t rel = c.u64();
+        t.nbytes = c.u64();
+        t.crc32 = c.u32();
+        uint64_t expect;
+        if (mul_overflows(numel, dtype_size(t.dtype), &expect) || expect != t.nbytes)
+            fail(GPT_ERR_FORMAT, "%s: tensor '%s' stores %llu bytes but its shape and dtype need %llu", src, tn,
+                 (unsigned long long)t.nbytes, (unsigned long long)expect);
+        if (rel % kAlignment != 0 || add_overflows(data_off, rel, &t.offset) || !range_inside(t.offset, t.nbytes, data_off, size_))
+            fail(GPT_ERR_FORMAT, "%s: tensor '%s' data [%llu, +%llu) is misaligned or lies outside the file", src, tn,
+                 (unsigned long long)rel, (unsigned long long)t.nbytes);
+        tensors_.push_back(std::move(t));
+    }
+    if (c.remaining() != 0)
+        fail(GPT_ERR_FORMAT, "%s: %llu stray bytes after the tensor table", src, (unsigned long long)c.remaining());
+    // No two tensors may share bytes.
+    std::vector<const TensorEntry *> by_off;
+    for (const auto &t : tensors_) by_off.push_back(&t);
+    std::sort(by_off.begin(), by_off.end(), [](auto a, auto b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < by_off.size(); i++)
+        if (by_off[i - 1]->offset + by_off[i - 1]->nbytes > by_off[i]->offset)
+            fail(GPT_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap", src, by_off[i - 1]->name.c_str(),
+                 by_off[i]->name.c_str());
+}
+
+void WeightFile::verify_checksums() const {
+    for (const auto &t : tensors_)
+        if (crc32_of(base_ + t.offset, t.nbytes) != t.crc32)
+            fail(GPT_ERR_CHECKSUM, "%s: tensor '%s' checksum mismatch (data damaged)", source_.c_str(), t.name.c_str());
+}
+
+} // namespace gpt::format

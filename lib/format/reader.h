@@ -1,0 +1,77 @@
+// reader.h - opens and validates a weight file (mmap, read() or a memory buffer).
+// Everything is checked before use: magic, version, section bounds with overflow-safe
+// arithmetic, the metadata and table encodings, tensor extents (aligned, inside the file,
+// not overlapping) and, unless skipped, every tensor's crc32. Failures throw gpt::Error
+// naming the file and the offending field or tensor.
+#pragma once
+
+#include "format/metadata.h"
+#include "format/spec.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpt::format {
+
+struct TensorEntry {
+    std::string name;
+    FileDType dtype = FileDType::F32;
+    uint32_t ndim = 0;
+    uint64_t dims[kMaxDims] = {0, 0, 0, 0}; // dims[0] outermost (row-major)
+    uint64_t offset = 0;                    // absolute offset in the file
+    uint64_t nbytes = 0;
+    uint32_t crc32 = 0;
+
+    uint64_t numel() const;
+};
+
+size_t dtype_size(FileDType t);
+const char *dtype_name(FileDType t);
+
+struct ReadOptions {
+    bool verify_checksums = true;
+    bool use_mmap = true;
+};
+
+class WeightFile {
+public:
+    static std::unique_ptr<WeightFile> open(const std::string &path, const ReadOptions &opt);
+    // Borrows data unless copy is true (or the buffer is misaligned, which forces a copy).
+    static std::unique_ptr<WeightFile> from_memory(const void *data, size_t size, bool copy, const ReadOptions &opt);
+    ~WeightFile();
+    WeightFile(const WeightFile &) = delete;
+    WeightFile &operator=(const WeightFile &) = delete;
+
+    const std::string &source() const { return source_; }
+    uint64_t size() const { return size_; }
+    bool mapped() const { return map_ != nullptr; }
+    bool checksums_verified() const { return checksums_verified_; }
+    const Metadata &metadata() const { return meta_; }
+    const std::vector<TensorEntry> &tensors() const { return tensors_; }
+    const TensorEntry *find(const std::string &name) const;
+    const uint8_t *data(const TensorEntry &t) const { return base_ + t.offset; }
+
+    // Recomputes every tensor's crc32; throws GPT_ERR_CHECKSUM naming the first mismatch.
+    void verify_checksums() const;
+    // Drops the file bytes (after weights were copied elsewhere); data() is invalid afterwards.
+    void release_data();
+
+private:
+    WeightFile() = default;
+    void parse(const ReadOptions &opt);
+    void parse_metadata(const uint8_t *p, uint64_t n);
+    void parse_table(const uint8_t *p, uint64_t n, uint32_t count, uint64_t data_offset);
+
+    std::string source_;
+    const uint8_t *base_ = nullptr;
+    uint64_t size_ = 0;
+    void *map_ = nullptr;        // mmap'd region, if any
+    uint8_t *owned_ = nullptr;   // heap copy, if any
+    bool checksums_verified_ = false;
+    Metadata meta_;
+    std::vector<TensorEntry> tensors_;
+};
+
+} // namespace gpt::format

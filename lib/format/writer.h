@@ -1,0 +1,61 @@
+// writer.h - builds weight file v1: the reader's spec in reverse.
+// Tensors are added with their bytes or with a function that produces them when written,
+// so a converter can stream a large model without holding it in memory. write_file() is
+// atomic: it writes a temporary file beside the target, fsyncs it and renames it into
+// place, so a reader sees the old file or the complete new one, never a partial one.
+#pragma once
+
+#include "format/metadata.h"
+#include "format/spec.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gpt::format {
+
+class Writer {
+public:
+    // Fills exactly nbytes at dst. May throw gpt::Error.
+    using Fill = std::function<void(uint8_t *dst, uint64_t nbytes)>;
+    // Called after each tensor is written: (tensors done, total tensors, bytes done, total bytes).
+    using Progress = std::function<void(size_t, size_t, uint64_t, uint64_t)>;
+
+    Metadata &metadata() { return meta_; }
+
+    void add_tensor(const std::string &name, FileDType dtype, const std::vector<uint64_t> &dims, Fill fill);
+    // Copies the bytes now.
+    void add_tensor(const std::string &name, FileDType dtype, const std::vector<uint64_t> &dims, const void *data,
+                    uint64_t nbytes);
+
+    struct FileOptions {
+        bool overwrite = false; // replace an existing file (otherwise GPT_ERR_IO naming it)
+        Progress progress;
+    };
+    void write_file(const std::string &path, const FileOptions &opt) const;
+    std::vector<uint8_t> write_memory() const;
+    uint64_t file_size() const;
+
+private:
+    struct Pending {
+        std::string name;
+        FileDType dtype;
+        std::vector<uint64_t> dims;
+        uint64_t nbytes;
+        Fill fill;
+    };
+    struct Layout {
+        std::vector<uint8_t> meta;
+        uint64_t meta_off, table_off, table_size, data_off, file_size;
+        std::vector<uint64_t> rel_offsets;
+    };
+    Layout layout() const;
+    std::vector<uint8_t> encode_table(const Layout &l, const std::vector<uint32_t> &crcs) const;
+    std::vector<uint8_t> encode_header(const Layout &l, uint32_t meta_crc, uint32_t table_crc) const;
+
+    Metadata meta_;
+    std::vector<Pending> tensors_;
+};
+
+} // namespace gpt::format

@@ -1,0 +1,107 @@
+// config.cpp - hyperparameters from metadata, with limits that keep every size computed
+// from them far from overflow.
+#include "model/config.h"
+
+#include "core/error.h"
+#include "format/keys.h"
+
+#include <cmath>
+
+namespace gpt {
+
+int arch_from_name(const std::string &name) {
+    if (name == "gpt2") return GPT_ARCH_GPT2;
+    if (name == "llama") return GPT_ARCH_LLAMA;
+    return 0;
+}
+
+const char *arch_to_name(int arch) {
+    switch (arch) {
+    case GPT_ARCH_GPT2: return "gpt2";
+    case GPT_ARCH_LLAMA: return "llama";
+    }
+    return "?";
+}
+
+ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::string &source) {
+    ModelConfig c;
+    const std::string arch = m.require_str(keys::kArchitecture);
+    const int a = arch_from_name(arch);
+    if (!a) fail(GPT_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (this library runs gpt2 and llama)", source.c_str(), arch.c_str());
+    c.arch = (gpt_arch)a;
+    m.get_str(keys::kName, &c.name);
+    c.n_layers = m.require_u32(keys::kNLayers);
+    c.d_model = m.require_u32(keys::kDModel);
+    c.n_heads = m.require_u32(keys::kNHeads);
+    c.n_kv_heads = c.n_heads;
+    m.get_u32(keys::kNKvHeads, &c.n_kv_heads);
+    c.head_dim = c.n_heads ? c.d_model / c.n_heads : 0;
+    m.get_u32(keys::kHeadDim, &c.head_dim);
+    c.d_ff = m.require_u32(keys::kDFF);
+    c.vocab_size = m.require_u32(keys::kVocabSize);
+    c.context_length = m.require_u32(keys::kContextLength);
+    c.norm_eps = m.require_f32(keys::kNormEps);
+    if (c.arch == GPT_ARCH_LLAMA) c.rope_theta = m.require_f32(keys::kRopeTheta);
+    else c.rope_theta = 0.0f;
+    uint32_t flag = 0;
+    c.tied_head = m.get_u32(keys::kTiedHead, &flag) && flag != 0;
+    flag = 0;
+    c.qkv_bias = c.arch == GPT_ARCH_GPT2 || (m.get_u32(keys::kQkvBias, &flag) && flag != 0);
+    m.get_i32(keys::kTokBos, &c.bos_id);
+    m.get_i32(keys::kTokEos, &c.eos_id);
+    c.validate(source);
+    return c;
+}
+
+void ModelConfig::validate(const std::string &source) const {
+    const char *s = source.c_str();
+    auto in_range = [&](const char *what, uint64_t v, uint64_t lo, uint64_t hi) {
+        if (v < lo || v > hi)
+            fail(GPT_ERR_FORMAT, "%s: %s is %llu, outside [%llu, %llu]", s, what, (unsigned long long)v,
+                 (unsigned long long)lo, (unsigned long long)hi);
+    };
+    // Generous limits (largest open models are well inside) that keep products of two
+    // fields below 2^40, so size arithmetic in uint64 cannot overflow.
+    in_range(keys::kNLayers, n_layers, 1, 1024);
+    in_range(keys::kDModel, d_model, 1, 1u << 16);
+    in_range(keys::kNHeads, n_heads, 1, 1024);
+    in_range(keys::kNKvHeads, n_kv_heads, 1, n_heads);
+    in_range(keys::kHeadDim, head_dim, 1, 1024);
+    in_range(keys::kDFF, d_ff, 1, 1u << 18);
+    in_range(keys::kVocabSize, vocab_size, 1, 1u << 22);
+    in_range(keys::kContextLength, context_length, 1, 1u << 22);
+    if (n_heads % n_kv_heads != 0)
+        fail(GPT_ERR_FORMAT, "%s: n_heads (%u) is not a multiple of n_kv_heads (%u)", s, n_heads, n_kv_heads);
+    if (arch == GPT_ARCH_GPT2 && (n_kv_heads != n_heads || head_dim * n_heads != d_model))
+        fail(GPT_ERR_FORMAT, "%s: gpt2 needs n_kv_heads == n_heads and head_dim * n_heads == d_model", s);
+    if (arch == GPT_ARCH_LLAMA && head_dim % 2 != 0)
+        fail(GPT_ERR_FORMAT, "%s: head_dim %u must be even for rotary embeddings", s, head_dim);
+    if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps) || norm_eps > 1.0f)
+        fail(GPT_ERR_FORMAT, "%s: norm_eps %g is not a small positive number", s, (double)norm_eps);
+    if (arch == GPT_ARCH_LLAMA && (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)))
+        fail(GPT_ERR_FORMAT, "%s: rope_theta %g is not positive", s, (double)rope_theta);
+    if (bos_id < -1 || bos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: bos_id %d out of range", s, bos_id);
+    if (eos_id < -1 || eos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: eos_id %d out of range", s, eos_id);
+}
+
+void ModelConfig::to_metadata(format::Metadata &m) const {
+    using format::MetaValue;
+    m.set(keys::kArchitecture, MetaValue::of_str(arch_to_name(arch)));
+    if (!name.empty()) m.set(keys::kName, MetaValue::of_str(name));
+    m.set(keys::kNLayers, MetaValue::of_u32(n_layers));
+    m.set(keys::kDModel, MetaValue::of_u32(d_model));
+    m.set(keys::kNHeads, MetaValue::of_u32(n_heads));
+    m.set(keys::kNKvHeads, MetaValue::of_u32(n_kv_heads));
+    m.set(keys::kHeadDim, MetaValue::of_u32(head_dim));
+    m.set(keys::kDFF, MetaValue::of_u32(d_ff));
+    m.set(keys::kVocabSize, MetaValue::of_u32(vocab_size));
+    m.set(keys::kContextLength, MetaValue::of_u32(context_length));
+    m.set(keys::kNormEps, MetaValue::of_f32(norm_eps));
+    if (arch == GPT_ARCH_LLAMA) m.set(keys::kRopeTheta, MetaValue::of_f32(rope_theta));
+    m.set(keys::kTiedHead, MetaValue::of_u32(tied_head ? 1 : 0));
+    m.set(keys::kQkvBias, MetaValue::of_u32(qkv_bias ? 1 : 0));
+    m.set(keys::kTokBos, MetaValue::of_i32(bos_id));
+    m.set(keys::kTokEos, MetaValue::of_i32(eos_id));
+}
+
+} // namespace gpt

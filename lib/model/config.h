@@ -1,0 +1,47 @@
+// config.h - a model's hyperparameters (the blueprint), read from weight file metadata
+// and checked for consistency before anything is sized from them.
+#pragma once
+
+#include "gpt.h"
+#include "format/metadata.h"
+
+#include <cstdint>
+#include <string>
+
+namespace gpt {
+
+struct ModelConfig {
+    gpt_arch arch = GPT_ARCH_GPT2;
+    std::string name;
+    uint32_t n_layers = 0;
+    uint32_t d_model = 0;
+    uint32_t n_heads = 0;
+    uint32_t n_kv_heads = 0;
+    uint32_t head_dim = 0;
+    uint32_t d_ff = 0;
+    uint32_t vocab_size = 0;
+    uint32_t context_length = 0;
+    float norm_eps = 1e-5f;
+    float rope_theta = 10000.0f; // llama only
+    bool tied_head = false;
+    bool qkv_bias = false;        // gpt2: always true
+    int32_t bos_id = -1;
+    int32_t eos_id = -1;
+
+    uint32_t q_dim() const { return n_heads * head_dim; }
+    uint32_t kv_dim() const { return n_kv_heads * head_dim; }
+    uint32_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
+    // Width of the first feed-forward projection's output: gpt2 up, llama gate+up.
+    uint32_t ffn_in_dim() const { return arch == GPT_ARCH_LLAMA ? 2 * d_ff : d_ff; }
+
+    // Throws GPT_ERR_FORMAT (or UNSUPPORTED) naming the source and the bad field.
+    static ModelConfig from_metadata(const format::Metadata &m, const std::string &source);
+    void validate(const std::string &source) const;
+    void to_metadata(format::Metadata &m) const;
+};
+
+// "gpt2" / "llama" <-> gpt_arch; returns 0 for an unknown name.
+int arch_from_name(const std::string &name);
+const char *arch_to_name(int arch);
+
+} // namespace gpt

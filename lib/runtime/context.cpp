@@ -1,0 +1,193 @@
+// context.cpp - splitting calls into steps, committing sequence lengths only when a call
+// succeeds, and the generate loop.
+#include "runtime/context.h"
+
+#include "backend/cpu/thread_pool.h"
+#include "core/error.h"
+#include "model/arch.h"
+#include "sampler/rng.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace gpt {
+
+namespace {
+constexpr uint32_t kMaxBatch = 4096;
+constexpr uint32_t kMaxRepetitionWindow = 4096;
+} // namespace
+
+struct Context::AbortHook final : LayerHook {
+    const Context *ctx;
+    explicit AbortHook(const Context *c) : ctx(c) {}
+    void between_layers() override { ctx->check_abort(); }
+};
+
+ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) {
+    const ModelConfig &c = m.config();
+    ExecParams e;
+    e.max_batch = p.max_batch ? p.max_batch : 1;
+    if (e.max_batch > kMaxBatch) fail(GPT_ERR_INVALID_ARG, "max_batch %u exceeds %u", e.max_batch, kMaxBatch);
+    e.max_seq = p.max_seq ? p.max_seq : c.context_length;
+    if (e.max_seq > c.context_length)
+        fail(GPT_ERR_INVALID_ARG, "max_seq %u exceeds the model's context length %u", e.max_seq, c.context_length);
+    const uint64_t all = (uint64_t)e.max_batch * e.max_seq;
+    uint64_t step = p.max_step_tokens ? p.max_step_tokens : std::min<uint64_t>(512, all);
+    if (step > (1u << 20)) fail(GPT_ERR_INVALID_ARG, "max_step_tokens %llu is too large", (unsigned long long)step);
+    e.max_step_tokens = (uint32_t)std::max<uint64_t>(step, e.max_batch);
+    if (p.compute_dtype > GPT_DTYPE_BF16) fail(GPT_ERR_INVALID_ARG, "compute_dtype %u is not a gpt_dtype", p.compute_dtype);
+    if (p.kv_dtype > GPT_DTYPE_BF16) fail(GPT_ERR_INVALID_ARG, "kv_dtype %u is not a gpt_dtype", p.kv_dtype);
+    const bool cpu = m.device().ordinal() == GPT_DEVICE_CPU;
+    if (cpu) {
+        e.compute = DType::F32; // the CPU backend computes and caches in f32 whatever was asked
+        e.kv = DType::F32;
+    } else {
+        e.compute = p.compute_dtype ? static_cast<DType>(p.compute_dtype) : m.weight_dtype();
+        e.kv = p.kv_dtype ? static_cast<DType>(p.kv_dtype) : (e.compute == DType::F32 ? DType::F32 : DType::F16);
+    }
+    e.n_threads = p.n_threads ? std::min<uint32_t>(p.n_threads, 256) : cpu::hardware_threads();
+    if (!cpu) e.n_threads = 1;
+    e.allow_tf32 = (p.flags & GPT_CTX_ALLOW_TF32) != 0;
+    e.use_graphs = (p.flags & GPT_CTX_NO_GRAPHS) == 0;
+    return e;
+}
+
+uint64_t Context::own_host_bytes(const ExecParams &e) {
+    return 4ull * ((uint64_t)e.max_batch + (uint64_t)e.max_batch * e.max_seq + e.max_step_tokens + e.max_batch);
+}
+
+Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
+    params_ = resolve(m, p);
+    abort_fn_ = p.abort_fn;
+    abort_user_ = p.abort_user;
+    seq_len_.assign(params_.max_batch, 0);
+    history_.assign((uint64_t)params_.max_batch * params_.max_seq, 0);
+    step_tokens_.assign(params_.max_step_tokens, 0);
+    step_pos_.assign(params_.max_batch, 0);
+    exec_ = m.device().create_executor(m.config(), m.weights(), params_);
+}
+
+void Context::check_abort() const {
+    if (abort_fn_ && abort_fn_(abort_user_)) fail(GPT_ERR_ABORTED, "aborted by the abort callback");
+}
+
+void Context::check_tokens(const int32_t *tokens, uint64_t n) const {
+    const uint32_t v = model_.config().vocab_size;
+    for (uint64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= v)
+            fail(GPT_ERR_INVALID_ARG, "token %llu is %d, outside the vocabulary [0, %u)", (unsigned long long)i, tokens[i], v);
+}
+
+void Context::step(const int32_t *tokens, uint32_t batch, uint32_t n_total, uint32_t t0, uint32_t nt, bool all_logits,
+                   float *host_all_logits, bool replayable) {
+    for (uint32_t b = 0; b < batch; b++) {
+        std::memcpy(step_tokens_.data() + (uint64_t)b * nt, tokens + (uint64_t)b * n_total + t0, nt * sizeof(int32_t));
+        step_pos_[b] = seq_len_[b] + t0;
+    }
+    StepInput in;
+    in.batch = batch;
+    in.n_tokens = nt;
+    in.tokens = step_tokens_.data();
+    in.start_pos = step_pos_.data();
+    in.all_logits = all_logits;
+    in.logits_seq_stride = n_total;
+    exec_->begin_step(in);
+    AbortHook hook(this);
+    ForwardArgs args;
+    args.hook = replayable ? nullptr : &hook; // no host callbacks inside a recorded step
+    args.host_all_logits = host_all_logits ? host_all_logits + (uint64_t)t0 * model_.config().vocab_size : nullptr;
+    exec_->run([&] { model_forward(model_.config(), model_.weights(), *exec_, args); }, replayable);
+}
+
+void Context::forward(const int32_t *tokens, uint32_t batch, uint32_t n_tokens, uint32_t flags, float *logits) {
+    if (!tokens) fail(GPT_ERR_INVALID_ARG, "tokens is NULL");
+    if (batch == 0 || n_tokens == 0) fail(GPT_ERR_INVALID_ARG, "batch (%u) and n_tokens (%u) must be at least 1", batch, n_tokens);
+    if (batch > params_.max_batch) fail(GPT_ERR_INVALID_ARG, "batch %u exceeds the context's max_batch %u", batch, params_.max_batch);
+    if (flags & ~GPT_FORWARD_ALL_LOGITS) fail(GPT_ERR_INVALID_ARG, "unknown forward flags 0x%x", flags);
+    check_tokens(tokens, (uint64_t)batch * n_tokens);
+    for (uint32_t b = 0; b < batch; b++)
+        if ((uint64_t)seq_len_[b] + n_tokens > params_.max_seq)
+            fail(GPT_ERR_CONTEXT_FULL, "sequence %u holds %u tokens; %u more exceed max_seq %u", b, seq_len_[b], n_tokens,
+                 params_.max_seq);
+    const bool all = (flags & GPT_FORWARD_ALL_LOGITS) != 0;
+    const uint32_t per_step = std::max<uint32_t>(1, params_.max_step_tokens / batch);
+    for (uint32_t t0 = 0; t0 < n_tokens; t0 += per_step) {
+        const uint32_t nt = std::min(per_step, n_tokens - t0);
+        check_abort();
+        step(tokens, batch, n_tokens, t0, nt, all, all ? logits : nullptr, nt == 1 && !all);
+    }
+    if (logits && !all) exec_->read_logits(logits);
+    // Success: the new tokens now belong to the sequences.
+    for (uint32_t b = 0; b < batch; b++) {
+        std::memcpy(history_.data() + (uint64_t)b * params_.max_seq + seq_len_[b], tokens + (uint64_t)b * n_tokens,
+                    n_tokens * sizeof(int32_t));
+        seq_len_[b] += n_tokens;
+        exec_->set_seq_len(b, seq_len_[b]);
+    }
+}
+
+void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampling_params &s, gpt_token_fn on_token,
+                       void *user, int32_t *out, uint32_t cap, uint32_t *n_out) {
+    if (n_out) *n_out = 0;
+    if (!prompt || n_prompt == 0) fail(GPT_ERR_INVALID_ARG, "the prompt must hold at least one token");
+    if (!out && cap > 0) fail(GPT_ERR_INVALID_ARG, "out is NULL");
+    if (!(s.temperature == s.temperature) || !std::isfinite(s.temperature))
+        fail(GPT_ERR_INVALID_ARG, "temperature %g is not finite", (double)s.temperature);
+    if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) fail(GPT_ERR_INVALID_ARG, "top_p %g is outside (0, 1]", (double)s.top_p);
+    if (!(s.min_p >= 0.0f && s.min_p <= 1.0f)) fail(GPT_ERR_INVALID_ARG, "min_p %g is outside [0, 1]", (double)s.min_p);
+    if (!(s.repetition_penalty > 0.0f) || !std::isfinite(s.repetition_penalty))
+        fail(GPT_ERR_INVALID_ARG, "repetition_penalty %g must be positive", (double)s.repetition_penalty);
+    if (s.repetition_last_n > kMaxRepetitionWindow)
+        fail(GPT_ERR_INVALID_ARG, "repetition_last_n %u exceeds %u", s.repetition_last_n, kMaxRepetitionWindow);
+    if (s.n_stop_tokens && !s.stop_tokens) fail(GPT_ERR_INVALID_ARG, "stop_tokens is NULL but n_stop_tokens is %u", s.n_stop_tokens);
+    if (s.flags & ~GPT_SAMPLING_IGNORE_EOS) fail(GPT_ERR_INVALID_ARG, "unknown sampling flags 0x%x", s.flags);
+    check_tokens(prompt, n_prompt);
+
+    SampleSpec spec;
+    spec.temperature = s.temperature;
+    spec.top_k = s.top_k;
+    spec.top_p = s.top_p;
+    spec.min_p = s.min_p;
+    spec.repetition_penalty = s.repetition_penalty;
+    const int32_t eos = (s.flags & GPT_SAMPLING_IGNORE_EOS) ? -1 : model_.config().eos_id;
+    Rng rng(s.seed);
+
+    forward(prompt, 1, n_prompt, 0, nullptr);
+    for (uint32_t i = 0; i < cap; i++) {
+        check_abort();
+        SampleRow row;
+        row.uniform = rng.next_float();
+        const uint32_t len = seq_len_[0];
+        const uint32_t window = std::min(len, s.repetition_last_n);
+        row.recent = history_.data() + (len - window);
+        row.n_recent = window;
+        int32_t tok = 0;
+        exec_->sample(spec, &row, &tok);
+        out[i] = tok;
+        *n_out = i + 1;
+        bool stop = tok == eos;
+        for (uint32_t j = 0; j < s.n_stop_tokens && !stop; j++) stop = s.stop_tokens[j] == tok;
+        if (on_token && on_token(tok, user)) stop = true;
+        if (stop || i + 1 == cap) return;
+        if (seq_len_[0] + 1 > params_.max_seq)
+            fail(GPT_ERR_CONTEXT_FULL, "the context is full after %u generated tokens (max_seq %u)", i + 1, params_.max_seq);
+        forward(&tok, 1, 1, 0, nullptr);
+    }
+}
+
+void Context::reset() {
+    for (uint32_t b = 0; b < seq_len_.size(); b++) {
+        seq_len_[b] = 0;
+        exec_->set_seq_len(b, 0);
+    }
+}
+
+void Context::truncate(uint32_t seq, uint32_t n) {
+    if (seq >= seq_len_.size()) fail(GPT_ERR_INVALID_ARG, "sequence %u does not exist (max_batch %zu)", seq, seq_len_.size());
+    if (n > seq_len_[seq]) fail(GPT_ERR_INVALID_ARG, "sequence %u holds %u tokens, cannot truncate to %u", seq, seq_len_[seq], n);
+    seq_len_[seq] = n;
+    exec_->set_seq_len(seq, n);
+}
+
+} // namespace gpt

@@ -1,0 +1,55 @@
+// context.h - one thread's working state on a model: the executor (KV cache, activations),
+// each sequence's length and tokens, and the generate loop. Everything is sized at creation
+// from gpt_ctx_params; forward and generate allocate nothing.
+#pragma once
+
+#include "gpt.h"
+#include "backend/backend.h"
+#include "runtime/model.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpt {
+
+class Context {
+public:
+    // Resolves defaults and checks params against the model (throws on a bad value).
+    static ExecParams resolve(const Model &m, const gpt_ctx_params &p);
+    // Host bytes the Context itself holds besides the executor.
+    static uint64_t own_host_bytes(const ExecParams &e);
+
+    Context(const Model &m, const gpt_ctx_params &p);
+
+    void forward(const int32_t *tokens, uint32_t batch, uint32_t n_tokens, uint32_t flags, float *logits);
+    void generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampling_params &s, gpt_token_fn on_token,
+                  void *user, int32_t *out, uint32_t cap, uint32_t *n_out);
+    void reset();
+    uint32_t seq_len(uint32_t seq) const { return seq < seq_len_.size() ? seq_len_[seq] : 0; }
+    void truncate(uint32_t seq, uint32_t n);
+
+    const ExecParams &params() const { return params_; }
+    Executor &executor() { return *exec_; }
+    std::string last_error;
+
+private:
+    struct AbortHook;
+    void check_tokens(const int32_t *tokens, uint64_t n) const;
+    // Runs tokens [t0, t0 + nt) of every sequence as one step; commits nothing.
+    void step(const int32_t *tokens, uint32_t batch, uint32_t n_total, uint32_t t0, uint32_t nt, bool all_logits,
+              float *host_all_logits, bool replayable);
+    void check_abort() const;
+
+    const Model &model_;
+    ExecParams params_;
+    gpt_abort_fn abort_fn_ = nullptr;
+    void *abort_user_ = nullptr;
+    std::unique_ptr<Executor> exec_;
+    std::vector<uint32_t> seq_len_;     // [max_batch]
+    std::vector<int32_t> history_;      // [max_batch][max_seq] tokens in each sequence's cache
+    std::vector<int32_t> step_tokens_;  // [max_step_tokens] staging of one step's tokens
+    std::vector<uint32_t> step_pos_;    // [max_batch]
+};
+
+} // namespace gpt

@@ -1,0 +1,28 @@
+// sampler.h - turns one row of logits into a token: repetition penalty, temperature,
+// top-k, top-p, min-p, then a draw with a given uniform number. Deterministic: the same
+// logits, settings and uniform give the same token. The CUDA sampler follows the same steps.
+#pragma once
+
+#include "backend/backend.h"
+
+#include <cstdint>
+
+namespace gpt {
+
+struct SamplerScratch {
+    float *values = nullptr;  // [vocab]
+    int32_t *index = nullptr; // [vocab]
+};
+
+// Steps, in order:
+//  1. repetition penalty on each distinct recent token: logit > 0 ? logit / p : logit * p
+//  2. temperature <= 0: return the argmax (lowest id among equal maxima)
+//  3. divide by temperature; keep the top_k largest (all when 0), ordered by value then id
+//  4. softmax over the kept tokens
+//  5. top_p: keep the shortest prefix whose probability reaches top_p (at least one)
+//  6. min_p: keep tokens with probability >= min_p * the largest
+//  7. pick the first kept token whose cumulative probability exceeds uniform * total
+int32_t sample_row(const float *logits, uint32_t vocab, const SampleSpec &spec, const SampleRow &row,
+                   SamplerScratch &scratch);
+
+} // namespace gpt

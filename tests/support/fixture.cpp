@@ -1,0 +1,107 @@
+// fixture.cpp - random fixture models through the library's own writer.
+#include "fixture.h"
+
+#include "core/half.h"
+#include "format/writer.h"
+#include "model/weights.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace fixture {
+
+gpt::ModelConfig config_of(const Spec &s) {
+    gpt::ModelConfig c;
+    c.arch = s.arch;
+    c.name = "fixture";
+    c.n_layers = s.n_layers;
+    c.d_model = s.d_model;
+    c.n_heads = s.n_heads;
+    c.n_kv_heads = s.arch == GPT_ARCH_GPT2 ? s.n_heads : s.n_kv_heads;
+    c.head_dim = s.arch == GPT_ARCH_GPT2 ? s.d_model / s.n_heads : s.head_dim;
+    c.d_ff = s.d_ff;
+    c.vocab_size = s.vocab_size;
+    c.context_length = s.context_length;
+    c.norm_eps = s.norm_eps;
+    c.rope_theta = s.arch == GPT_ARCH_LLAMA ? s.rope_theta : 0.0f;
+    c.tied_head = s.tied_head;
+    c.qkv_bias = s.arch == GPT_ARCH_GPT2 || s.qkv_bias;
+    c.bos_id = s.bos_id;
+    c.eos_id = s.eos_id;
+    return c;
+}
+
+Model make(const Spec &s, const gpt::TokenizerData *tok) {
+    Model m;
+    m.config = config_of(s);
+    m.config.validate("fixture");
+    std::mt19937_64 rng(s.seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+
+    gpt::format::Writer w;
+    m.config.to_metadata(w.metadata());
+    if (tok) tok->to_metadata(w.metadata());
+
+    gpt::ModelWeights slots_owner;
+    for (const gpt::TensorSlot &slot : gpt::tensor_slots(m.config, slots_owner)) {
+        uint64_t n = 1;
+        for (uint64_t d : slot.shape) n *= d;
+        std::vector<float> v(n);
+        const bool is_norm = slot.name.find("norm.weight") != std::string::npos;
+        const bool is_vector = slot.shape.size() == 1;
+        const float scale = is_norm ? 0.1f : is_vector ? 0.1f : s.scale / std::sqrt((float)slot.shape.back()) * 4.0f;
+        for (auto &x : v) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
+        // Round to the file dtype so the reference sees exactly the stored values.
+        std::vector<uint8_t> bytes;
+        switch (s.dtype) {
+        case gpt::format::FileDType::F32:
+            bytes.resize(n * 4);
+            std::memcpy(bytes.data(), v.data(), n * 4);
+            break;
+        case gpt::format::FileDType::F16:
+            bytes.resize(n * 2);
+            for (uint64_t i = 0; i < n; i++) {
+                uint16_t h = gpt::f32_to_f16(v[i]);
+                std::memcpy(bytes.data() + 2 * i, &h, 2);
+                v[i] = gpt::f16_to_f32(h);
+            }
+            break;
+        case gpt::format::FileDType::BF16:
+            bytes.resize(n * 2);
+            for (uint64_t i = 0; i < n; i++) {
+                uint16_t h = gpt::f32_to_bf16(v[i]);
+                std::memcpy(bytes.data() + 2 * i, &h, 2);
+                v[i] = gpt::bf16_to_f32(h);
+            }
+            break;
+        }
+        w.add_tensor(slot.name, s.dtype, slot.shape, bytes.data(), bytes.size());
+        m.tensors[slot.name] = std::move(v);
+    }
+    m.file = w.write_memory();
+    return m;
+}
+
+std::string write_temp(const std::vector<uint8_t> &bytes, const char *suffix) {
+    const char *dir = std::getenv("TMPDIR");
+    std::string path = std::string(dir && *dir ? dir : "/tmp") + "/gpt-test-XXXXXX" + suffix;
+    int fd = mkstemps(path.data(), (int)std::strlen(suffix));
+    if (fd < 0) throw std::runtime_error("mkstemps failed");
+    size_t off = 0;
+    while (off < bytes.size()) {
+        ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+        if (n <= 0) {
+            ::close(fd);
+            throw std::runtime_error("write failed");
+        }
+        off += (size_t)n;
+    }
+    ::close(fd);
+    return path;
+}
+
+} // namespace fixture

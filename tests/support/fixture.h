@@ -1,0 +1,42 @@
+// fixture.h - random models written by the tests themselves: a config, its tensors as f32
+// values (already rounded to the file dtype, so references see exactly what the engine
+// reads) and the weight file bytes.
+#pragma once
+
+#include "format/spec.h"
+#include "model/config.h"
+#include "tokenizer/tokenizer_data.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fixture {
+
+struct Spec {
+    gpt_arch arch = GPT_ARCH_LLAMA;
+    uint32_t n_layers = 2, d_model = 48, n_heads = 4, n_kv_heads = 2, head_dim = 12, d_ff = 72;
+    uint32_t vocab_size = 67, context_length = 64;
+    bool tied_head = false, qkv_bias = false;
+    float rope_theta = 10000.0f, norm_eps = 1e-5f;
+    gpt::format::FileDType dtype = gpt::format::FileDType::F32;
+    uint64_t seed = 1;
+    float scale = 0.3f; // std of matrix entries (larger than trained models, to make logits spread)
+    int32_t bos_id = -1, eos_id = -1;
+};
+
+struct Model {
+    gpt::ModelConfig config;
+    std::map<std::string, std::vector<float>> tensors; // name -> values as stored (after rounding)
+    std::vector<uint8_t> file;                         // the weight file
+};
+
+// Builds the config, draws tensors (normal entries; norm weights near 1), writes the file.
+Model make(const Spec &s, const gpt::TokenizerData *tok = nullptr);
+gpt::ModelConfig config_of(const Spec &s);
+
+// Writes bytes to a fresh temporary file; returns its path (caller removes it).
+std::string write_temp(const std::vector<uint8_t> &bytes, const char *suffix = ".gpt");
+
+} // namespace fixture

@@ -1,0 +1,130 @@
+// cmd_generate.cpp - `gpt generate MODEL`: streams tokens as they are sampled, then reports
+// prompt and generation speed.
+#include "cli.h"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cli {
+
+namespace {
+
+struct StreamState {
+    double first_token_time = 0;
+    uint32_t count = 0;
+};
+
+int print_token(int32_t token, void *user) {
+    StreamState *s = static_cast<StreamState *>(user);
+    if (s->count++ == 0) s->first_token_time = now_seconds();
+    std::printf("%s%d", s->count > 1 ? " " : "", token);
+    std::fflush(stdout);
+    return 0;
+}
+
+void usage() {
+    std::printf("usage: gpt generate MODEL [options]\n"
+                "  --tokens IDS         prompt as comma-separated token ids\n"
+                "  -n, --max-tokens N   tokens to generate (default 64)\n"
+                "  --temp T             temperature; 0 = greedy (default 0.8)\n"
+                "  --top-k K            (default 40; 0 = off)\n"
+                "  --top-p P            (default 0.95; 1 = off)\n"
+                "  --min-p P            (default 0.05; 0 = off)\n"
+                "  --repeat-penalty R   (default 1.0 = off)\n"
+                "  --seed S             (default 0)\n"
+                "  --ignore-eos         keep going past the end-of-sequence token\n"
+                "  --device D           auto | cpu | cuda | cuda:N (default auto)\n"
+                "  --dtype T            GPU weights and compute: auto | f32 | f16 | bf16 (default auto)\n"
+                "  --threads N          CPU threads (default: all cores)\n"
+                "  --max-seq N          context size (default: the model's)\n");
+}
+
+} // namespace
+
+int cmd_generate(int argc, char **argv) {
+    const char *path = nullptr;
+    std::vector<int32_t> prompt;
+    uint32_t max_tokens = 64;
+    gpt_sampling_params sp;
+    gpt_sampling_params_init(&sp);
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        auto next = [&]() -> const char * {
+            if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "-h" || a == "--help") {
+            usage();
+            return 0;
+        } else if (a == "--tokens") prompt = parse_token_list(next());
+        else if (a == "-n" || a == "--max-tokens") max_tokens = (uint32_t)parse_uint(a, next());
+        else if (a == "--temp") sp.temperature = (float)parse_double(a, next());
+        else if (a == "--top-k") sp.top_k = (uint32_t)parse_uint(a, next());
+        else if (a == "--top-p") sp.top_p = (float)parse_double(a, next());
+        else if (a == "--min-p") sp.min_p = (float)parse_double(a, next());
+        else if (a == "--repeat-penalty") sp.repetition_penalty = (float)parse_double(a, next());
+        else if (a == "--seed") sp.seed = parse_uint(a, next());
+        else if (a == "--ignore-eos") sp.flags |= GPT_SAMPLING_IGNORE_EOS;
+        else if (a == "--device") mp.device = parse_device(next());
+        else if (a == "--dtype") mp.weight_dtype = parse_dtype(a, next());
+        else if (a == "--threads") cp.n_threads = (uint32_t)parse_uint(a, next());
+        else if (a == "--max-seq") cp.max_seq = (uint32_t)parse_uint(a, next());
+        else if (a[0] == '-') throw std::runtime_error("unknown option " + a + " (see gpt generate --help)");
+        else if (!path) path = argv[i];
+        else throw std::runtime_error("more than one MODEL given");
+    }
+    if (!path) throw std::runtime_error("no MODEL given (see gpt generate --help)");
+
+    const double t_load = now_seconds();
+    gpt_model *model = load_model(path, mp);
+    if (!model) return 1;
+    gpt_model_info info;
+    info.struct_size = sizeof info;
+    gpt_model_get_info(model, &info);
+    if (prompt.empty()) {
+        if (info.bos_token < 0) {
+            gpt_model_free(model);
+            throw std::runtime_error("give a prompt with --tokens (this model has no BOS token to start from)");
+        }
+        prompt.push_back(info.bos_token);
+    }
+    gpt_ctx *ctx = nullptr;
+    gpt_status st = gpt_ctx_create(model, &cp, &ctx);
+    if (st != GPT_OK) {
+        std::fprintf(stderr, "gpt generate: %s\n  %s\n", gpt_status_str(st), gpt_last_error());
+        gpt_model_free(model);
+        return 1;
+    }
+    std::fprintf(stderr, "gpt: %s %s, %u layers, d_model %u, on %s\n", info.name[0] ? info.name : "model",
+                 gpt_arch_name(info.arch), info.n_layers, info.d_model,
+                 info.device == GPT_DEVICE_CPU ? "cpu" : ("cuda:" + std::to_string(info.device)).c_str());
+
+    std::vector<int32_t> out(max_tokens);
+    StreamState stream;
+    uint32_t n_out = 0;
+    const double t0 = now_seconds();
+    st = gpt_generate(ctx, prompt.data(), (uint32_t)prompt.size(), &sp, print_token, &stream, out.data(), max_tokens, &n_out);
+    const double t1 = now_seconds();
+    std::printf("\n");
+    if (st != GPT_OK) std::fprintf(stderr, "gpt generate: %s\n  %s\n", gpt_status_str(st), gpt_ctx_last_error(ctx));
+    if (n_out > 0) {
+        const double first = stream.first_token_time - t0;
+        const double rest = t1 - stream.first_token_time;
+        std::fprintf(stderr, "gpt: prompt %zu tokens + first token in %.1f ms (load %.1f ms); ", prompt.size(), first * 1e3,
+                     (t0 - t_load) * 1e3);
+        if (n_out > 1) std::fprintf(stderr, "%u tokens in %.1f ms: %.1f tokens/s\n", n_out - 1, rest * 1e3, (n_out - 1) / rest);
+        else std::fprintf(stderr, "\n");
+    }
+    gpt_ctx_free(ctx);
+    gpt_model_free(model);
+    return st == GPT_OK ? 0 : 1;
+}
+
+} // namespace cli

@@ -1,0 +1,106 @@
+// cmd_info.cpp - `gpt info MODEL`: header, metadata, tensor table, sizes and checksum status.
+#include "cli.h"
+
+#include "core/error.h"
+#include "format/reader.h"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace cli {
+
+namespace {
+
+std::string human_bytes(uint64_t n) {
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+std::string describe(const gpt::format::MetaValue &v) {
+    using gpt::format::MetaType;
+    char buf[64];
+    switch (v.type) {
+    case MetaType::U32:
+    case MetaType::U64: return std::to_string(v.u);
+    case MetaType::I32: return std::to_string(v.i);
+    case MetaType::F32: std::snprintf(buf, sizeof buf, "%g", (double)v.f); return buf;
+    case MetaType::STR: return "\"" + v.str + "\"";
+    case MetaType::I32_ARRAY: return "i32[" + std::to_string(v.i32s.size()) + "]";
+    case MetaType::F32_ARRAY: return "f32[" + std::to_string(v.f32s.size()) + "]";
+    case MetaType::STR_ARRAY: {
+        std::string s = "str[" + std::to_string(v.strs.size()) + "]";
+        for (size_t i = 0; i < v.strs.size() && i < 4; i++) s += (i ? ", " : " ") + ("\"" + v.strs[i] + "\"");
+        if (v.strs.size() > 4) s += ", ...";
+        return s;
+    }
+    }
+    return "?";
+}
+
+} // namespace
+
+int cmd_info(int argc, char **argv) {
+    const char *path = nullptr;
+    bool verify = true, show_tensors = true;
+    for (int i = 1; i < argc; i++) {
+        if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+            std::printf("usage: gpt info MODEL [--no-verify] [--no-tensors]\n"
+                        "  Prints the weight file's metadata, tensor table and sizes, and checks every crc32\n"
+                        "  (--no-verify skips that).\n");
+            return 0;
+        }
+        if (!std::strcmp(argv[i], "--no-verify")) verify = false;
+        else if (!std::strcmp(argv[i], "--no-tensors")) show_tensors = false;
+        else if (argv[i][0] == '-') throw std::runtime_error(std::string("unknown option ") + argv[i]);
+        else if (!path) path = argv[i];
+        else throw std::runtime_error("more than one MODEL given");
+    }
+    if (!path) throw std::runtime_error("usage: gpt info MODEL");
+    try {
+        gpt::format::ReadOptions opt;
+        opt.verify_checksums = false; // checked below, to report rather than fail
+        auto f = gpt::format::WeightFile::open(path, opt);
+        std::printf("file:      %s\n", path);
+        std::printf("size:      %s (%llu bytes)\n", human_bytes(f->size()).c_str(), (unsigned long long)f->size());
+        std::printf("format:    libgpt weight file v1, %zu tensors\n\nmetadata:\n", f->tensors().size());
+        for (const auto &[key, value] : f->metadata().entries()) std::printf("  %-28s %s\n", key.c_str(), describe(value).c_str());
+        uint64_t params = 0;
+        if (show_tensors) std::printf("\ntensors:\n  %-32s %-5s %-20s %12s %10s  %s\n", "name", "dtype", "shape", "offset", "size", "crc32");
+        for (const auto &t : f->tensors()) {
+            params += t.numel();
+            if (!show_tensors) continue;
+            std::string shape;
+            for (uint32_t d = 0; d < t.ndim; d++) shape += (d ? " x " : "") + std::to_string(t.dims[d]);
+            std::printf("  %-32s %-5s %-20s %12llu %10s  %08x\n", t.name.c_str(), gpt::format::dtype_name(t.dtype), shape.c_str(),
+                        (unsigned long long)t.offset, human_bytes(t.nbytes).c_str(), t.crc32);
+        }
+        std::printf("\nparameters: %llu (%.2f M)\n", (unsigned long long)params, params / 1e6);
+        if (verify) {
+            try {
+                f->verify_checksums();
+                std::printf("checksums:  all %zu tensors OK\n", f->tensors().size());
+            } catch (const gpt::Error &e) {
+                std::printf("checksums:  FAILED: %s\n", e.what());
+                return 1;
+            }
+        } else {
+            std::printf("checksums:  not verified (--no-verify)\n");
+        }
+    } catch (const gpt::Error &e) {
+        std::fprintf(stderr, "gpt info: %s\n  %s\n", gpt_status_str(e.status()), e.what());
+        return 1;
+    }
+    return 0;
+}
+
+} // namespace cli
