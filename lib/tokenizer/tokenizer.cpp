@@ -1,12 +1,107 @@
-// tokenizer.cpp - PLACEHOLDER until the tokenizer engine lands (issue 3): refuses to build.
-#include "tokenizer/tokenizer.h"
+// tokenizer.cpp - Tokenizer::create (picks the family) and the behaviour both families
+// share: BOS, splitting text at special tokens, pieces and decoding. Only gpt::Error
+// escapes; encode never throws for any input bytes.
+#include "tokenizer/tokenizer_impl.h"
 
 #include "core/error.h"
 
 namespace gpt {
 
-std::unique_ptr<Tokenizer> Tokenizer::create(const TokenizerData &, const std::string &source) {
-    fail(GPT_ERR_UNSUPPORTED, "%s: tokenizers are not implemented in this build yet", source.c_str());
+std::unique_ptr<Tokenizer> Tokenizer::create(const TokenizerData &data, const std::string &source) {
+    switch (data.kind) {
+    case TokenizerKind::BPE:
+        if (data.pre != PreTokenizer::GPT2 && data.pre != PreTokenizer::LLAMA3 && data.pre != PreTokenizer::QWEN2)
+            fail(GPT_ERR_UNSUPPORTED, "%s: byte-level BPE with pre-tokenizer '%s' is not supported (gpt2, llama3, qwen2 are)",
+                 source.c_str(), pretokenizer_name(data.pre));
+        return detail::make_bpe_tokenizer(data, source);
+    case TokenizerKind::SPM:
+        return detail::make_spm_tokenizer(data, source);
+    case TokenizerKind::NONE:
+        break;
+    }
+    fail(GPT_ERR_FORMAT, "%s: the file carries no tokenizer", source.c_str());
 }
 
+namespace detail {
+
+void TokenizerBase::check_id(int32_t id) const {
+    if (id < 0 || (size_t)id >= tokens_.size())
+        fail(GPT_ERR_INVALID_ARG, "token id %d is outside the vocabulary (%zu tokens)", id, tokens_.size());
+}
+
+const std::string &TokenizerBase::token_text(int32_t id) const {
+    check_id(id);
+    return tokens_[id];
+}
+
+TokenType TokenizerBase::token_type(int32_t id) const {
+    check_id(id);
+    return (TokenType)type_of(id);
+}
+
+int32_t TokenizerBase::find_token(std::string_view s) const {
+    auto it = by_string_.find(s);
+    return it == by_string_.end() ? -1 : it->second;
+}
+
+int32_t TokenizerBase::lookup_text(std::string_view s, bool bytes_in_text) const {
+    auto it = by_string_.find(s);
+    if (it == by_string_.end()) return -1;
+    int32_t type = type_of(it->second);
+    if (type == TOKEN_CONTROL || type == TOKEN_UNUSED || (type == TOKEN_BYTE && !bytes_in_text)) return -1;
+    return it->second;
+}
+
+bool TokenizerBase::MergeRanker::rank(int32_t left, int32_t right, PairMerge *m) const {
+    auto it = t_.merges_.find(((uint64_t)(uint32_t)left << 32) | (uint32_t)right);
+    if (it == t_.merges_.end()) return false;
+    m->priority = it->second.first;
+    m->merged = it->second.second;
+    return true;
+}
+
+void TokenizerBase::encode(std::string_view text, bool add_bos, bool parse_special, std::vector<int32_t> &out) const {
+    if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
+    if (!parse_special || specials_.empty()) {
+        encode_text(text, out);
+        return;
+    }
+    // Leftmost-longest special matches; the text between them is encoded on its own (so
+    // SPM's space prefix goes before each segment, as Hugging Face and llama.cpp do).
+    size_t start = 0, pos = 0;
+    while (pos < text.size()) {
+        int32_t id = -1;
+        size_t len = specials_.match(text, pos, &id);
+        if (len == 0) {
+            ++pos;
+            continue;
+        }
+        if (pos > start) encode_text(text.substr(start, pos - start), out);
+        out.push_back(id);
+        pos += len;
+        start = pos;
+    }
+    if (start < text.size()) encode_text(text.substr(start), out);
+}
+
+std::string TokenizerBase::piece(int32_t id, bool render_special) const {
+    check_id(id);
+    if (hidden_[id] && !render_special) return std::string();
+    return pieces_[id];
+}
+
+std::string TokenizerBase::decode(const int32_t *ids, size_t n, bool render_special) const {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) {
+        check_id(ids[i]);
+        if (hidden_[ids[i]] && !render_special) continue;
+        out += pieces_[ids[i]];
+    }
+    // The one space add_space_prefix put before the first word (Hugging Face's
+    // Strip(" ", 1, 0) decoder on the joined text).
+    if (strip_leading_space_ && !out.empty() && out[0] == ' ') out.erase(0, 1);
+    return out;
+}
+
+} // namespace detail
 } // namespace gpt

@@ -28,18 +28,32 @@ public:
     virtual void encode(std::string_view text, bool add_bos, bool parse_special, std::vector<int32_t> &out) const = 0;
 
     // The bytes a token stands for in running text: byte tokens give their byte, SPM's
-    // "▁" gives a space, BPE's mapped characters give their bytes. Control tokens give ""
-    // unless render_special. Throws GPT_ERR_INVALID_ARG for an id out of range.
+    // "▁" gives a space, BPE's mapped characters give their bytes (a token spelled outside
+    // the byte mapping, like an added "<tag>", gives its own UTF-8). Control and unknown
+    // tokens give "" unless render_special. Throws GPT_ERR_INVALID_ARG for an id out of range.
     virtual std::string piece(int32_t id, bool render_special) const = 0;
 
-    // Concatenated pieces, with the source's decoding rules (SPM drops the space that
-    // add_space_prefix put before the first word).
+    // Concatenated pieces, with the source's decoding rules: SPM with add_space_prefix drops
+    // one space if the output starts with one (Hugging Face's Strip decoder; so a rendered
+    // "<s>" first keeps the space after it: "<s> Hello"). Throws GPT_ERR_INVALID_ARG for an
+    // id out of range. Detokenizer (detokenizer.h) gives the same bytes incrementally.
     virtual std::string decode(const int32_t *ids, size_t n, bool render_special) const = 0;
 
     // Whether decode() drops a leading space from the first piece (SPM with add_space_prefix).
     virtual bool strips_leading_space() const = 0;
 
     virtual uint32_t vocab_size() const = 0;
+
+    // The source's special ids (-1 when absent) and whether it prepends BOS by default.
+    virtual int32_t bos_id() const = 0;
+    virtual int32_t eos_id() const = 0;
+    virtual bool default_add_bos() const = 0;
+    // The stored token string and type (TOKEN_NORMAL when the data had no types); throw
+    // GPT_ERR_INVALID_ARG for an id out of range.
+    virtual const std::string &token_text(int32_t id) const = 0;
+    virtual TokenType token_type(int32_t id) const = 0;
+    // The id whose stored string is exactly s (any type but UNUSED), or -1.
+    virtual int32_t find_token(std::string_view s) const = 0;
 };
 
 } // namespace gpt

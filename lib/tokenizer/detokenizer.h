@@ -1,0 +1,36 @@
+// detokenizer.h - streaming decoding: feed generated ids one at a time and get back only
+// bytes that form complete UTF-8 (an incomplete trailing sequence is held until the next
+// token completes it). The concatenation of every push() and the final flush() equals
+// Tokenizer::decode() of the same ids, byte for byte. Holds a reference to the tokenizer,
+// which must outlive it; one Detokenizer per stream (it is not thread-safe itself).
+#pragma once
+
+#include "tokenizer/tokenizer.h"
+
+#include <cstdint>
+#include <string>
+
+namespace gpt {
+
+class Detokenizer {
+public:
+    Detokenizer(const Tokenizer &tokenizer, bool render_special) : tok_(tokenizer), render_special_(render_special) {}
+
+    // Appends token id's bytes; returns those now complete. Throws GPT_ERR_INVALID_ARG for an
+    // id out of range (and then changes nothing).
+    std::string push(int32_t id);
+    // Returns whatever is held back (an incomplete or invalid sequence, as-is) and starts a
+    // new stream (the leading-space rule applies again).
+    std::string flush();
+    // Drops anything held and starts a new stream.
+    void reset();
+    size_t pending() const { return held_.size(); }
+
+private:
+    const Tokenizer &tok_;
+    bool render_special_;
+    bool started_ = false;  // a byte has been produced (the leading-space rule is spent)
+    std::string held_;
+};
+
+} // namespace gpt

@@ -1,0 +1,38 @@
+// unicode_tables.h - the character classes of the pre-tokenization regexes: \p{L}, \p{N} and
+// \s (White_Space), exact for every code point of the Unicode version the tables were
+// generated from (tools/gen_unicode_tables.py writes unicode_tables.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpt::unicode {
+
+// OTHER is everything else, unassigned code points included (and, in the tokenizer, each
+// byte of invalid UTF-8).
+enum CharClass : uint8_t { CC_OTHER = 0, CC_LETTER = 1, CC_NUMBER = 2, CC_SPACE = 3 };
+
+struct ClassRange {
+    uint32_t lo, hi;  // inclusive
+    CharClass cls;
+};
+struct FoldEntry {
+    uint32_t cp;   // a non-ASCII code point ...
+    char ascii;    // ... whose simple case folding is this lower-case ASCII letter
+};
+
+extern const char *const kUnicodeVersion;
+extern const ClassRange kCharClassRanges[];
+extern const size_t kCharClassRangeCount;
+extern const FoldEntry kFoldEntries[];
+extern const size_t kFoldEntryCount;
+
+// Binary search over kCharClassRanges (ASCII answered from a small table).
+CharClass char_class(uint32_t cp);
+
+// The lower-case ASCII letter cp matches under simple case folding when it is one of the
+// contraction letters (s t r v e m l d) or folds onto one, else 0. Used by Llama-3's
+// case-insensitive (?i:'s|'t|'re|'ve|'m|'ll|'d).
+char fold_contraction_letter(uint32_t cp);
+
+} // namespace gpt::unicode
