@@ -265,6 +265,8 @@ GPT_API const char *gpt_ctx_last_error(const gpt_ctx *ctx);
  *   logits: NULL (fill the cache only), or float32 output of
  *           [batch][vocab_size]            without GPT_FORWARD_ALL_LOGITS (each sequence's last token),
  *           [batch][n_tokens][vocab_size]  with it.
+ *           On a model held on a GPU, logits may also point to that GPU's memory (the
+ *           copy then stays on the device).
  * batch <= max_batch. If any sequence would exceed max_seq the call fails with
  * GPT_ERR_CONTEXT_FULL and changes nothing. On any failure the cache keeps the tokens it
  * held before the call. */

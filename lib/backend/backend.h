@@ -6,10 +6,11 @@
 //
 // Data flow of one step (rows = batch x n_tokens, row r = b * n_tokens + t):
 //   embed           X[rows, d]      <- tok_emb[token] (+ pos_emb[pos])          X is f32
-//   add_norm        X += DELTA (optional); H = norm(X) * w (+ b)
-//   matmul          out[rows, w.rows] = in[rows, w.cols] @ w^T (+ b), optional GELU
+//   norm            H = norm(X) * w (+ b)
+//   matmul          out[rows, w.rows] = in[rows, w.cols] @ w^T (+ b), optional GELU;
+//                   with out == X the result is added to the residual stream instead
 //   attention       QKV -> RoPE, append K/V to the cache, causal attention -> ATT
-//   swiglu          GU[rows, 2 d_ff] -> FF[rows, d_ff] = silu(gate) * up
+//   matmul_swiglu   FF[rows, d_ff] = silu(in @ gate^T) * (in @ up^T), w = [gate rows | up rows]
 //   logits          LOGITS[selected rows, vocab] = H[selected] @ head^T        f32
 // Activation dtypes other than X and LOGITS are the executor's compute dtype.
 #pragma once
@@ -24,7 +25,7 @@
 
 namespace gpt {
 
-enum class Act : uint8_t { X, H, QKV, ATT, GU, FF, DELTA };
+enum class Act : uint8_t { X, H, QKV, ATT, FF };
 enum class NormKind : uint8_t { LAYER, RMS };
 enum class Activation : uint8_t { NONE, GELU_TANH };
 
@@ -88,10 +89,10 @@ public:
     virtual void run(const std::function<void()> &ops, bool replayable) = 0;
 
     virtual void embed(const Weight &tok, const Weight *pos) = 0;
-    virtual void add_norm(NormKind kind, bool add_delta, const Weight &w, const Weight *b, float eps) = 0;
+    virtual void norm(NormKind kind, const Weight &w, const Weight *b, float eps) = 0;
     virtual void matmul(Act in, const Weight &w, const Weight *b, Act out, Activation act) = 0;
     virtual void attention(const AttentionSpec &spec) = 0;
-    virtual void swiglu() = 0;
+    virtual void matmul_swiglu(Act in, const Weight &w, Act out) = 0;
     // Projects the selected rows of H onto the vocabulary. all_logits with a host buffer
     // writes every row's logits there ([rows][vocab]); otherwise the last-row logits stay in
     // the executor for read_logits / sample.

@@ -11,6 +11,7 @@ namespace gpt {
 
 static std::atomic<int64_t> g_fail_after{-1};
 static std::atomic<uint64_t> g_count{0};
+static std::atomic<uint64_t> g_bytes{0};
 
 void *host_alloc(size_t bytes, const char *what) {
     g_count.fetch_add(1, std::memory_order_relaxed);
@@ -23,6 +24,7 @@ void *host_alloc(size_t bytes, const char *what) {
     if (rounded < bytes) fail(GPT_ERR_OUT_OF_MEMORY, "allocation size overflow for %s", what);
     void *p = std::aligned_alloc(64, rounded ? rounded : 64);
     if (!p) fail(GPT_ERR_OUT_OF_MEMORY, "out of host memory allocating %zu bytes for %s", bytes, what);
+    g_bytes.fetch_add(bytes, std::memory_order_relaxed);
     return p;
 }
 
@@ -31,6 +33,7 @@ void host_free(void *p) { std::free(p); }
 namespace testing {
 void fail_alloc_after(int64_t n) { g_fail_after.store(n); }
 uint64_t alloc_count() { return g_count.load(); }
+uint64_t alloc_bytes() { return g_bytes.load(); }
 } // namespace testing
 
 } // namespace gpt

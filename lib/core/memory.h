@@ -21,6 +21,8 @@ namespace testing {
 void fail_alloc_after(int64_t n);
 // Number of host_alloc calls so far (monotonic).
 uint64_t alloc_count();
+// Bytes requested by successful host_alloc calls so far (monotonic; frees not subtracted).
+uint64_t alloc_bytes();
 } // namespace testing
 
 } // namespace gpt

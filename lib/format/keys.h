@@ -28,6 +28,7 @@ inline constexpr const char *kTokTypes = "tokenizer.types";         // i32[]: 1 
 inline constexpr const char *kTokMerges = "tokenizer.merges";       // str[] "left right" (bpe)
 inline constexpr const char *kTokBos = "tokenizer.bos_id";          // i32, -1 none
 inline constexpr const char *kTokEos = "tokenizer.eos_id";          // i32, -1 none
+inline constexpr const char *kTokEosIds = "tokenizer.eos_ids";      // i32[], optional: every end-of-sequence id (eos_id first) when there are several
 inline constexpr const char *kTokUnk = "tokenizer.unk_id";          // i32, -1 none
 inline constexpr const char *kTokPad = "tokenizer.pad_id";          // i32, -1 none
 inline constexpr const char *kTokAddBos = "tokenizer.add_bos";      // u32 0/1

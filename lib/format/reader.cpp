@@ -256,8 +256,9 @@ void WeightFile::parse_metadata(const uint8_t *p, uint64_t n) {
 void WeightFile::parse_table(const uint8_t *p, uint64_t n, uint32_t count, uint64_t data_off) {
     Cursor c(p, n, "tensor table", source_);
     const char *src = source_.c_str();
-    // An entry takes at least 2 + 1 + 4 + 8 + 24 bytes.
-    if (count > n / 39) fail(GPT_ERR_FORMAT, "%s: table claims %u tensors in %llu bytes", src, count, (unsigned long long)n);
+    // An entry takes at least 35 bytes: name length 2, name 1, dtype 1, ndim 1, reserved 2,
+    // one dimension 8, offset 8, nbytes 8, crc 4.
+    if (count > n / 35) fail(GPT_ERR_FORMAT, "%s: table claims %u tensors in %llu bytes", src, count, (unsigned long long)n);
     tensors_.reserve(count);
     std::unordered_set<std::string> names;
     for (uint32_t i = 0; i < count; i++) {

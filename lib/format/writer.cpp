@@ -160,20 +160,20 @@ std::vector<uint8_t> Writer::encode_header(const Layout &l, uint32_t meta_crc, u
     return h;
 }
 
-std::vector<uint8_t> Writer::write_memory() const {
+std::vector<uint8_t> Writer::write_memory(bool tensor_checksums) const {
     Layout l = layout();
-    std::vector<uint8_t> out(l.file_size, 0);
+    std::vector<uint8_t> out(l.file_size);
     std::vector<uint32_t> crcs;
     for (size_t i = 0; i < tensors_.size(); i++) {
         uint8_t *dst = out.data() + l.data_off + l.rel_offsets[i];
         tensors_[i].fill(dst, tensors_[i].nbytes);
-        crcs.push_back(crc_of(dst, tensors_[i].nbytes));
+        crcs.push_back(tensor_checksums ? crc_of(dst, tensors_[i].nbytes) : 0);
     }
     std::vector<uint8_t> table = encode_table(l, crcs);
     std::vector<uint8_t> h = encode_header(l, crc_of(l.meta.data(), l.meta.size()), crc_of(table.data(), table.size()));
     std::memcpy(out.data(), h.data(), h.size());
     std::memcpy(out.data() + l.meta_off, l.meta.data(), l.meta.size());
-    std::memcpy(out.data() + l.table_off, table.data(), table.size());
+    if (!table.empty()) std::memcpy(out.data() + l.table_off, table.data(), table.size()); // no tensors: data() may be null
     return out;
 }
 

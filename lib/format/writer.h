@@ -34,7 +34,9 @@ public:
         Progress progress;
     };
     void write_file(const std::string &path, const FileOptions &opt) const;
-    std::vector<uint8_t> write_memory() const;
+    // tensor_checksums = false writes 0 as each tensor's crc32 (for synthetic benchmark
+    // models loaded with GPT_MODEL_SKIP_CHECKSUMS; the header, metadata and table keep theirs).
+    std::vector<uint8_t> write_memory(bool tensor_checksums = true) const;
     uint64_t file_size() const;
 
 private:

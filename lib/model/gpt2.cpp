@@ -35,16 +35,16 @@ void gpt2_forward(const ModelConfig &c, const ModelWeights &w, Executor &ex, con
     ex.embed(w.tok_emb, &w.pos_emb);
     for (uint32_t i = 0; i < c.n_layers; i++) {
         const LayerWeights &l = w.layers[i];
-        ex.add_norm(NormKind::LAYER, i > 0, l.attn_norm_w, &l.attn_norm_b, c.norm_eps);
+        ex.norm(NormKind::LAYER, l.attn_norm_w, &l.attn_norm_b, c.norm_eps);
         ex.matmul(Act::H, l.attn_qkv_w, &l.attn_qkv_b, Act::QKV, Activation::NONE);
         ex.attention({i, false, 0.0f});
-        ex.matmul(Act::ATT, l.attn_out_w, &l.attn_out_b, Act::DELTA, Activation::NONE);
-        ex.add_norm(NormKind::LAYER, true, l.ffn_norm_w, &l.ffn_norm_b, c.norm_eps);
+        ex.matmul(Act::ATT, l.attn_out_w, &l.attn_out_b, Act::X, Activation::NONE);
+        ex.norm(NormKind::LAYER, l.ffn_norm_w, &l.ffn_norm_b, c.norm_eps);
         ex.matmul(Act::H, l.ffn_up_w, &l.ffn_up_b, Act::FF, Activation::GELU_TANH);
-        ex.matmul(Act::FF, l.ffn_down_w, &l.ffn_down_b, Act::DELTA, Activation::NONE);
+        ex.matmul(Act::FF, l.ffn_down_w, &l.ffn_down_b, Act::X, Activation::NONE);
         if (a.hook) a.hook->between_layers();
     }
-    ex.add_norm(NormKind::LAYER, true, w.out_norm_w, &w.out_norm_b, c.norm_eps);
+    ex.norm(NormKind::LAYER, w.out_norm_w, &w.out_norm_b, c.norm_eps);
     ex.logits(w.lm_head, a.host_all_logits);
 }
 

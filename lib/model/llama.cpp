@@ -29,17 +29,16 @@ void llama_forward(const ModelConfig &c, const ModelWeights &w, Executor &ex, co
     ex.embed(w.tok_emb, nullptr);
     for (uint32_t i = 0; i < c.n_layers; i++) {
         const LayerWeights &l = w.layers[i];
-        ex.add_norm(NormKind::RMS, i > 0, l.attn_norm_w, nullptr, c.norm_eps);
+        ex.norm(NormKind::RMS, l.attn_norm_w, nullptr, c.norm_eps);
         ex.matmul(Act::H, l.attn_qkv_w, c.qkv_bias ? &l.attn_qkv_b : nullptr, Act::QKV, Activation::NONE);
         ex.attention({i, true, c.rope_theta});
-        ex.matmul(Act::ATT, l.attn_out_w, nullptr, Act::DELTA, Activation::NONE);
-        ex.add_norm(NormKind::RMS, true, l.ffn_norm_w, nullptr, c.norm_eps);
-        ex.matmul(Act::H, l.ffn_up_w, nullptr, Act::GU, Activation::NONE);
-        ex.swiglu();
-        ex.matmul(Act::FF, l.ffn_down_w, nullptr, Act::DELTA, Activation::NONE);
+        ex.matmul(Act::ATT, l.attn_out_w, nullptr, Act::X, Activation::NONE);
+        ex.norm(NormKind::RMS, l.ffn_norm_w, nullptr, c.norm_eps);
+        ex.matmul_swiglu(Act::H, l.ffn_up_w, Act::FF);
+        ex.matmul(Act::FF, l.ffn_down_w, nullptr, Act::X, Activation::NONE);
         if (a.hook) a.hook->between_layers();
     }
-    ex.add_norm(NormKind::RMS, true, w.out_norm_w, nullptr, c.norm_eps);
+    ex.norm(NormKind::RMS, w.out_norm_w, nullptr, c.norm_eps);
     ex.logits(w.lm_head, a.host_all_logits);
 }
 

@@ -4,6 +4,7 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "model/arch.h"
 #include "sampler/rng.h"
 
@@ -61,12 +62,17 @@ Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
     params_ = resolve(m, p);
     abort_fn_ = p.abort_fn;
     abort_user_ = p.abort_user;
-    seq_len_.assign(params_.max_batch, 0);
-    history_.assign((uint64_t)params_.max_batch * params_.max_seq, 0);
-    step_tokens_.assign(params_.max_step_tokens, 0);
-    step_pos_.assign(params_.max_batch, 0);
+    // The executor first: its (much larger) allocation is the one likely to fail.
     exec_ = m.device().create_executor(m.config(), m.weights(), params_);
+    own_ = host_alloc(own_host_bytes(params_), "the context's token history");
+    seq_len_ = static_cast<uint32_t *>(own_);
+    history_ = reinterpret_cast<int32_t *>(seq_len_ + params_.max_batch);
+    step_tokens_ = history_ + (uint64_t)params_.max_batch * params_.max_seq;
+    step_pos_ = reinterpret_cast<uint32_t *>(step_tokens_ + params_.max_step_tokens);
+    std::memset(seq_len_, 0, sizeof(uint32_t) * params_.max_batch);
 }
+
+Context::~Context() { host_free(own_); }
 
 void Context::check_abort() const {
     if (abort_fn_ && abort_fn_(abort_user_)) fail(GPT_ERR_ABORTED, "aborted by the abort callback");
@@ -82,14 +88,14 @@ void Context::check_tokens(const int32_t *tokens, uint64_t n) const {
 void Context::step(const int32_t *tokens, uint32_t batch, uint32_t n_total, uint32_t t0, uint32_t nt, bool all_logits,
                    float *host_all_logits, bool replayable) {
     for (uint32_t b = 0; b < batch; b++) {
-        std::memcpy(step_tokens_.data() + (uint64_t)b * nt, tokens + (uint64_t)b * n_total + t0, nt * sizeof(int32_t));
+        std::memcpy(step_tokens_ + (uint64_t)b * nt, tokens + (uint64_t)b * n_total + t0, nt * sizeof(int32_t));
         step_pos_[b] = seq_len_[b] + t0;
     }
     StepInput in;
     in.batch = batch;
     in.n_tokens = nt;
-    in.tokens = step_tokens_.data();
-    in.start_pos = step_pos_.data();
+    in.tokens = step_tokens_;
+    in.start_pos = step_pos_;
     in.all_logits = all_logits;
     in.logits_seq_stride = n_total;
     exec_->begin_step(in);
@@ -120,7 +126,7 @@ void Context::forward(const int32_t *tokens, uint32_t batch, uint32_t n_tokens, 
     if (logits && !all) exec_->read_logits(logits);
     // Success: the new tokens now belong to the sequences.
     for (uint32_t b = 0; b < batch; b++) {
-        std::memcpy(history_.data() + (uint64_t)b * params_.max_seq + seq_len_[b], tokens + (uint64_t)b * n_tokens,
+        std::memcpy(history_ + (uint64_t)b * params_.max_seq + seq_len_[b], tokens + (uint64_t)b * n_tokens,
                     n_tokens * sizeof(int32_t));
         seq_len_[b] += n_tokens;
         exec_->set_seq_len(b, seq_len_[b]);
@@ -155,12 +161,14 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
 
     forward(prompt, 1, n_prompt, 0, nullptr);
     for (uint32_t i = 0; i < cap; i++) {
-        check_abort();
+        // No abort check here: forward() checks before each step, so an abort lands before
+        // the previous token is cached and the cache keeps every generated token but the
+        // last (gpt.h). A check here, after that token's forward, would cache it too.
         SampleRow row;
         row.uniform = rng.next_float();
         const uint32_t len = seq_len_[0];
         const uint32_t window = std::min(len, s.repetition_last_n);
-        row.recent = history_.data() + (len - window);
+        row.recent = history_ + (len - window);
         row.n_recent = window;
         int32_t tok = 0;
         exec_->sample(spec, &row, &tok);
@@ -177,14 +185,14 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
 }
 
 void Context::reset() {
-    for (uint32_t b = 0; b < seq_len_.size(); b++) {
+    for (uint32_t b = 0; b < params_.max_batch; b++) {
         seq_len_[b] = 0;
         exec_->set_seq_len(b, 0);
     }
 }
 
 void Context::truncate(uint32_t seq, uint32_t n) {
-    if (seq >= seq_len_.size()) fail(GPT_ERR_INVALID_ARG, "sequence %u does not exist (max_batch %zu)", seq, seq_len_.size());
+    if (seq >= params_.max_batch) fail(GPT_ERR_INVALID_ARG, "sequence %u does not exist (max_batch %u)", seq, params_.max_batch);
     if (n > seq_len_[seq]) fail(GPT_ERR_INVALID_ARG, "sequence %u holds %u tokens, cannot truncate to %u", seq, seq_len_[seq], n);
     seq_len_[seq] = n;
     exec_->set_seq_len(seq, n);

@@ -21,12 +21,15 @@ public:
     static uint64_t own_host_bytes(const ExecParams &e);
 
     Context(const Model &m, const gpt_ctx_params &p);
+    ~Context();
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
 
     void forward(const int32_t *tokens, uint32_t batch, uint32_t n_tokens, uint32_t flags, float *logits);
     void generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampling_params &s, gpt_token_fn on_token,
                   void *user, int32_t *out, uint32_t cap, uint32_t *n_out);
     void reset();
-    uint32_t seq_len(uint32_t seq) const { return seq < seq_len_.size() ? seq_len_[seq] : 0; }
+    uint32_t seq_len(uint32_t seq) const { return seq < params_.max_batch ? seq_len_[seq] : 0; }
     void truncate(uint32_t seq, uint32_t n);
 
     const ExecParams &params() const { return params_; }
@@ -46,10 +49,12 @@ private:
     gpt_abort_fn abort_fn_ = nullptr;
     void *abort_user_ = nullptr;
     std::unique_ptr<Executor> exec_;
-    std::vector<uint32_t> seq_len_;     // [max_batch]
-    std::vector<int32_t> history_;      // [max_batch][max_seq] tokens in each sequence's cache
-    std::vector<int32_t> step_tokens_;  // [max_step_tokens] staging of one step's tokens
-    std::vector<uint32_t> step_pos_;    // [max_batch]
+    // One host allocation (sized by own_host_bytes) holds the arrays below.
+    void *own_ = nullptr;
+    uint32_t *seq_len_ = nullptr;       // [max_batch]
+    int32_t *history_ = nullptr;        // [max_batch][max_seq] tokens in each sequence's cache
+    int32_t *step_tokens_ = nullptr;    // [max_step_tokens] staging of one step's tokens
+    uint32_t *step_pos_ = nullptr;      // [max_batch]
 };
 
 } // namespace gpt

@@ -52,8 +52,16 @@ void Model::bind_tensors(const format::WeightFile &f, ModelWeights &host) {
 std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, const gpt_model_params &params) {
     std::unique_ptr<Model> m(new Model());
     m->source_ = file->source();
-    m->config_ = ModelConfig::from_metadata(file->metadata(), file->source());
-    m->tok_data_ = TokenizerData::from_metadata(file->metadata(), m->config_.vocab_size, file->source());
+    try {
+        m->config_ = ModelConfig::from_metadata(file->metadata(), file->source());
+        m->tok_data_ = TokenizerData::from_metadata(file->metadata(), m->config_.vocab_size, file->source());
+    } catch (const Error &e) {
+        // Typed metadata getters ("key 'x' has type u64, expected u32", "... is missing") do
+        // not know the file; name it like every other load error.
+        const std::string msg = e.what();
+        if (msg.compare(0, m->source_.size(), m->source_) != 0) throw Error(e.status(), m->source_ + ": " + msg);
+        throw;
+    }
     if (m->tok_data_.kind != TokenizerKind::NONE) m->tokenizer_ = Tokenizer::create(m->tok_data_, file->source());
 
     ModelWeights host;

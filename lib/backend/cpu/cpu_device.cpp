@@ -113,31 +113,33 @@ public:
         });
     }
 
-    void add_norm(NormKind kind, bool add_delta, const Weight &w, const Weight *b, float eps) override {
+    void norm(NormKind kind, const Weight &w, const Weight *b, float eps) override {
         const uint32_t d = c_.d_model;
         const float *wv = static_cast<const float *>(w.data);
         const float *bv = b && *b ? static_cast<const float *>(b->data) : nullptr;
         pool_.run(rows_, [&](uint64_t r0, uint64_t r1, uint32_t) {
             for (uint64_t r = r0; r < r1; r++) {
-                float *x = x_ + r * d;
-                if (add_delta)
-                    for (uint32_t i = 0; i < d; i++) x[i] += delta_[r * d + i];
-                if (kind == NormKind::LAYER) cpu::layer_norm(x, wv, bv, eps, d, h_ + r * d);
-                else cpu::rms_norm(x, wv, eps, d, h_ + r * d);
+                if (kind == NormKind::LAYER) cpu::layer_norm(x_ + r * d, wv, bv, eps, d, h_ + r * d);
+                else cpu::rms_norm(x_ + r * d, wv, eps, d, h_ + r * d);
             }
         });
     }
 
     void matmul(Act in, const Weight &w, const Weight *b, Act out, Activation act) override {
         const float *x = buf(in);
-        float *y = buf(out);
+        // Into X means "add to the residual stream": compute into DELTA, then add.
+        const bool residual = out == Act::X;
+        float *y = residual ? delta_ : buf(out);
         const float *bias = b && *b ? static_cast<const float *>(b->data) : nullptr;
         const uint32_t rows = rows_;
         pool_.run(w.rows, [&](uint64_t o0, uint64_t o1, uint32_t t) {
             cpu::matmul_block(x, rows, w, bias, o0, o1, y, w.rows, thread_scratch(t) + p_.max_seq);
-            if (act == Activation::GELU_TANH)
-                for (uint32_t r = 0; r < rows; r++)
-                    for (uint64_t o = o0; o < o1; o++) y[r * w.rows + o] = cpu::gelu_tanh(y[r * w.rows + o]);
+            for (uint32_t r = 0; r < rows; r++)
+                for (uint64_t o = o0; o < o1; o++) {
+                    float &v = y[r * w.rows + o];
+                    if (act == Activation::GELU_TANH) v = cpu::gelu_tanh(v);
+                    if (residual) x_[r * w.rows + o] += v;
+                }
         });
     }
 
@@ -173,11 +175,17 @@ public:
         });
     }
 
-    void swiglu() override {
-        const uint64_t f = c_.d_ff;
-        pool_.run(rows_, [&](uint64_t r0, uint64_t r1, uint32_t) {
+    void matmul_swiglu(Act in, const Weight &w, Act out) override {
+        const float *x = buf(in);
+        float *y = buf(out);
+        const uint32_t rows = rows_;
+        const uint64_t f = w.rows / 2;
+        pool_.run(w.rows, [&](uint64_t o0, uint64_t o1, uint32_t t) {
+            cpu::matmul_block(x, rows, w, nullptr, o0, o1, gu_, w.rows, thread_scratch(t) + p_.max_seq);
+        });
+        pool_.run(rows, [&](uint64_t r0, uint64_t r1, uint32_t) {
             for (uint64_t r = r0; r < r1; r++)
-                for (uint64_t i = 0; i < f; i++) ff_[r * f + i] = cpu::silu(gu_[r * 2 * f + i]) * gu_[r * 2 * f + f + i];
+                for (uint64_t i = 0; i < f; i++) y[r * f + i] = cpu::silu(gu_[r * 2 * f + i]) * gu_[r * 2 * f + f + i];
         });
     }
 
@@ -226,9 +234,7 @@ private:
         case Act::H: return h_;
         case Act::QKV: return qkv_;
         case Act::ATT: return att_;
-        case Act::GU: return gu_;
         case Act::FF: return ff_;
-        case Act::DELTA: return delta_;
         }
         return nullptr;
     }

@@ -3,6 +3,8 @@
 
 #include "core/error.h"
 
+#include <system_error>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define GPT_CPU_RELAX() _mm_pause()
@@ -21,12 +23,24 @@ uint32_t hardware_threads() {
 
 ThreadPool::ThreadPool(uint32_t n_threads) : n_threads_(n_threads ? n_threads : 1) {
     try {
+        threads_.reserve(n_threads_ - 1);
         for (uint32_t i = 1; i < n_threads_; i++) threads_.emplace_back(&ThreadPool::worker, this, i);
-    } catch (const std::system_error &e) {
-        stop_ = true;
+    } catch (...) {
+        // Stop the workers already started (bumping the generation wakes the sleeping ones;
+        // joinable threads left in threads_ would terminate the process), then report.
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            stop_ = true;
+            generation_.fetch_add(1);
+        }
         wake_.notify_all();
         for (auto &t : threads_) t.join();
-        fail(GPT_ERR_OUT_OF_MEMORY, "cannot start %u CPU worker threads: %s", n_threads_ - 1, e.what());
+        threads_.clear();
+        try {
+            throw;
+        } catch (const std::system_error &e) {
+            fail(GPT_ERR_OUT_OF_MEMORY, "cannot start %u CPU worker threads: %s", n_threads_ - 1, e.what());
+        }
     }
 }
 
@@ -63,7 +77,13 @@ void ThreadPool::parallel_for(uint64_t n, Fn fn, void *arg) {
     }
     wake_.notify_all();
     do_part(0);
-    while (pending_.load(std::memory_order_acquire) != 0) GPT_CPU_RELAX();
+    // Spin briefly, then yield: when the machine is oversubscribed (more runnable threads
+    // than cores) a worker may be waiting for this very core, and pure spinning would burn
+    // the rest of our time slice on every op.
+    for (uint32_t spins = 0; pending_.load(std::memory_order_acquire) != 0; spins++) {
+        if (spins < 2048) GPT_CPU_RELAX();
+        else std::this_thread::yield();
+    }
 }
 
 void ThreadPool::worker(uint32_t index) {
@@ -72,7 +92,8 @@ void ThreadPool::worker(uint32_t index) {
         // Spin a little: the next job usually follows within microseconds.
         uint64_t g = generation_.load(std::memory_order_acquire);
         for (int i = 0; i < 20000 && g == seen; i++) {
-            GPT_CPU_RELAX();
+            if (i < 2048) GPT_CPU_RELAX();
+            else std::this_thread::yield(); // let the caller (or anyone) run on an oversubscribed machine
             g = generation_.load(std::memory_order_acquire);
         }
         if (g == seen) {

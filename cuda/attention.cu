@@ -1,0 +1,278 @@
+// attention.cu - online-softmax attention over K/V tiles staged in shared memory.
+// A block serves "query slots": every query head of one kv head (GQA) for up to a few
+// consecutive rows of one sequence, so each K/V tile is loaded once (16-byte coalesced loads,
+// widened to f32) for all of them. Per tile of kTile keys:
+//   load:    K and V rows [t0, t0 + kTile) of (sequence, kv head) into shared memory
+//   scores:  one thread per (slot, key): q . k with float4 reads, causal mask per slot
+//   softmax: one warp per slot folds the tile into its running max and sum
+//   values:  one thread per (slot, 4 dims) accumulates p . v in registers
+// Decode splits the keys over several blocks (blockIdx.y) and attention_combine merges them.
+#include "attention.cuh"
+#include "common.cuh"
+
+#include <algorithm>
+
+using namespace gpt_cuda;
+
+namespace {
+
+constexpr uint32_t kTile = 64;      // keys per tile
+constexpr uint32_t kMaxOut4 = 8;    // float4 outputs per thread
+constexpr uint32_t kMaxSlots = 64;
+
+// Shared-memory layout; rows padded to a multiple of 4 floats (+4) so float4 reads by
+// consecutive keys fall in different banks.
+struct Smem {
+    float *q, *p, *k, *v, *m_run, *l_run, *corr;
+    uint32_t stride; // floats per q/k/v row
+};
+
+__host__ __device__ inline uint32_t row_stride(uint32_t hd) { return (hd + 3) / 4 * 4 + 4; }
+
+__host__ __device__ inline size_t smem_floats(uint32_t slots, uint32_t hd) {
+    const uint32_t st = row_stride(hd);
+    return (size_t)slots * st + (size_t)slots * kTile + 2 * (size_t)kTile * st + 3 * slots;
+}
+
+__device__ Smem carve(float *base, uint32_t slots, uint32_t hd) {
+    Smem s;
+    s.stride = row_stride(hd);
+    s.q = base;
+    s.p = s.q + slots * s.stride;
+    s.k = s.p + slots * kTile;
+    s.v = s.k + kTile * s.stride;
+    s.m_run = s.v + kTile * s.stride;
+    s.l_run = s.m_run + slots;
+    s.corr = s.l_run + slots;
+    return s;
+}
+
+template <typename K> __device__ __forceinline__ void widen16(const uint4 &u, float *f);
+template <> __device__ __forceinline__ void widen16<float>(const uint4 &u, float *f) {
+    f[0] = __uint_as_float(u.x); f[1] = __uint_as_float(u.y); f[2] = __uint_as_float(u.z); f[3] = __uint_as_float(u.w);
+}
+template <> __device__ __forceinline__ void widen16<__half>(const uint4 &u, float *f) {
+    const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+    for (int i = 0; i < 4; i++) { const float2 x = __half22float2(h[i]); f[2 * i] = x.x; f[2 * i + 1] = x.y; }
+}
+template <> __device__ __forceinline__ void widen16<__nv_bfloat16>(const uint4 &u, float *f) {
+    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
+    for (int i = 0; i < 4; i++) { const float2 x = __bfloat1622float2(h[i]); f[2 * i] = x.x; f[2 * i + 1] = x.y; }
+}
+
+template <typename T, typename K>
+__global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_t rows_per_block) {
+    extern __shared__ __align__(16) float smem[];
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t group = a.n_heads / a.n_kv_heads, hd = a.head_dim, hd4 = (hd + 3) / 4;
+    const uint32_t g = blockIdx.x % a.n_kv_heads, row_group = blockIdx.x / a.n_kv_heads, split = blockIdx.y;
+    // Row groups never cross a sequence: rows_per_seq rows per sequence.
+    const uint32_t groups_per_seq = (a.rows_per_seq + rows_per_block - 1) / rows_per_block;
+    const uint32_t b = row_group / groups_per_seq, first = (row_group % groups_per_seq) * rows_per_block;
+    if (b * a.rows_per_seq >= a.rows) return;
+    const uint32_t r0 = b * a.rows_per_seq + first;
+    const uint32_t nr = min(rows_per_block, a.rows_per_seq - first);
+    const uint32_t slots = nr * group;
+    Smem s = carve(smem, rows_per_block * group, hd);
+
+    // Keys: up to the last row's position (rows of a sequence have rising positions).
+    const uint32_t n_keys = (uint32_t)a.positions[r0 + nr - 1] + 1, seq = (uint32_t)a.seqs[r0];
+    const uint32_t chunk = (n_keys + a.n_splits - 1) / a.n_splits;
+    const uint32_t k_begin = min(n_keys, split * chunk), k_end = min(n_keys, k_begin + chunk);
+
+    const uint32_t qkv_stride = (a.n_heads + 2 * a.n_kv_heads) * hd;
+    // q rows (zero-padded to a multiple of 4), pre-scaled.
+    for (uint32_t i = threadIdx.x; i < slots * hd4 * 4; i += blockDim.x) {
+        const uint32_t slot = i / (hd4 * 4), d = i % (hd4 * 4), row = slot / group, h = slot % group;
+        s.q[slot * s.stride + d] =
+            d < hd ? to_f32(((const T *)a.qkv)[(uint64_t)(r0 + row) * qkv_stride + (g * group + h) * hd + d]) * a.scale : 0.0f;
+    }
+    for (uint32_t i = threadIdx.x; i < slots; i += blockDim.x) {
+        s.m_run[i] = -INFINITY;
+        s.l_run[i] = 0.0f;
+    }
+    const uint64_t base = ((uint64_t)seq * a.n_kv_heads + g) * a.max_seq * hd;
+    const K *kc = (const K *)a.k_cache + base, *vc = (const K *)a.v_cache + base;
+    constexpr uint32_t kVec = 16 / sizeof(K); // elements per 16-byte load
+    const bool vec_ok = hd % kVec == 0;
+
+    float4 acc[kMaxOut4];
+#pragma unroll
+    for (uint32_t j = 0; j < kMaxOut4; j++) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    __syncthreads();
+
+    for (uint32_t t0 = k_begin; t0 < k_end; t0 += kTile) {
+        const uint32_t n = min(kTile, k_end - t0);
+        // Load: K and V rows [t0, t0 + n) are contiguous in the cache; the padding columns
+        // are zeroed so float4 reads past head_dim add nothing.
+        if (vec_ok) {
+            const uint32_t vecs = hd / kVec;
+            for (uint32_t i = threadIdx.x; i < n * vecs; i += blockDim.x) {
+                const uint32_t t = i / vecs, c = (i % vecs) * kVec;
+                float kf[8], vf[8];
+                widen16<K>(*reinterpret_cast<const uint4 *>(kc + (uint64_t)(t0 + t) * hd + c), kf);
+                widen16<K>(*reinterpret_cast<const uint4 *>(vc + (uint64_t)(t0 + t) * hd + c), vf);
+#pragma unroll
+                for (uint32_t e = 0; e < kVec; e++) {
+                    s.k[t * s.stride + c + e] = kf[e];
+                    s.v[t * s.stride + c + e] = vf[e];
+                }
+            }
+        } else {
+            for (uint32_t i = threadIdx.x; i < n * hd; i += blockDim.x) {
+                const uint32_t t = i / hd, c = i % hd;
+                s.k[t * s.stride + c] = to_f32(kc[(uint64_t)(t0 + t) * hd + c]);
+                s.v[t * s.stride + c] = to_f32(vc[(uint64_t)(t0 + t) * hd + c]);
+            }
+        }
+        for (uint32_t i = threadIdx.x; i < n * (hd4 * 4 - hd); i += blockDim.x) {
+            const uint32_t t = i / (hd4 * 4 - hd), c = hd + i % (hd4 * 4 - hd);
+            s.k[t * s.stride + c] = 0.0f;
+            s.v[t * s.stride + c] = 0.0f;
+        }
+        __syncthreads();
+        // Scores, masked where a key lies after the slot's own position.
+        for (uint32_t i = threadIdx.x; i < slots * kTile; i += blockDim.x) {
+            const uint32_t slot = i / kTile, t = i % kTile;
+            const uint32_t pos = (uint32_t)a.positions[r0 + slot / group];
+            float sc = -INFINITY;
+            if (t < n && t0 + t <= pos) {
+                const float4 *q = reinterpret_cast<const float4 *>(s.q + slot * s.stride);
+                const float4 *k = reinterpret_cast<const float4 *>(s.k + t * s.stride);
+                sc = 0.0f;
+                for (uint32_t d = 0; d < hd4; d++) {
+                    const float4 x = q[d], y = k[d];
+                    sc += x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
+                }
+            }
+            s.p[i] = sc;
+        }
+        __syncthreads();
+        // Softmax statistics: one warp per slot.
+        {
+            const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = blockDim.x / 32;
+            for (uint32_t slot = warp; slot < slots; slot += n_warps) {
+                float *p = s.p + slot * kTile;
+                float mx = -INFINITY;
+                for (uint32_t t = lane; t < kTile; t += 32) mx = fmaxf(mx, p[t]);
+                const float m_new = fmaxf(s.m_run[slot], warp_max(mx));
+                float sum = 0.0f;
+                for (uint32_t t = lane; t < kTile; t += 32) {
+                    // A slot whose keys are all masked so far keeps m = -inf and adds nothing.
+                    const float e = (m_new == -INFINITY || p[t] == -INFINITY) ? 0.0f : __expf(p[t] - m_new);
+                    p[t] = e;
+                    sum += e;
+                }
+                sum = warp_sum(sum);
+                if (lane == 0) {
+                    const float c = s.m_run[slot] == -INFINITY ? 0.0f : __expf(s.m_run[slot] - m_new);
+                    s.corr[slot] = c;
+                    s.l_run[slot] = s.l_run[slot] * c + sum;
+                    s.m_run[slot] = m_new;
+                }
+            }
+        }
+        __syncthreads();
+        // Values: four consecutive dims per thread.
+#pragma unroll
+        for (uint32_t j = 0; j < kMaxOut4; j++) {
+            const uint32_t o = threadIdx.x + j * blockDim.x;
+            if (o < slots * hd4) {
+                const uint32_t slot = o / hd4, d4 = o % hd4;
+                const float *p = s.p + slot * kTile;
+                const float c = s.corr[slot];
+                float4 v = make_float4(acc[j].x * c, acc[j].y * c, acc[j].z * c, acc[j].w * c);
+                for (uint32_t t = 0; t < n; t++) {
+                    const float w = p[t];
+                    const float4 x = reinterpret_cast<const float4 *>(s.v + t * s.stride)[d4];
+                    v.x += w * x.x;
+                    v.y += w * x.y;
+                    v.z += w * x.z;
+                    v.w += w * x.w;
+                }
+                acc[j] = v;
+            }
+        }
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (uint32_t j = 0; j < kMaxOut4; j++) {
+        const uint32_t o = threadIdx.x + j * blockDim.x;
+        if (o >= slots * hd4) break;
+        const uint32_t slot = o / hd4, d0 = (o % hd4) * 4, r = r0 + slot / group, head = g * group + slot % group;
+        const float vals[4] = {acc[j].x, acc[j].y, acc[j].z, acc[j].w};
+        for (uint32_t e = 0; e < 4 && d0 + e < hd; e++) {
+            const uint32_t d = d0 + e;
+            if (a.n_splits == 1) {
+                const float l = s.l_run[slot];
+                ((T *)a.out)[((uint64_t)r * a.n_heads + head) * hd + d] = from_f32<T>(l > 0.0f ? vals[e] / l : 0.0f);
+            } else {
+                const uint64_t at = ((uint64_t)r * a.n_heads + head) * a.n_splits + split;
+                a.partial_o[at * hd + d] = vals[e];
+                if (d == 0) {
+                    a.partial_ml[at * 2] = s.m_run[slot];
+                    a.partial_ml[at * 2 + 1] = s.l_run[slot];
+                }
+            }
+        }
+    }
+}
+
+// Merges the splits of one (row, head): softmax-weighted by each split's max and sum.
+template <typename T>
+__global__ void attention_combine_kernel(AttentionArgs a) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t r = blockIdx.x / a.n_heads, head = blockIdx.x % a.n_heads, hd = a.head_dim;
+    if (r >= a.rows) return;
+    const uint64_t slot0 = ((uint64_t)r * a.n_heads + head) * a.n_splits;
+    float m = -INFINITY;
+    for (uint32_t s = 0; s < a.n_splits; s++) m = fmaxf(m, a.partial_ml[(slot0 + s) * 2]);
+    float l = 0.0f;
+    for (uint32_t s = 0; s < a.n_splits; s++) {
+        const float ms = a.partial_ml[(slot0 + s) * 2];
+        if (ms != -INFINITY) l += a.partial_ml[(slot0 + s) * 2 + 1] * __expf(ms - m);
+    }
+    T *out = (T *)a.out + ((uint64_t)r * a.n_heads + head) * hd;
+    for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
+        float v = 0.0f;
+        for (uint32_t s = 0; s < a.n_splits; s++) {
+            const float ms = a.partial_ml[(slot0 + s) * 2];
+            if (ms != -INFINITY) v += a.partial_o[(slot0 + s) * hd + d] * __expf(ms - m);
+        }
+        out[d] = from_f32<T>(l > 0.0f ? v / l : 0.0f);
+    }
+}
+
+} // namespace
+
+cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream) {
+    if (a.rows == 0) return cudaSuccess;
+    const uint32_t group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
+    if (hd > 256 || group > kMaxSlots || a.n_splits == 0 || a.rows_per_seq == 0 || a.rows % a.rows_per_seq != 0)
+        return cudaErrorInvalidValue;
+    // Several rows per block when the group is small (prefill of MHA models), within 16 slots.
+    const uint32_t rows_per_block = std::max(1u, std::min(a.rows_per_seq, 16u / group));
+    const uint32_t slots = rows_per_block * group, hd4 = (hd + 3) / 4;
+    uint32_t threads = 128;
+    while (threads * kMaxOut4 < slots * hd4) threads += 128;
+    if (threads > 512) return cudaErrorInvalidValue; // group x head_dim above 16384
+    const size_t smem = sizeof(float) * smem_floats(slots, hd);
+    const uint32_t groups = (a.rows / a.rows_per_seq) * ((a.rows_per_seq + rows_per_block - 1) / rows_per_block);
+    const dim3 grid(groups * a.n_kv_heads, a.n_splits);
+    cudaError_t e = cudaErrorInvalidValue, e2 = cudaSuccess;
+    dispatch_dtype(a.act_dtype, [&](auto tag) {
+        using T = decltype(tag);
+        e = dispatch_dtype(a.kv_dtype, [&](auto ktag) {
+            using K = decltype(ktag);
+            if (smem > 48 * 1024)
+                cudaFuncSetAttribute(attention_kernel<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            e2 = launch_pdl(attention_kernel<T, K>, grid, threads, smem, stream, a, rows_per_block);
+        });
+        if (e == cudaSuccess && e2 == cudaSuccess && a.n_splits > 1)
+            e2 = launch_pdl(attention_combine_kernel<T>, a.rows * a.n_heads, 128, 0, stream, a);
+    });
+    return e != cudaSuccess ? e : e2;
+}

@@ -1,0 +1,28 @@
+// attention.cuh - causal attention of a step's rows over the KV cache, for prefill and
+// decode. Each block takes one row, one kv head and one slice of the keys, and serves every
+// query head that shares the kv head (GQA), so K and V are read once per query group. Long
+// contexts are split over several blocks (split-K) whose partial results a combine step
+// merges; the number of splits is fixed by the caller while the key count comes from device
+// memory, so a captured CUDA graph stays valid as the sequence grows.
+#pragma once
+#include <cuda_runtime.h>
+#include <cstdint>
+
+struct AttentionArgs {
+    const void *qkv;          // [rows][(n_heads + 2 n_kv_heads) head_dim], act_dtype (q at the start of each row)
+    const int32_t *positions; // [rows]: row r attends to keys [0, positions[r]]
+    const int32_t *seqs;      // [rows]
+    const void *k_cache, *v_cache; // this layer: [max_batch][n_kv_heads][max_seq][head_dim], kv_dtype
+    void *out;                // [rows][n_heads head_dim], act_dtype
+    float *partial_o;         // [rows][n_heads][n_splits][head_dim] (n_splits > 1)
+    float *partial_ml;        // [rows][n_heads][n_splits][2] (max, sum)
+    uint32_t rows;            // rows_per_seq rows for each sequence, consecutive positions
+    uint32_t rows_per_seq;
+    uint32_t n_heads, n_kv_heads, head_dim, max_seq, n_splits;
+    float scale;              // 1 / sqrt(head_dim)
+    int act_dtype, kv_dtype;
+};
+
+// head_dim <= 256, n_heads / n_kv_heads <= 64 and their product <= 16384; rows a multiple
+// of rows_per_seq.
+cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream);

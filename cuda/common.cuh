@@ -1,0 +1,104 @@
+// common.cuh - shared device helpers for the kernels in cuda/: element types, conversions,
+// warp and block reductions. cuda/ includes nothing from lib/: launchers take plain
+// pointers, sizes, an element-type code and an explicit stream.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cstdint>
+#include <utility>
+
+namespace gpt_cuda {
+
+// Element types; the same values as the library's gpt_dtype.
+enum Dtype : int { F32 = 1, F16 = 2, BF16 = 3 };
+
+inline __host__ __device__ int dtype_size(int t) { return t == F32 ? 4 : 2; }
+inline __host__ __device__ unsigned ceil_div(unsigned a, unsigned b) { return (a + b - 1) / b; }
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Sum over the block; every thread gets the result. scratch: 32 floats of shared memory.
+__device__ __forceinline__ float block_sum(float v, float *scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads(); // scratch may still be read from a previous call
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < n_warps ? scratch[lane] : 0.0f;
+    return warp_sum(v);
+}
+
+__device__ __forceinline__ float block_max(float v, float *scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = (blockDim.x + 31) >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < n_warps ? scratch[lane] : -INFINITY;
+    return warp_max(v);
+}
+
+// Programmatic dependent launch (Hopper and newer): kernels are launched with
+// launch_pdl so the next kernel's blocks can start while this one finishes. Every kernel
+// calls pdl_wait() before it touches memory an earlier kernel writes or reads (this waits
+// for the whole previous grid and its memory), and pdl_launch_dependents() once the next
+// kernel may be scheduled. Weights, which no kernel writes, may be read before pdl_wait.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Whether launches use the PDL attribute: on by default, GPT_CUDA_NO_PDL=1 turns it off
+// (for measuring what it brings).
+bool pdl_enabled();
+
+template <typename... KArgs, typename... Args>
+cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args &&...args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl_enabled() ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// Calls f.template operator()<T>() with T the C++ type of dtype code t.
+template <typename F> cudaError_t dispatch_dtype(int t, F &&f) {
+    switch (t) {
+    case F32: f(float{}); return cudaSuccess;
+    case F16: f(__half{}); return cudaSuccess;
+    case BF16: f(__nv_bfloat16{}); return cudaSuccess;
+    }
+    return cudaErrorInvalidValue;
+}
+
+} // namespace gpt_cuda

@@ -1,0 +1,9 @@
+// embed.cuh - token (+ learned position) embedding into the f32 residual stream.
+#pragma once
+#include <cuda_runtime.h>
+#include <cstdint>
+
+// x[r][0..d) = tok[tokens[r]] (+ pos[positions[r]]), for r < rows. tok/pos in table_dtype.
+// pos may be null (RoPE models).
+cudaError_t launch_embed(const int32_t *tokens, const int32_t *positions, const void *tok, const void *pos,
+                         int table_dtype, uint32_t rows, uint32_t d, float *x, cudaStream_t stream);

@@ -1,0 +1,28 @@
+// gemv.cuh - projections for a few rows (decode): y[r][n] = x[r][:] . w[n][:] (+ bias[n]),
+// with the neighbouring elementwise work fused in: the input norm (LayerNorm/RMSNorm of the
+// f32 residual rows), GELU, SwiGLU over paired gate/up rows, or accumulation into the
+// residual stream. Weights are streamed once with 16-byte loads, several in flight per
+// thread, one warp per output column.
+#pragma once
+#include <cuda_runtime.h>
+#include <cstdint>
+
+inline constexpr uint32_t kGemvMaxRows = 8;
+
+struct GemvArgs {
+    const void *x;        // [rows][ldx] in dtype
+    uint64_t ldx;         // elements between rows of x
+    const void *w;        // [n][k] in dtype; with swiglu: [2 n][k], gate rows then up rows
+    const float *bias;    // [n] or null
+    void *y;              // [rows][n] in dtype (f32 with y_f32; unused when residual is set)
+    float *residual;      // [rows][n] f32: residual += result, or null
+    uint32_t rows, n, k;
+    int gelu;             // apply GELU (tanh) after the bias
+    int swiglu;           // y = silu(x . gate_row) * (x . up_row)
+    int y_f32;            // y is f32 (logits) instead of dtype
+    int dtype;
+};
+
+// Whether launch_gemv handles these sizes (rows <= kGemvMaxRows, 16-byte aligned rows).
+bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype);
+cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);

@@ -1,0 +1,213 @@
+// sample.cu - penalty/temperature pass, block argmax, and for stochastic sampling a
+// segmented radix sort (CUB, stable: equal values keep ascending ids, matching the CPU's
+// value-then-id order) followed by one block per row that applies top-k/top-p/min-p with
+// block-wide prefix sums and picks the token.
+#include "sample.cuh"
+#include "common.cuh"
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
+
+using namespace gpt_cuda;
+
+namespace {
+
+constexpr int kThreads = 512; // with __launch_bounds__, fits the register file at any occupancy
+
+struct Workspace {
+    float *values, *sorted_values;
+    int32_t *ids, *sorted_ids;
+    int32_t *offsets;
+    void *cub_temp;
+    size_t cub_bytes;
+};
+
+size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+size_t cub_sort_bytes(uint32_t batch, uint32_t vocab) {
+    size_t bytes = 0;
+    cub::DeviceSegmentedRadixSort::SortPairsDescending(nullptr, bytes, (const float *)nullptr, (float *)nullptr,
+                                                       (const int32_t *)nullptr, (int32_t *)nullptr, (int)(batch * vocab),
+                                                       (int)batch, (const int32_t *)nullptr, (const int32_t *)nullptr);
+    return bytes;
+}
+
+Workspace carve(void *base, uint32_t batch, uint32_t vocab) {
+    Workspace w;
+    char *p = (char *)base;
+    const size_t n = align256((size_t)batch * vocab * 4);
+    w.values = (float *)p; p += n;
+    w.sorted_values = (float *)p; p += n;
+    w.ids = (int32_t *)p; p += n;
+    w.sorted_ids = (int32_t *)p; p += n;
+    w.offsets = (int32_t *)p; p += align256((size_t)(batch + 1) * 4);
+    w.cub_temp = p;
+    w.cub_bytes = cub_sort_bytes(batch, vocab);
+    return w;
+}
+
+// values = penalised logits / temperature (or unscaled for greedy); ids = 0..vocab-1.
+__global__ void prepare_kernel(SampleArgs a, Workspace w, float inv_t) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t b = blockIdx.y;
+    const float *lg = a.logits + (uint64_t)b * a.vocab;
+    float *v = w.values + (uint64_t)b * a.vocab;
+    int32_t *ids = w.ids + (uint64_t)b * a.vocab;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.vocab; i += gridDim.x * blockDim.x) {
+        v[i] = lg[i] * inv_t;
+        ids[i] = (int32_t)i;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        w.offsets[b] = (int32_t)(b * a.vocab);
+        if (b == a.batch - 1) w.offsets[a.batch] = (int32_t)(a.batch * a.vocab);
+    }
+}
+
+// The penalty scales by a positive factor, so it commutes with the temperature division.
+__global__ void penalty_kernel(SampleArgs a, Workspace w) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t b = blockIdx.x;
+    const int32_t *rec = a.recent + (uint64_t)b * a.recent_stride;
+    const int32_t n = a.n_recent[b];
+    float *v = w.values + (uint64_t)b * a.vocab;
+    for (int32_t j = threadIdx.x; j < n; j += blockDim.x) {
+        const int32_t t = rec[j];
+        if (t < 0 || (uint32_t)t >= a.vocab) continue;
+        bool seen = false; // each distinct token once
+        for (int32_t i = 0; i < j && !seen; i++) seen = rec[i] == t;
+        if (!seen) v[t] = v[t] > 0.0f ? v[t] / a.penalty : v[t] * a.penalty;
+    }
+}
+
+struct MaxPair {
+    float v;
+    int32_t i;
+};
+struct MaxPairOp {
+    __device__ MaxPair operator()(const MaxPair &x, const MaxPair &y) const {
+        return (y.v > x.v || (y.v == x.v && y.i < x.i)) ? y : x;
+    }
+};
+
+__global__ void __launch_bounds__(kThreads) argmax_kernel(const float *values, uint32_t vocab, int32_t *out) {
+    using Reduce = cub::BlockReduce<MaxPair, kThreads>;
+    __shared__ typename Reduce::TempStorage tmp;
+    pdl_wait();
+    pdl_launch_dependents();
+    const float *v = values + (uint64_t)blockIdx.x * vocab;
+    MaxPair best{-INFINITY, 0x7fffffff};
+    for (uint32_t i = threadIdx.x; i < vocab; i += kThreads) {
+        const float x = v[i];
+        if (x > best.v || (x == best.v && (int32_t)i < best.i)) best = MaxPair{x, (int32_t)i};
+    }
+    best = Reduce(tmp).Reduce(best, MaxPairOp());
+    if (threadIdx.x == 0) out[blockIdx.x] = best.i == 0x7fffffff ? 0 : best.i;
+}
+
+// One block per row over the sorted candidates.
+__global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace w) {
+    using Scan = cub::BlockScan<double, kThreads>;
+    using Reduce = cub::BlockReduce<double, kThreads>;
+    __shared__ typename Scan::TempStorage scan_tmp;
+    __shared__ typename Reduce::TempStorage red_tmp;
+    __shared__ double s_total;
+    __shared__ uint32_t s_cut;
+    __shared__ int32_t s_pick;
+    const uint32_t b = blockIdx.x;
+    const float *v = w.sorted_values + (uint64_t)b * a.vocab;
+    const int32_t *ids = w.sorted_ids + (uint64_t)b * a.vocab;
+    const uint32_t k = (a.top_k > 0 && a.top_k < a.vocab) ? a.top_k : a.vocab;
+    const float mx = v[0];
+
+    // Softmax denominator over the k kept tokens.
+    double part = 0.0;
+    for (uint32_t i = threadIdx.x; i < k; i += kThreads) part += (double)expf(v[i] - mx);
+    double sum = Reduce(red_tmp).Sum(part);
+    if (threadIdx.x == 0) s_total = sum;
+    __syncthreads();
+    sum = s_total;
+
+    // top-p: the first index where the running probability reaches top_p ends the set.
+    uint32_t n = k;
+    if (a.top_p < 1.0f) {
+        if (threadIdx.x == 0) s_cut = k;
+        __syncthreads();
+        double carry = 0.0;
+        for (uint32_t base = 0; base < k; base += kThreads) {
+            const uint32_t i = base + threadIdx.x;
+            const double e = i < k ? (double)expf(v[i] - mx) / sum : 0.0;
+            double incl, agg;
+            Scan(scan_tmp).InclusiveSum(e, incl, agg);
+            if (i < k && carry + incl >= a.top_p) atomicMin(&s_cut, i + 1);
+            carry += agg;
+            __syncthreads();
+            if (s_cut != k) break;
+        }
+        n = s_cut;
+    }
+    // min-p: sorted descending, so the kept tokens are a prefix.
+    if (a.min_p > 0.0f) {
+        const float floor = a.min_p; // relative to p(best) = exp(0)
+        if (threadIdx.x == 0) s_cut = n;
+        __syncthreads();
+        for (uint32_t i = threadIdx.x + 1; i < n; i += kThreads)
+            if (expf(v[i] - mx) < floor) atomicMin(&s_cut, i);
+        __syncthreads();
+        n = s_cut;
+    }
+    // Draw: the first kept token whose cumulative weight exceeds uniform * total.
+    part = 0.0;
+    for (uint32_t i = threadIdx.x; i < n; i += kThreads) part += (double)expf(v[i] - mx);
+    __syncthreads();
+    double total = Reduce(red_tmp).Sum(part);
+    if (threadIdx.x == 0) {
+        s_total = total;
+        s_pick = -1;
+    }
+    __syncthreads();
+    const double target = (double)a.uniform[b] * s_total;
+    double carry = 0.0;
+    for (uint32_t base = 0; base < n; base += kThreads) {
+        const uint32_t i = base + threadIdx.x;
+        const double e = i < n ? (double)expf(v[i] - mx) : 0.0;
+        double incl, agg;
+        Scan(scan_tmp).InclusiveSum(e, incl, agg);
+        const bool hit = i < n && carry + incl > target && carry + incl - e <= target;
+        if (hit) s_pick = (int32_t)i;
+        carry += agg;
+        __syncthreads();
+        if (s_pick >= 0) break;
+    }
+    if (threadIdx.x == 0) a.out[b] = ids[s_pick >= 0 ? s_pick : n - 1];
+}
+
+} // namespace
+
+size_t sample_workspace_bytes(uint32_t batch, uint32_t vocab) {
+    return 4 * align256((size_t)batch * vocab * 4) + align256((size_t)(batch + 1) * 4) + align256(cub_sort_bytes(batch, vocab));
+}
+
+cudaError_t launch_sample(const SampleArgs &a, cudaStream_t stream) {
+    if (a.batch == 0) return cudaSuccess;
+    Workspace w = carve(a.workspace, a.batch, a.vocab);
+    const bool greedy = a.temperature <= 0.0f;
+    const dim3 grid((a.vocab + 255) / 256 < 64 ? (a.vocab + 255) / 256 : 64, a.batch);
+    const bool penalty = a.penalty != 1.0f && a.recent;
+    cudaError_t e = cudaSuccess;
+    if (greedy && !penalty) // the logits themselves
+        return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, a.logits, a.vocab, a.out);
+    e = launch_pdl(prepare_kernel, grid, 256, 0, stream, a, w, greedy ? 1.0f : 1.0f / a.temperature);
+    if (e == cudaSuccess && penalty) e = launch_pdl(penalty_kernel, a.batch, 256, 0, stream, a, w);
+    if (e != cudaSuccess) return e;
+    if (greedy) return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, (const float *)w.values, a.vocab, a.out);
+    size_t bytes = w.cub_bytes;
+    e = cub::DeviceSegmentedRadixSort::SortPairsDescending(
+        w.cub_temp, bytes, w.values, w.sorted_values, w.ids, w.sorted_ids, (int)(a.batch * a.vocab), (int)a.batch,
+        w.offsets, w.offsets + 1, 0, 32, stream);
+    if (e != cudaSuccess) return e;
+    pick_kernel<<<a.batch, kThreads, 0, stream>>>(a, w); // after CUB's kernels: an ordinary launch
+    return cudaGetLastError();
+}

@@ -1,0 +1,7 @@
+// swiglu.cuh - SwiGLU: ff = silu(gate) * up from the fused gate|up projection.
+#pragma once
+#include <cuda_runtime.h>
+#include <cstdint>
+
+// gu: [rows][2 * f] (gate columns then up columns); ff: [rows][f]; both act_dtype.
+cudaError_t launch_swiglu(const void *gu, void *ff, uint32_t rows, uint32_t f, int act_dtype, cudaStream_t stream);

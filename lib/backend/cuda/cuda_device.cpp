@@ -1,0 +1,168 @@
+// cuda_device.cpp - the CUDA model-level backend: weights converted to the requested dtype
+// (matrices) or f32 (vectors: norms and biases) and copied into one device allocation.
+#include "backend/backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_executor.h"
+#include "backend/cuda/cuda_plan.h"
+#include "core/error.h"
+#include "core/half.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace gpt {
+
+namespace {
+
+// Every weight of a model, in upload order.
+template <typename F> void for_each_weight(ModelWeights &w, F f) {
+    f(w.tok_emb);
+    f(w.pos_emb);
+    f(w.out_norm_w);
+    f(w.out_norm_b);
+    f(w.lm_head);
+    for (auto &l : w.layers)
+        for (Weight *x : {&l.attn_norm_w, &l.attn_norm_b, &l.attn_qkv_w, &l.attn_qkv_b, &l.attn_out_w, &l.attn_out_b,
+                          &l.ffn_norm_w, &l.ffn_norm_b, &l.ffn_up_w, &l.ffn_up_b, &l.ffn_down_w, &l.ffn_down_b})
+            f(*x);
+}
+
+// Converts n elements between dtypes on the host (rounding to nearest even).
+void convert(const void *src, DType from, void *dst, DType to, uint64_t n) {
+    if (from == to) {
+        std::memcpy(dst, src, n * dtype_bytes(from));
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        float v = 0;
+        switch (from) {
+        case DType::F32: v = static_cast<const float *>(src)[i]; break;
+        case DType::F16: v = f16_to_f32(static_cast<const uint16_t *>(src)[i]); break;
+        case DType::BF16: v = bf16_to_f32(static_cast<const uint16_t *>(src)[i]); break;
+        }
+        switch (to) {
+        case DType::F32: static_cast<float *>(dst)[i] = v; break;
+        case DType::F16: static_cast<uint16_t *>(dst)[i] = f32_to_f16(v); break;
+        case DType::BF16: static_cast<uint16_t *>(dst)[i] = f32_to_bf16(v); break;
+        }
+    }
+}
+
+class CudaDevice final : public Device {
+public:
+    explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
+        GPT_CUDA_CHECK(cudaSetDevice(ordinal_));
+        cudaDeviceProp prop;
+        GPT_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal_));
+        name_ = std::string("cuda:") + std::to_string(ordinal) + " (" + prop.name + ")";
+    }
+    ~CudaDevice() override {
+        if (weights_) {
+            cudaSetDevice(ordinal_);
+            cuda::device_free(weights_);
+        }
+    }
+
+    const char *name() const override { return name_.c_str(); }
+    int32_t ordinal() const override { return ordinal_; }
+    bool keeps_host_weights() const override { return false; }
+    uint64_t weight_bytes() const override { return bytes_; }
+
+    void place_weights(const ModelConfig &, const ModelWeights &in, DType want, ModelWeights *out) override {
+        GPT_CUDA_CHECK(cudaSetDevice(ordinal_));
+        *out = in;
+        const bool tied = in.lm_head.data == in.tok_emb.data;
+        // Sizes: matrices in `want`, vectors in f32, each 256-byte aligned.
+        auto target = [&](const Weight &w) { return w.cols > 1 ? want : DType::F32; };
+        uint64_t total = 0;
+        for_each_weight(*out, [&](Weight &w) {
+            if (!w || (&w == &out->lm_head && tied)) return;
+            total += (w.numel() * dtype_bytes(target(w)) + 255) & ~(uint64_t)255;
+        });
+        weights_ = static_cast<uint8_t *>(cuda::device_alloc(total, "the model weights"));
+        bytes_ = total;
+        // Convert through a bounded host buffer, then copy.
+        std::vector<uint8_t> staging;
+        uint64_t off = 0;
+        for_each_weight(*out, [&](Weight &w) {
+            if (!w || (&w == &out->lm_head && tied)) return;
+            const DType to = target(w);
+            const uint64_t nbytes = w.numel() * dtype_bytes(to);
+            uint8_t *dst = weights_ + off;
+            if (w.dtype == to) {
+                GPT_CUDA_CHECK(cudaMemcpy(dst, w.data, nbytes, cudaMemcpyHostToDevice));
+            } else {
+                const uint64_t chunk = 1ull << 22; // elements per conversion pass
+                staging.resize(std::min(w.numel(), chunk) * dtype_bytes(to));
+                for (uint64_t i = 0; i < w.numel(); i += chunk) {
+                    const uint64_t n = std::min(chunk, w.numel() - i);
+                    convert(static_cast<const uint8_t *>(w.data) + i * dtype_bytes(w.dtype), w.dtype, staging.data(), to, n);
+                    GPT_CUDA_CHECK(cudaMemcpy(dst + i * dtype_bytes(to), staging.data(), n * dtype_bytes(to), cudaMemcpyHostToDevice));
+                }
+            }
+            w.data = dst;
+            w.dtype = to;
+            off += (nbytes + 255) & ~(uint64_t)255;
+        });
+        if (tied) out->lm_head = out->tok_emb;
+    }
+
+    MemoryPlan plan(const ModelConfig &c, const ExecParams &p) const override {
+        const cuda::CudaPlan plan(c, p);
+        MemoryPlan m;
+        m.device_bytes = plan.device_bytes;
+        m.host_bytes = plan.pinned_bytes;
+        return m;
+    }
+
+    std::unique_ptr<Executor> create_executor(const ModelConfig &c, const ModelWeights &w, const ExecParams &p) const override {
+        if (w.tok_emb.dtype != p.compute)
+            fail(GPT_ERR_UNSUPPORTED,
+                 "compute dtype %s differs from the weights' %s on the GPU: load the model with weight_dtype %s",
+                 dtype_str(p.compute), dtype_str(w.tok_emb.dtype), dtype_str(p.compute));
+        if (c.head_dim > 256) fail(GPT_ERR_UNSUPPORTED, "head_dim %u exceeds the CUDA attention's limit of 256", c.head_dim);
+        const uint32_t group = c.n_heads / c.n_kv_heads;
+        if (group > 64 || group * c.head_dim > 16384)
+            fail(GPT_ERR_UNSUPPORTED, "%u query heads per kv head of dimension %u exceed the CUDA attention's limits (64, and 16384 in all)",
+                 group, c.head_dim);
+        return cuda::make_cuda_executor(ordinal_, c, p);
+    }
+
+private:
+    int ordinal_;
+    std::string name_;
+    uint8_t *weights_ = nullptr;
+    uint64_t bytes_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<Device> make_cuda_device(int ordinal) { return std::make_unique<CudaDevice>(ordinal); }
+
+int cuda_device_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); // no driver or no GPU: not an error, just none
+        return 0;
+    }
+    return n;
+}
+
+const char *cuda_build_info() {
+    static std::string s;
+    if (s.empty()) {
+        int rt = 0, drv = 0;
+        cudaRuntimeGetVersion(&rt);
+        cudaDriverGetVersion(&drv);
+        s = "cuda runtime " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10) + ", driver " +
+            (drv ? std::to_string(drv / 1000) + "." + std::to_string(drv % 1000 / 10) : std::string("none"));
+        cudaGetLastError();
+    }
+    return s.c_str();
+}
+
+} // namespace gpt

@@ -1,0 +1,384 @@
+// cuda_executor.cpp - the CUDA context: one device arena and one pinned staging area from
+// CudaPlan, a stream, a cuBLAS handle bound to a workspace in the arena (so capture never
+// allocates), and one CUDA graph per decode batch size, captured on first use and replayed
+// for every later token (positions are read from device memory, so the graph stays valid).
+#include "backend/cuda/cuda_executor.h"
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_plan.h"
+#include "backend/cuda/gemm.h"
+#include "core/error.h"
+
+#include "add_norm.cuh"
+#include "attention.cuh"
+#include "bias_act.cuh"
+#include "embed.cuh"
+#include "gemv.cuh"
+#include "rope_append.cuh"
+#include "sample.cuh"
+#include "swiglu.cuh"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace gpt::cuda {
+
+namespace {
+
+class CudaExecutor final : public Executor {
+public:
+    CudaExecutor(int device, const ModelConfig &c, const ExecParams &p)
+        : device_(device), c_(c), p_(p), plan_(c, p), graphs_(p.max_batch + 1, nullptr) {
+        GPT_CUDA_CHECK(cudaSetDevice(device_));
+        try {
+            const uint64_t before = allocation_count();
+            dev_ = static_cast<uint8_t *>(device_alloc(plan_.device_bytes, "the context (KV cache, activations, workspaces)"));
+            host_ = static_cast<uint8_t *>(pinned_alloc(plan_.pinned_bytes, "the context's staging buffers"));
+            allocations_ = allocation_count() - before;
+            GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+            GPT_CUDA_CHECK(cublasCreate(&cublas_));
+            GPT_CUDA_CHECK(cublasSetStream(cublas_, stream_));
+            GPT_CUDA_CHECK(cublasSetWorkspace(cublas_, dev(plan_.cublas_ws), plan_.cublas_ws.bytes));
+            GPT_CUDA_CHECK(cublasSetMathMode(cublas_, p.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+            cudaDeviceProp prop;
+            GPT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+            n_sms_ = (uint32_t)prop.multiProcessorCount;
+            if (c.arch == GPT_ARCH_LLAMA) upload_rope_tables();
+        } catch (...) {
+            release();
+            throw;
+        }
+    }
+    ~CudaExecutor() override { release(); }
+
+    void begin_step(const StepInput &in) override {
+        GPT_CUDA_CHECK(cudaSetDevice(device_));
+        // The previous step's copy out of the staging buffers must be done before we refill them.
+        GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        in_ = in;
+        rows_ = in.batch * in.n_tokens;
+        pending_delta_ = false;
+        int32_t *tok = host<int32_t>(plan_.h_tokens), *pos = host<int32_t>(plan_.h_positions), *seq = host<int32_t>(plan_.h_seqs);
+        for (uint32_t b = 0; b < in.batch; b++)
+            for (uint32_t t = 0; t < in.n_tokens; t++) {
+                const uint32_t r = b * in.n_tokens + t;
+                tok[r] = in.tokens[r];
+                pos[r] = (int32_t)(in.start_pos[b] + t);
+                seq[r] = (int32_t)b;
+            }
+        // One copy for the three arrays (their regions are contiguous in both areas).
+        const uint64_t bytes = plan_.h_seqs.offset + 4ull * rows_ - plan_.h_tokens.offset;
+        if (plan_.h_positions.offset - plan_.h_tokens.offset == plan_.positions.offset - plan_.tokens.offset) {
+            GPT_CUDA_CHECK(cudaMemcpyAsync(dev(plan_.tokens), host_ + plan_.h_tokens.offset, bytes, cudaMemcpyHostToDevice, stream_));
+        } else {
+            copy_in(plan_.tokens, plan_.h_tokens, 4ull * rows_);
+            copy_in(plan_.positions, plan_.h_positions, 4ull * rows_);
+            copy_in(plan_.seqs, plan_.h_seqs, 4ull * rows_);
+        }
+    }
+
+    void run(const std::function<void()> &ops, bool replayable) override {
+        const bool graph = replayable && p_.use_graphs && in_.n_tokens == 1 && !in_.all_logits;
+        if (!graph) {
+            ops();
+            return;
+        }
+        cudaGraphExec_t &exec = graphs_[in_.batch];
+        if (!exec) {
+            GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+            cudaGraph_t g = nullptr;
+            try {
+                ops();
+            } catch (...) {
+                cudaStreamEndCapture(stream_, &g);
+                if (g) cudaGraphDestroy(g);
+                cudaGetLastError();
+                throw;
+            }
+            GPT_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+            cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+            cudaGraphDestroy(g);
+            if (e != cudaSuccess) exec = nullptr;
+            GPT_CUDA_CHECK(e);
+        }
+        GPT_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+    }
+
+    void embed(const Weight &tok, const Weight *pos) override {
+        GPT_CUDA_CHECK(launch_embed(dev<int32_t>(plan_.tokens), dev<int32_t>(plan_.positions), tok.data,
+                                    pos && *pos ? pos->data : nullptr, (int)tok.dtype, rows_, c_.d_model,
+                                    dev<float>(plan_.x), stream_));
+    }
+
+    void norm(NormKind kind, const Weight &w, const Weight *b, float eps) override {
+        // A residual projection left in DELTA (GEMM path, no bias) is added in the same pass.
+        GPT_CUDA_CHECK(launch_add_norm(dev<float>(plan_.x), pending_delta_ ? dev(plan_.delta) : nullptr,
+                                       static_cast<const float *>(w.data),
+                                       b && *b ? static_cast<const float *>(b->data) : nullptr, eps, kind == NormKind::RMS,
+                                       rows_, c_.d_model, dev(plan_.h), (int)p_.compute, stream_));
+        pending_delta_ = false;
+    }
+
+    void matmul(Act in, const Weight &w, const Weight *b, Act out, Activation act) override {
+        const bool residual = out == Act::X; // add the result to the f32 residual stream
+        const float *bias = b && *b ? static_cast<const float *>(b->data) : nullptr;
+        GemvArgs g{};
+        g.bias = bias;
+        g.y = residual ? nullptr : buf(out);
+        g.residual = residual ? dev<float>(plan_.x) : nullptr;
+        g.gelu = act == Activation::GELU_TANH;
+        if (try_gemv(in, w, g)) return;
+        void *y = residual ? dev(plan_.delta) : buf(out);
+        gemm(cublas_, w, buf(in), p_.compute, w.cols, y, p_.compute, rows_, p_.allow_tf32);
+        if (residual && !bias && !g.gelu) {
+            pending_delta_ = true; // the next norm adds it
+            return;
+        }
+        GPT_CUDA_CHECK(launch_bias_act(y, bias, g.gelu, residual ? dev<float>(plan_.x) : nullptr, rows_, (uint32_t)w.rows,
+                                       (int)p_.compute, stream_));
+    }
+
+    void matmul_swiglu(Act in, const Weight &w, Act out) override {
+        GemvArgs g{};
+        g.y = buf(out);
+        g.swiglu = 1;
+        if (try_gemv(in, w, g)) return;
+        gemm(cublas_, w, buf(in), p_.compute, w.cols, dev(plan_.gu), p_.compute, rows_, p_.allow_tf32);
+        GPT_CUDA_CHECK(launch_swiglu(dev(plan_.gu), buf(out), rows_, (uint32_t)(w.rows / 2), (int)p_.compute, stream_));
+    }
+
+    void attention(const AttentionSpec &s) override {
+        flush_delta();
+        uint8_t *k_layer = dev(plan_.k_cache) + s.layer * plan_.kv_bytes_per_layer;
+        uint8_t *v_layer = dev(plan_.v_cache) + s.layer * plan_.kv_bytes_per_layer;
+        RopeAppendArgs r{};
+        r.qkv = dev(plan_.qkv);
+        r.positions = dev<int32_t>(plan_.positions);
+        r.seqs = dev<int32_t>(plan_.seqs);
+        r.cos = s.rope ? dev<float>(plan_.rope_cos) : nullptr;
+        r.sin = s.rope ? dev<float>(plan_.rope_sin) : nullptr;
+        r.k_cache = k_layer;
+        r.v_cache = v_layer;
+        r.rows = rows_;
+        r.n_heads = c_.n_heads;
+        r.n_kv_heads = c_.n_kv_heads;
+        r.head_dim = c_.head_dim;
+        r.max_seq = p_.max_seq;
+        r.act_dtype = (int)p_.compute;
+        r.kv_dtype = (int)p_.kv;
+        GPT_CUDA_CHECK(launch_rope_append(r, stream_));
+
+        AttentionArgs a{};
+        a.qkv = dev(plan_.qkv);
+        a.positions = r.positions;
+        a.seqs = r.seqs;
+        a.k_cache = k_layer;
+        a.v_cache = v_layer;
+        a.out = dev(plan_.att);
+        a.partial_o = dev<float>(plan_.attn_o);
+        a.partial_ml = dev<float>(plan_.attn_ml);
+        a.rows = rows_;
+        a.rows_per_seq = in_.n_tokens;
+        a.n_heads = c_.n_heads;
+        a.n_kv_heads = c_.n_kv_heads;
+        a.head_dim = c_.head_dim;
+        a.max_seq = p_.max_seq;
+        // Split the keys when the rows alone cannot fill the GPU (decode); the partial buffers
+        // hold max_batch rows, which every decode step fits.
+        a.n_splits = (rows_ <= p_.max_batch && rows_ * c_.n_kv_heads < 2 * n_sms_) ? plan_.max_splits : 1;
+        a.scale = 1.0f / std::sqrt((float)c_.head_dim);
+        a.act_dtype = (int)p_.compute;
+        a.kv_dtype = (int)p_.kv;
+        GPT_CUDA_CHECK(launch_attention(a, stream_));
+    }
+
+    void logits(const Weight &head, float *host_all) override {
+        const uint64_t d = c_.d_model, v = c_.vocab_size, a = dtype_bytes(p_.compute);
+        uint8_t *h = dev(plan_.h);
+        float *lg = dev<float>(plan_.logits);
+        if (in_.all_logits && host_all) {
+            flush_delta();
+            // A caller buffer in this GPU's memory takes the GEMM's output directly.
+            cudaPointerAttributes attr{};
+            const bool on_device = cudaPointerGetAttributes(&attr, host_all) == cudaSuccess &&
+                                   attr.type == cudaMemoryTypeDevice && attr.device == device_;
+            cudaGetLastError();
+            if (on_device) {
+                for (uint32_t b = 0; b < in_.batch; b++)
+                    gemm(cublas_, head, h + (uint64_t)b * in_.n_tokens * d * a, p_.compute, d,
+                         host_all + (uint64_t)b * in_.logits_seq_stride * v, DType::F32, in_.n_tokens, p_.allow_tf32);
+                GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+                have_last_ = false;
+                return;
+            }
+            // Otherwise every row, in groups that fit the logits buffer, copied to the caller.
+            for (uint32_t b = 0; b < in_.batch; b++)
+                for (uint32_t t0 = 0; t0 < in_.n_tokens; t0 += plan_.logits_rows) {
+                    const uint32_t n = std::min(plan_.logits_rows, in_.n_tokens - t0);
+                    gemm(cublas_, head, h + ((uint64_t)b * in_.n_tokens + t0) * d * a, p_.compute, d, lg, DType::F32, n,
+                         p_.allow_tf32);
+                    // cudaMemcpyDefault: the caller's buffer may be host or device memory.
+                    GPT_CUDA_CHECK(cudaMemcpyAsync(host_all + ((uint64_t)b * in_.logits_seq_stride + t0) * v, lg, 4 * n * v,
+                                                   cudaMemcpyDefault, stream_));
+                }
+            // Stream order keeps each group's copy ahead of the next GEMM into the buffer; the
+            // caller may read its logits once we return.
+            GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            have_last_ = false;
+            return;
+        }
+        flush_delta();
+        // Each sequence's last row: every n_tokens-th row of H, starting at row n_tokens - 1.
+        const void *last = h + (uint64_t)(in_.n_tokens - 1) * d * a;
+        const uint64_t ld = (uint64_t)in_.n_tokens * d;
+        if (gemv_supported(in_.batch, (uint32_t)d, ld, (int)p_.compute)) {
+            GemvArgs g{};
+            g.x = last;
+            g.ldx = ld;
+            g.w = head.data;
+            g.y = lg;
+            g.y_f32 = 1;
+            g.rows = in_.batch;
+            g.n = (uint32_t)head.rows;
+            g.k = (uint32_t)head.cols;
+            g.dtype = (int)p_.compute;
+            GPT_CUDA_CHECK(launch_gemv(g, stream_));
+        } else {
+            gemm(cublas_, head, last, p_.compute, ld, lg, DType::F32, in_.batch, p_.allow_tf32);
+        }
+        have_last_ = true;
+    }
+
+    void read_logits(float *host_out) override {
+        if (!have_last_) fail(GPT_ERR_INTERNAL, "read_logits without last-row logits");
+        GPT_CUDA_CHECK(cudaMemcpyAsync(host_out, dev(plan_.logits), 4ull * in_.batch * c_.vocab_size, cudaMemcpyDefault,
+                                       stream_));
+        GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+    void sample(const SampleSpec &spec, const SampleRow *rows, int32_t *out) override {
+        if (!have_last_) fail(GPT_ERR_INTERNAL, "sample without last-row logits");
+        GPT_CUDA_CHECK(cudaSetDevice(device_));
+        const uint32_t B = in_.batch;
+        float *uni = host<float>(plan_.h_uniform);
+        int32_t *rec = host<int32_t>(plan_.h_recent), *nrec = host<int32_t>(plan_.h_n_recent);
+        const bool penalty = spec.repetition_penalty != 1.0f;
+        for (uint32_t b = 0; b < B; b++) {
+            uni[b] = rows[b].uniform;
+            const uint32_t n = std::min(rows[b].n_recent, kMaxRecent);
+            nrec[b] = (int32_t)n;
+            if (penalty && n) std::memcpy(rec + (uint64_t)b * kMaxRecent, rows[b].recent + (rows[b].n_recent - n), 4ull * n);
+        }
+        copy_in(plan_.uniform, plan_.h_uniform, 4ull * B);
+        copy_in(plan_.n_recent, plan_.h_n_recent, 4ull * B);
+        if (penalty) copy_in(plan_.recent, plan_.h_recent, 4ull * B * kMaxRecent);
+        SampleArgs a{};
+        a.logits = dev<float>(plan_.logits);
+        a.batch = B;
+        a.vocab = c_.vocab_size;
+        a.temperature = spec.temperature;
+        a.penalty = spec.repetition_penalty;
+        a.recent = dev<int32_t>(plan_.recent);
+        a.n_recent = dev<int32_t>(plan_.n_recent);
+        a.recent_stride = kMaxRecent;
+        a.top_k = spec.top_k;
+        a.top_p = spec.top_p;
+        a.min_p = spec.min_p;
+        a.uniform = dev<float>(plan_.uniform);
+        a.workspace = dev(plan_.sample_ws);
+        a.out = dev<int32_t>(plan_.sampled);
+        GPT_CUDA_CHECK(launch_sample(a, stream_));
+        GPT_CUDA_CHECK(cudaMemcpyAsync(host_ + plan_.h_sampled.offset, dev(plan_.sampled), 4ull * B, cudaMemcpyDeviceToHost, stream_));
+        GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        std::memcpy(out, host_ + plan_.h_sampled.offset, 4ull * B);
+    }
+
+    void set_seq_len(uint32_t, uint32_t) override {}
+    uint64_t allocation_count() const override { return allocations_; }
+
+private:
+    template <typename T = uint8_t> T *dev(const Region &r) { return reinterpret_cast<T *>(dev_ + r.offset); }
+    template <typename T = uint8_t> T *host(const Region &r) { return reinterpret_cast<T *>(host_ + r.offset); }
+    void copy_in(const Region &d, const Region &h, uint64_t bytes) {
+        GPT_CUDA_CHECK(cudaMemcpyAsync(dev_ + d.offset, host_ + h.offset, bytes, cudaMemcpyHostToDevice, stream_));
+    }
+    void *buf(Act a) {
+        switch (a) {
+        case Act::X: return dev(plan_.x);
+        case Act::H: return dev(plan_.h);
+        case Act::QKV: return dev(plan_.qkv);
+        case Act::ATT: return dev(plan_.att);
+        case Act::FF: return dev(plan_.ff);
+        }
+        return nullptr;
+    }
+    // Adds a residual delta left by a GEMM when no norm follows to absorb it.
+    void flush_delta() {
+        if (!pending_delta_) return;
+        GPT_CUDA_CHECK(launch_bias_act(dev(plan_.delta), nullptr, 0, dev<float>(plan_.x), rows_, c_.d_model, (int)p_.compute,
+                                       stream_));
+        pending_delta_ = false;
+    }
+    // Runs a few-row projection as one GEMV with its epilogue fused; false when the shape
+    // needs the cuBLAS path.
+    bool try_gemv(Act in, const Weight &w, GemvArgs &g) {
+        flush_delta();
+        if (!gemv_supported(rows_, (uint32_t)w.cols, w.cols, (int)p_.compute)) return false;
+        g.x = buf(in);
+        g.ldx = w.cols;
+        g.w = w.data;
+        g.rows = rows_;
+        g.n = (uint32_t)(g.swiglu ? w.rows / 2 : w.rows);
+        g.k = (uint32_t)w.cols;
+        g.dtype = (int)p_.compute;
+        GPT_CUDA_CHECK(launch_gemv(g, stream_));
+        return true;
+    }
+    void upload_rope_tables() {
+        const uint64_t n = (uint64_t)p_.max_seq * (c_.head_dim / 2);
+        std::vector<float> cs(n), sn(n);
+        cpu::rope_tables(c_.rope_theta, c_.head_dim, p_.max_seq, cs.data(), sn.data());
+        GPT_CUDA_CHECK(cudaMemcpy(dev(plan_.rope_cos), cs.data(), 4 * n, cudaMemcpyHostToDevice));
+        GPT_CUDA_CHECK(cudaMemcpy(dev(plan_.rope_sin), sn.data(), 4 * n, cudaMemcpyHostToDevice));
+    }
+    void release() {
+        cudaSetDevice(device_);
+        for (auto &g : graphs_)
+            if (g) cudaGraphExecDestroy(g);
+        if (cublas_) cublasDestroy(cublas_);
+        if (stream_) cudaStreamDestroy(stream_);
+        device_free(dev_);
+        pinned_free(host_);
+        cublas_ = nullptr;
+        stream_ = nullptr;
+        dev_ = host_ = nullptr;
+    }
+
+    const int device_;
+    const ModelConfig c_;
+    const ExecParams p_;
+    const CudaPlan plan_;
+    uint8_t *dev_ = nullptr, *host_ = nullptr;
+    cudaStream_t stream_ = nullptr;
+    cublasHandle_t cublas_ = nullptr;
+    std::vector<cudaGraphExec_t> graphs_; // [batch] decode graphs
+    uint32_t n_sms_ = 1;
+    uint64_t allocations_ = 0;
+    StepInput in_{};
+    uint32_t rows_ = 0;
+    bool have_last_ = false;
+    bool pending_delta_ = false; // DELTA holds a residual update not yet added to X
+
+};
+
+} // namespace
+
+std::unique_ptr<Executor> make_cuda_executor(int device, const ModelConfig &c, const ExecParams &p) {
+    return std::make_unique<CudaExecutor>(device, c, p);
+}
+
+} // namespace gpt::cuda

@@ -1,0 +1,70 @@
+// cuda_plan.cpp - sizes every buffer from the config and the context params alone.
+#include "backend/cuda/cuda_plan.h"
+
+#include "sample.cuh"
+
+#include <algorithm>
+
+namespace gpt::cuda {
+
+namespace {
+struct Carver {
+    uint64_t total = 0;
+    Region take(uint64_t bytes) {
+        Region r{total, bytes};
+        total += (bytes + 255) & ~(uint64_t)255;
+        return r;
+    }
+};
+} // namespace
+
+CudaPlan::CudaPlan(const ModelConfig &c, const ExecParams &p) {
+    rows = std::max(p.max_step_tokens, p.max_batch);
+    // Decode needs max_batch rows of logits; all-logits calls are projected in groups of up to
+    // 64 MiB of f32 logits (so the head GEMM is not cut into slivers).
+    logits_rows = std::max<uint32_t>(p.max_batch, std::min<uint64_t>(rows, (16ull << 20) / c.vocab_size));
+    // Key splits for decode attention: at the longest context each split holds ~128 keys, so
+    // the kv heads x splits blocks fill the GPU; short contexts leave most splits empty.
+    // (128 keys per split measured faster than 512 at positions 0 and 8192, see PERFORMANCE.md.)
+    max_splits = std::clamp<uint32_t>((p.max_seq + 127) / 128, 1, 32);
+    const uint64_t a = dtype_bytes(p.compute), kv = dtype_bytes(p.kv), d = c.d_model;
+    Carver dev;
+    x = dev.take(4 * rows * d);
+    h = dev.take(a * rows * d);
+    qkv = dev.take(a * rows * c.qkv_dim());
+    att = dev.take(a * rows * c.q_dim());
+    gu = dev.take(c.arch == GPT_ARCH_LLAMA ? a * rows * 2ull * c.d_ff : 0);
+    ff = dev.take(a * rows * c.d_ff);
+    delta = dev.take(a * rows * d);
+    logits = dev.take(4ull * logits_rows * c.vocab_size);
+    kv_bytes_per_layer = kv * p.max_batch * c.n_kv_heads * (uint64_t)p.max_seq * c.head_dim;
+    k_cache = dev.take(kv_bytes_per_layer * c.n_layers);
+    v_cache = dev.take(kv_bytes_per_layer * c.n_layers);
+    const uint64_t rope = c.arch == GPT_ARCH_LLAMA ? 4ull * p.max_seq * (c.head_dim / 2) : 0;
+    rope_cos = dev.take(rope);
+    rope_sin = dev.take(rope);
+    attn_o = dev.take(4ull * p.max_batch * c.n_heads * max_splits * c.head_dim);
+    attn_ml = dev.take(4ull * p.max_batch * c.n_heads * max_splits * 2);
+    tokens = dev.take(4ull * rows);
+    positions = dev.take(4ull * rows);
+    seqs = dev.take(4ull * rows);
+    uniform = dev.take(4ull * p.max_batch);
+    recent = dev.take(4ull * p.max_batch * kMaxRecent);
+    n_recent = dev.take(4ull * p.max_batch);
+    sampled = dev.take(4ull * p.max_batch);
+    sample_ws = dev.take(sample_workspace_bytes(p.max_batch, c.vocab_size));
+    cublas_ws = dev.take(kCublasWorkspace);
+    device_bytes = dev.total;
+
+    Carver host;
+    h_tokens = host.take(4ull * rows);
+    h_positions = host.take(4ull * rows);
+    h_seqs = host.take(4ull * rows);
+    h_uniform = host.take(4ull * p.max_batch);
+    h_recent = host.take(4ull * p.max_batch * kMaxRecent);
+    h_n_recent = host.take(4ull * p.max_batch);
+    h_sampled = host.take(4ull * p.max_batch);
+    pinned_bytes = host.total;
+}
+
+} // namespace gpt::cuda

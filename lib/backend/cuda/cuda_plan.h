@@ -1,0 +1,35 @@
+// cuda_plan.h - the byte layout of a CUDA context: every buffer an executor uses, carved
+// from one device allocation and one pinned host allocation. gpt_ctx_estimate_memory
+// reports exactly these totals, and the executor allocates exactly them.
+#pragma once
+
+#include "backend/backend.h"
+
+#include <cstdint>
+
+namespace gpt::cuda {
+
+inline constexpr uint32_t kMaxRecent = 4096;           // repetition window (gpt_generate's limit)
+inline constexpr uint64_t kCublasWorkspace = 32ull << 20; // cuBLAS on Hopper wants 32 MiB
+
+struct Region {
+    uint64_t offset = 0, bytes = 0;
+};
+
+struct CudaPlan {
+    uint32_t rows = 0;        // activation rows per step
+    uint32_t logits_rows = 0; // rows of the f32 logits buffer
+    uint32_t max_splits = 1;  // attention key splits for decode
+    // Device regions.
+    Region x, h, qkv, att, gu, ff, delta, logits, k_cache, v_cache, rope_cos, rope_sin, attn_o, attn_ml, tokens,
+        positions, seqs, uniform, recent, n_recent, sampled, sample_ws, cublas_ws;
+    uint64_t device_bytes = 0;
+    // Pinned host regions.
+    Region h_tokens, h_positions, h_seqs, h_uniform, h_recent, h_n_recent, h_sampled;
+    uint64_t pinned_bytes = 0;
+    uint64_t kv_bytes_per_layer = 0; // one of K or V
+
+    CudaPlan(const ModelConfig &c, const ExecParams &p);
+};
+
+} // namespace gpt::cuda

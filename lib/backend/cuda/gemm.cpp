@@ -1,0 +1,32 @@
+// gemm.cpp - row-major y = x w^T expressed in cuBLAS's column-major terms:
+// y^T (n x rows) = w (as k x n, transposed) * x^T (k x rows).
+#include "backend/cuda/gemm.h"
+
+#include "backend/cuda/cuda_check.h"
+#include "core/error.h"
+
+namespace gpt::cuda {
+
+static cudaDataType_t cuda_type(DType t) {
+    switch (t) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+    }
+    return CUDA_R_32F;
+}
+
+void gemm(cublasHandle_t h, const Weight &w, const void *x, DType x_dtype, uint64_t ldx, void *y, DType y_dtype,
+          uint32_t rows, bool allow_tf32) {
+    if (rows == 0) return;
+    if (w.dtype != x_dtype)
+        fail(GPT_ERR_INTERNAL, "gemm: weight dtype %s differs from activation dtype %s", dtype_str(w.dtype), dtype_str(x_dtype));
+    const float alpha = 1.0f, beta = 0.0f;
+    const cublasComputeType_t compute =
+        (w.dtype == DType::F32 && allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    GPT_CUDA_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)w.rows, (int)rows, (int)w.cols, &alpha, w.data,
+                                cuda_type(w.dtype), (int)w.cols, x, cuda_type(x_dtype), (int)ldx, &beta, y,
+                                cuda_type(y_dtype), (int)w.rows, compute, CUBLAS_GEMM_DEFAULT));
+}
+
+} // namespace gpt::cuda

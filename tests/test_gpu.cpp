@@ -1,0 +1,780 @@
+// test_gpu.cpp - the CUDA backend against the CPU reference (suite 'gpu'; every test skips
+// cleanly when no CUDA device is present). Kernels are checked one by one on fresh random
+// inputs at odd shapes, with outputs poisoned (NaN) before each launch so unwritten elements
+// show; then whole models CUDA vs CPU in every dtype, greedy generation, graph replay vs
+// eager, allocation counts and out-of-memory handling.
+// Tolerances (relative L2 error): fp32 1e-5 per kernel, tf32 5e-4, fp16/bf16 1e-2.
+#include "fixture.h"
+#include "gpt.h"
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/gemm.h"
+#include "core/half.h"
+#include "sampler/sampler.h"
+
+#include "add_norm.cuh"
+#include "attention.cuh"
+#include "bias_act.cuh"
+#include "embed.cuh"
+#include "gemv.cuh"
+#include "rope_append.cuh"
+#include "sample.cuh"
+#include "swiglu.cuh"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+}
+
+namespace {
+
+using gpt::DType;
+
+uint64_t g_seed;
+std::mt19937_64 g_rng;
+
+bool have_gpu() { return gpt_cuda_device_count() > 0; }
+#define SKIP_WITHOUT_GPU()                                                                                              \
+    do {                                                                                                               \
+        if (!have_gpu()) {                                                                                             \
+            std::printf("  no CUDA device: skipped\n");                                                                \
+            skip();                                                                                                    \
+        }                                                                                                              \
+    } while (0)
+
+#define CK(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) fail_msg("%s: %s", #call, cudaGetErrorString(e_));                                       \
+    } while (0)
+
+std::vector<float> randn(size_t n, float scale = 1.0f) {
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto &x : v) x = d(g_rng);
+    return v;
+}
+
+const char *dname(DType t) { return gpt::dtype_str(t); }
+double tol_of(DType t) { return t == DType::F32 ? 1e-5 : 1e-2; }
+
+// Rounds values to what dtype t can hold (so the CPU reference sees the device's inputs).
+void round_to(std::vector<float> &v, DType t) {
+    for (auto &x : v) {
+        if (t == DType::F16) x = gpt::f16_to_f32(gpt::f32_to_f16(x));
+        if (t == DType::BF16) x = gpt::bf16_to_f32(gpt::f32_to_bf16(x));
+    }
+}
+
+// A device buffer of n elements of dtype t, filled with NaN (all-ones bits) on creation.
+struct DevBuf {
+    void *p = nullptr;
+    size_t n = 0;
+    DType t = DType::F32;
+    DevBuf(size_t n_, DType t_) : n(n_), t(t_) {
+        CK(cudaMalloc(&p, std::max<size_t>(bytes(), 1)));
+        poison();
+    }
+    ~DevBuf() { cudaFree(p); }
+    DevBuf(const DevBuf &) = delete;
+    size_t bytes() const { return n * gpt::dtype_bytes(t); }
+    void poison() { CK(cudaMemset(p, 0xff, bytes())); }
+    void upload(const std::vector<float> &v) {
+        std::vector<uint8_t> raw(bytes());
+        for (size_t i = 0; i < n; i++) {
+            if (t == DType::F32) std::memcpy(raw.data() + 4 * i, &v[i], 4);
+            else {
+                uint16_t h = t == DType::F16 ? gpt::f32_to_f16(v[i]) : gpt::f32_to_bf16(v[i]);
+                std::memcpy(raw.data() + 2 * i, &h, 2);
+            }
+        }
+        CK(cudaMemcpy(p, raw.data(), bytes(), cudaMemcpyHostToDevice));
+    }
+    void upload_raw(const void *src, size_t nbytes) { CK(cudaMemcpy(p, src, nbytes, cudaMemcpyHostToDevice)); }
+    std::vector<float> download() const {
+        std::vector<uint8_t> raw(bytes());
+        CK(cudaMemcpy(raw.data(), p, bytes(), cudaMemcpyDeviceToHost));
+        std::vector<float> v(n);
+        for (size_t i = 0; i < n; i++) {
+            if (t == DType::F32) std::memcpy(&v[i], raw.data() + 4 * i, 4);
+            else {
+                uint16_t h;
+                std::memcpy(&h, raw.data() + 2 * i, 2);
+                v[i] = t == DType::F16 ? gpt::f16_to_f32(h) : gpt::bf16_to_f32(h);
+            }
+        }
+        return v;
+    }
+    template <typename T> T *as() { return static_cast<T *>(p); }
+};
+
+// ||got - want|| / ||want||; fails (printing the worst element) above tol. NaN fails.
+void expect_close(const char *what, const std::vector<float> &got, const std::vector<float> &want, double tol) {
+    assert_int_equal(got.size(), want.size());
+    double num = 0, den = 0, worst = -1;
+    size_t wi = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        const double d = (double)got[i] - want[i];
+        if (std::isnan(got[i]) || std::isnan(want[i])) {
+            fail_msg("%s: NaN at %zu (got %g, want %g) - an element was not written", what, i, got[i], want[i]);
+        }
+        num += d * d;
+        den += (double)want[i] * want[i];
+        if (std::fabs(d) > worst) {
+            worst = std::fabs(d);
+            wi = i;
+        }
+    }
+    const double rel = std::sqrt(num / std::max(den, 1e-30));
+    if (!(rel <= tol))
+        fail_msg("%s: relative error %.3g > %.3g; worst element %zu: got %.8g want %.8g", what, rel, tol, wi, got[wi], want[wi]);
+}
+
+// ---------------------------------------------------------------- kernels
+
+void test_gpu_add_norm(void **) {
+    SKIP_WITHOUT_GPU();
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+        for (uint32_t d : {77u, 1000u, 3001u})
+            for (int rms : {0, 1}) {
+                const uint32_t rows = 5;
+                auto x = randn(rows * d), delta = randn(rows * d), w = randn(d, 0.5f), b = randn(d, 0.5f);
+                round_to(delta, t);
+                DevBuf dx(rows * d, DType::F32), dd(rows * d, t), dw(d, DType::F32), db(d, DType::F32), dh(rows * d, t);
+                dx.upload(x);
+                dd.upload(delta);
+                dw.upload(w);
+                db.upload(b);
+                CK(launch_add_norm(dx.as<float>(), dd.p, dw.as<float>(), db.as<float>(), 1e-5f, rms, rows, d, dh.p, (int)t, 0));
+                CK(cudaDeviceSynchronize());
+                std::vector<float> hx(x), hh(rows * d);
+                for (uint32_t r = 0; r < rows; r++) {
+                    for (uint32_t i = 0; i < d; i++) hx[r * d + i] += delta[r * d + i];
+                    if (rms) gpt::cpu::rms_norm(&hx[r * d], w.data(), 1e-5f, d, &hh[r * d]);
+                    else gpt::cpu::layer_norm(&hx[r * d], w.data(), b.data(), 1e-5f, d, &hh[r * d]);
+                }
+                std::string what = std::string("add_norm ") + dname(t) + " d=" + std::to_string(d) + (rms ? " rms" : " layer");
+                expect_close((what + " x").c_str(), dx.download(), hx, 1e-6);
+                expect_close((what + " h").c_str(), dh.download(), hh, tol_of(t));
+            }
+}
+
+void test_gpu_gemm_bias_gelu(void **) {
+    SKIP_WITHOUT_GPU();
+    cublasHandle_t h;
+    assert_int_equal(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    struct Case { DType t; bool tf32; double tol; };
+    for (Case c : {Case{DType::F32, false, 1e-5}, Case{DType::F32, true, 5e-4}, Case{DType::F16, false, 1e-2},
+                   Case{DType::BF16, false, 1e-2}})
+        for (uint32_t rows : {1u, 7u, 130u})
+            for (int gelu : {0, 1}) {
+                const uint32_t k = 123, n = 77;
+                auto x = randn(rows * k), w = randn(n * k, 0.2f), b = randn(n, 0.5f);
+                round_to(x, c.t);
+                round_to(w, c.t);
+                DevBuf dx(rows * k, c.t), dw(n * k, c.t), db(n, DType::F32), dy(rows * n, c.t);
+                dx.upload(x);
+                dw.upload(w);
+                db.upload(b);
+                cublasSetMathMode(h, c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+                gpt::Weight W;
+                W.data = dw.p;
+                W.dtype = c.t;
+                W.rows = n;
+                W.cols = k;
+                gpt::cuda::gemm(h, W, dx.p, c.t, k, dy.p, c.t, rows, c.tf32);
+                CK(launch_bias_act(dy.p, db.as<float>(), gelu, nullptr, rows, n, (int)c.t, 0));
+                CK(cudaDeviceSynchronize());
+                gpt::Weight Wh = W;
+                Wh.data = w.data();
+                Wh.dtype = DType::F32;
+                std::vector<float> want(rows * n), scratch(k);
+                gpt::cpu::matmul_block(x.data(), rows, Wh, b.data(), 0, n, want.data(), n, scratch.data());
+                if (gelu)
+                    for (auto &v : want) v = gpt::cpu::gelu_tanh(v);
+                std::string what = std::string("gemm ") + dname(c.t) + (c.tf32 ? "+tf32" : "") + " rows=" + std::to_string(rows);
+                expect_close(what.c_str(), dy.download(), want, c.tol);
+            }
+    cublasDestroy(h);
+}
+
+// The decode GEMV for 1..8 rows in every mode: plain, bias+GELU, f32 output over strided
+// rows, residual accumulation, SwiGLU over paired gate/up rows.
+void test_gpu_gemv(void **) {
+    SKIP_WITHOUT_GPU();
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+        for (uint32_t rows = 1; rows <= kGemvMaxRows; rows++)
+            for (int mode = 0; mode < 5; mode++) {
+                const bool bias = mode == 1 || mode == 3, gelu = mode == 1, residual = mode == 3, f32_out = mode == 2,
+                           swiglu = mode == 4;
+                const uint32_t k = mode == 3 ? 4096 : 136, n = mode == 2 ? 1003 : 77;
+                const uint64_t ldx = mode == 2 ? 3 * k : k; // strided rows, as for the head
+                const uint32_t wrows = swiglu ? 2 * n : n;
+                auto x = randn(rows * ldx), w = randn((size_t)wrows * k, 0.2f), b = randn(n, 0.5f), res = randn(rows * n);
+                round_to(x, t);
+                round_to(w, t);
+                DevBuf dx(rows * ldx, t), dw((size_t)wrows * k, t), db(n, DType::F32), dy(rows * n, f32_out ? DType::F32 : t),
+                    dr(rows * n, DType::F32);
+                dx.upload(x);
+                dw.upload(w);
+                db.upload(b);
+                dr.upload(res);
+                GemvArgs g{};
+                g.x = dx.p;
+                g.ldx = ldx;
+                g.w = dw.p;
+                g.bias = bias ? db.as<float>() : nullptr;
+                g.y = dy.p;
+                g.residual = residual ? dr.as<float>() : nullptr;
+                g.rows = rows;
+                g.n = n;
+                g.k = k;
+                g.gelu = gelu;
+                g.swiglu = swiglu;
+                g.y_f32 = f32_out;
+                g.dtype = (int)t;
+                assert_true(gemv_supported(rows, k, ldx, (int)t));
+                CK(launch_gemv(g, 0));
+                CK(cudaDeviceSynchronize());
+                std::vector<float> xr(rows * k), scratch(k);
+                for (uint32_t r = 0; r < rows; r++) std::copy(&x[r * ldx], &x[r * ldx] + k, &xr[r * k]);
+                gpt::Weight W;
+                W.data = w.data();
+                W.rows = wrows;
+                W.cols = k;
+                std::vector<float> full(rows * wrows), want(rows * n);
+                gpt::cpu::matmul_block(xr.data(), rows, W, nullptr, 0, wrows, full.data(), wrows, scratch.data());
+                for (uint32_t r = 0; r < rows; r++)
+                    for (uint32_t i = 0; i < n; i++) {
+                        float v = full[r * wrows + i] + (bias ? b[i] : 0.0f);
+                        if (swiglu) { // gate and up rounded to dtype first, as the unfused path stores them
+                            std::vector<float> gu = {v, full[r * wrows + n + i]};
+                            round_to(gu, t);
+                            v = gpt::cpu::silu(gu[0]) * gu[1];
+                        }
+                        if (gelu) v = gpt::cpu::gelu_tanh(v);
+                        want[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
+                    }
+                char what[96];
+                std::snprintf(what, sizeof what, "gemv %s rows=%u mode=%d", dname(t), rows, mode);
+                const double tol = t == DType::F32 ? 1e-5 : (f32_out || residual) ? 1e-3 : 1.5e-2;
+                expect_close(what, residual ? dr.download() : dy.download(), want, tol);
+            }
+}
+
+void test_gpu_swiglu_embed(void **) {
+    SKIP_WITHOUT_GPU();
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+        const uint32_t rows = 9, f = 173;
+        auto gu = randn(rows * 2 * f);
+        round_to(gu, t);
+        DevBuf dgu(rows * 2 * f, t), dff(rows * f, t);
+        dgu.upload(gu);
+        CK(launch_swiglu(dgu.p, dff.p, rows, f, (int)t, 0));
+        CK(cudaDeviceSynchronize());
+        std::vector<float> want(rows * f);
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t i = 0; i < f; i++) want[r * f + i] = gpt::cpu::silu(gu[r * 2 * f + i]) * gu[r * 2 * f + f + i];
+        expect_close((std::string("swiglu ") + dname(t)).c_str(), dff.download(), want, tol_of(t));
+
+        const uint32_t vocab = 53, ctx = 31, d = 45;
+        auto tok = randn(vocab * d), pos = randn(ctx * d);
+        round_to(tok, t);
+        round_to(pos, t);
+        std::vector<int32_t> ids(rows), positions(rows);
+        for (uint32_t r = 0; r < rows; r++) {
+            ids[r] = (int32_t)(g_rng() % vocab);
+            positions[r] = (int32_t)(g_rng() % ctx);
+        }
+        DevBuf dtok(vocab * d, t), dpos(ctx * d, t), dx(rows * d, DType::F32), dids(rows, DType::F32), dp(rows, DType::F32);
+        dtok.upload(tok);
+        dpos.upload(pos);
+        dids.upload_raw(ids.data(), 4 * rows);
+        dp.upload_raw(positions.data(), 4 * rows);
+        CK(launch_embed(dids.as<int32_t>(), dp.as<int32_t>(), dtok.p, dpos.p, (int)t, rows, d, dx.as<float>(), 0));
+        CK(cudaDeviceSynchronize());
+        std::vector<float> ex(rows * d);
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t i = 0; i < d; i++) ex[r * d + i] = tok[ids[r] * d + i] + pos[positions[r] * d + i];
+        expect_close((std::string("embed ") + dname(t)).c_str(), dx.download(), ex, 1e-7);
+    }
+}
+
+// RoPE + cache append + attention over a cache that already holds earlier positions, for
+// two sequences at different lengths, against cpu::rope_rotate_half + cpu::attend.
+void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint32_t hd, bool rope, uint32_t n_splits,
+                    uint32_t n_new) {
+    const uint32_t max_batch = 2, max_seq = 300, qkv_dim = (n_heads + 2 * n_kv) * hd;
+    const uint32_t start[2] = {(uint32_t)(g_rng() % 200), (uint32_t)(g_rng() % 200)};
+    const uint32_t rows = 2 * n_new;
+    auto qkv = randn(rows * qkv_dim);
+    round_to(qkv, act);
+    // Earlier cache contents (positions < start), already in kv dtype.
+    const size_t cache_n = (size_t)max_batch * n_kv * max_seq * hd;
+    auto kc = randn(cache_n), vc = randn(cache_n);
+    round_to(kc, kvt);
+    round_to(vc, kvt);
+    std::vector<int32_t> positions(rows), seqs(rows);
+    for (uint32_t b = 0; b < 2; b++)
+        for (uint32_t t = 0; t < n_new; t++) {
+            positions[b * n_new + t] = (int32_t)(start[b] + t);
+            seqs[b * n_new + t] = (int32_t)b;
+        }
+    std::vector<float> cs(max_seq * hd / 2), sn(max_seq * hd / 2);
+    gpt::cpu::rope_tables(10000.0f, hd, max_seq, cs.data(), sn.data());
+
+    DevBuf dqkv(rows * qkv_dim, act), dk(cache_n, kvt), dv(cache_n, kvt), dout(rows * n_heads * hd, act);
+    DevBuf dpos(rows, DType::F32), dseq(rows, DType::F32), dcs(cs.size(), DType::F32), dsn(sn.size(), DType::F32);
+    DevBuf dpo((size_t)rows * n_heads * n_splits * hd, DType::F32), dml((size_t)rows * n_heads * n_splits * 2, DType::F32);
+    dqkv.upload(qkv);
+    dk.upload(kc);
+    dv.upload(vc);
+    dpos.upload_raw(positions.data(), 4 * rows);
+    dseq.upload_raw(seqs.data(), 4 * rows);
+    dcs.upload(cs);
+    dsn.upload(sn);
+
+    RopeAppendArgs r{};
+    r.qkv = dqkv.p;
+    r.positions = dpos.as<int32_t>();
+    r.seqs = dseq.as<int32_t>();
+    r.cos = rope ? dcs.as<float>() : nullptr;
+    r.sin = rope ? dsn.as<float>() : nullptr;
+    r.k_cache = dk.p;
+    r.v_cache = dv.p;
+    r.rows = rows;
+    r.n_heads = n_heads;
+    r.n_kv_heads = n_kv;
+    r.head_dim = hd;
+    r.max_seq = max_seq;
+    r.act_dtype = (int)act;
+    r.kv_dtype = (int)kvt;
+    CK(launch_rope_append(r, 0));
+    AttentionArgs a{};
+    a.qkv = dqkv.p;
+    a.positions = r.positions;
+    a.seqs = r.seqs;
+    a.k_cache = dk.p;
+    a.v_cache = dv.p;
+    a.out = dout.p;
+    a.partial_o = dpo.as<float>();
+    a.partial_ml = dml.as<float>();
+    a.rows = rows;
+    a.rows_per_seq = n_new;
+    a.n_heads = n_heads;
+    a.n_kv_heads = n_kv;
+    a.head_dim = hd;
+    a.max_seq = max_seq;
+    a.n_splits = n_splits;
+    a.scale = 1.0f / std::sqrt((float)hd);
+    a.act_dtype = (int)act;
+    a.kv_dtype = (int)kvt;
+    CK(launch_attention(a, 0));
+    CK(cudaDeviceSynchronize());
+
+    // CPU: rotate, round like the device (activation dtype, then kv dtype), append, attend.
+    std::vector<float> q = qkv;
+    for (uint32_t i = 0; i < rows; i++) {
+        float *row = &q[i * qkv_dim];
+        if (rope)
+            for (uint32_t h = 0; h < n_heads + n_kv; h++)
+                gpt::cpu::rope_rotate_half(row + h * hd, hd, &cs[positions[i] * hd / 2], &sn[positions[i] * hd / 2]);
+    }
+    round_to(q, act);
+    std::vector<float> kexp = kc, vexp = vc;
+    for (uint32_t i = 0; i < rows; i++)
+        for (uint32_t g = 0; g < n_kv; g++)
+            for (uint32_t j = 0; j < hd; j++) {
+                const size_t at = (((size_t)seqs[i] * n_kv + g) * max_seq + positions[i]) * hd + j;
+                kexp[at] = q[i * qkv_dim + (n_heads + g) * hd + j];
+                vexp[at] = q[i * qkv_dim + (n_heads + n_kv + g) * hd + j];
+            }
+    round_to(kexp, kvt);
+    round_to(vexp, kvt);
+    std::vector<float> want(rows * n_heads * hd), scores(max_seq);
+    for (uint32_t i = 0; i < rows; i++)
+        for (uint32_t h = 0; h < n_heads; h++) {
+            const uint32_t g = h / (n_heads / n_kv);
+            const size_t base = ((size_t)seqs[i] * n_kv + g) * max_seq * hd;
+            gpt::cpu::attend(&q[i * qkv_dim + h * hd], &kexp[base], &vexp[base], positions[i] + 1, hd, 1.0f / std::sqrt((float)hd),
+                             scores.data(), &want[(i * n_heads + h) * hd]);
+        }
+    char what[160];
+    std::snprintf(what, sizeof what, "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d splits=%u new=%u", dname(act),
+                  dname(kvt), n_heads, n_kv, hd, rope, n_splits, n_new);
+    const double tol = (act == DType::F32 && kvt == DType::F32) ? 1e-5 : 1e-2;
+    expect_close(what, dout.download(), want, tol);
+    expect_close((std::string(what) + " k cache").c_str(), dk.download(), kexp, tol);
+}
+
+void test_gpu_attention(void **) {
+    SKIP_WITHOUT_GPU();
+    for (DType act : {DType::F32, DType::F16, DType::BF16})
+        for (uint32_t splits : {1u, 7u}) {
+            const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
+            attention_case(act, kvt, 4, 4, 64, false, splits, 5);   // GPT-2-like
+            attention_case(act, kvt, 8, 2, 128, true, splits, 3);   // GQA
+            attention_case(act, kvt, 7, 1, 80, true, splits, 1);    // one kv head, decode
+            attention_case(act, kvt, 6, 3, 8, true, splits, 17);    // tiny head_dim
+            attention_case(act, kvt, 4, 2, 12, true, splits, 33);   // head_dim not a multiple of 8
+            attention_case(act, kvt, 32, 1, 64, true, splits, 1);   // 32 query heads per kv head
+            attention_case(act, kvt, 4, 2, 256, true, splits, 2);   // largest head_dim
+        }
+    // Decode (one new token per sequence) with many splits, some empty at this length.
+    for (DType act : {DType::F32, DType::F16, DType::BF16}) {
+        const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
+        attention_case(act, kvt, 8, 2, 128, true, 32, 1);
+        attention_case(act, kvt, 7, 1, 12, true, 32, 1);
+    }
+    attention_case(DType::F32, DType::F16, 8, 4, 64, true, 3, 4); // f32 compute, f16 cache
+    attention_case(DType::BF16, DType::BF16, 8, 4, 64, true, 3, 4);
+}
+
+void test_gpu_sample(void **) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t B = 3, V = 1000;
+    DevBuf dlog(B * V, DType::F32), duni(B, DType::F32), drec(B * 8, DType::F32), dn(B, DType::F32), dout(B, DType::F32);
+    DevBuf ws(sample_workspace_bytes(B, V) / 4 + 1, DType::F32);
+    std::vector<float> vals(V);
+    std::vector<int32_t> idx(V);
+    gpt::SamplerScratch scratch{vals.data(), idx.data()};
+    int mismatches = 0, trials = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        auto logits = randn(B * V, 2.0f);
+        if (trial % 5 == 0) logits[17] = logits[900] = 50.0f; // a tie: lowest id must win
+        std::vector<int32_t> recent(B * 8), n_recent(B);
+        for (auto &t : recent) t = (int32_t)(g_rng() % V);
+        for (auto &n : n_recent) n = (int32_t)(g_rng() % 9);
+        std::vector<float> uni(B);
+        for (auto &u : uni) u = (float)(g_rng() >> 40) * 0x1p-24f;
+        dlog.upload(logits);
+        duni.upload(uni);
+        drec.upload_raw(recent.data(), 4 * recent.size());
+        dn.upload_raw(n_recent.data(), 4 * B);
+        gpt::SampleSpec spec;
+        spec.temperature = trial % 3 == 0 ? 0.0f : 0.7f;
+        spec.top_k = trial % 2 ? 0 : 50;
+        spec.top_p = trial % 4 == 1 ? 0.9f : 1.0f;
+        spec.min_p = trial % 4 == 2 ? 0.05f : 0.0f;
+        spec.repetition_penalty = trial % 3 == 1 ? 1.3f : 1.0f;
+        SampleArgs a{};
+        a.logits = dlog.as<float>();
+        a.batch = B;
+        a.vocab = V;
+        a.temperature = spec.temperature;
+        a.penalty = spec.repetition_penalty;
+        a.recent = drec.as<int32_t>();
+        a.n_recent = dn.as<int32_t>();
+        a.recent_stride = 8;
+        a.top_k = spec.top_k;
+        a.top_p = spec.top_p;
+        a.min_p = spec.min_p;
+        a.uniform = duni.as<float>();
+        a.workspace = ws.p;
+        a.out = dout.as<int32_t>();
+        CK(launch_sample(a, 0));
+        std::vector<int32_t> got(B);
+        CK(cudaMemcpy(got.data(), dout.p, 4 * B, cudaMemcpyDeviceToHost));
+        for (uint32_t b = 0; b < B; b++) {
+            gpt::SampleRow row;
+            row.uniform = uni[b];
+            row.recent = &recent[b * 8];
+            row.n_recent = (uint32_t)n_recent[b];
+            const int32_t want = gpt::sample_row(&logits[b * V], V, spec, row, scratch);
+            trials++;
+            if (got[b] != want) {
+                mismatches++;
+                std::printf("  sample trial %d row %u: gpu %d cpu %d (temperature %g top_k %u top_p %g min_p %g)\n", trial, b,
+                            got[b], want, spec.temperature, spec.top_k, spec.top_p, spec.min_p);
+            }
+            if (spec.temperature <= 0.0f) assert_int_equal(got[b], want); // greedy is exact
+        }
+    }
+    // Stochastic picks may differ only where summation order moves a boundary: rare.
+    assert_true(mismatches <= trials / 50);
+}
+
+// ---------------------------------------------------------------- whole models
+
+struct Loaded {
+    gpt_model *m = nullptr;
+    gpt_ctx *c = nullptr;
+    ~Loaded() {
+        gpt_ctx_free(c);
+        gpt_model_free(m);
+    }
+};
+
+void load(Loaded &l, const fixture::Model &fx, int device, uint32_t weight_dtype, uint32_t ctx_flags, uint32_t max_batch = 1) {
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = device;
+    mp.weight_dtype = weight_dtype;
+    gpt_status st = gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &l.m);
+    if (st != GPT_OK) fail_msg("load: %s", gpt_last_error());
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    cp.flags = ctx_flags;
+    cp.max_batch = max_batch;
+    st = gpt_ctx_create(l.m, &cp, &l.c);
+    if (st != GPT_OK) fail_msg("ctx: %s", gpt_last_error());
+}
+
+std::vector<fixture::Spec> model_specs() {
+    std::vector<fixture::Spec> v;
+    fixture::Spec g;
+    g.arch = GPT_ARCH_GPT2;
+    g.d_model = 48;
+    g.n_heads = 4;
+    g.d_ff = 100;
+    g.tied_head = true;
+    v.push_back(g);
+    fixture::Spec l;
+    l.arch = GPT_ARCH_LLAMA;
+    l.d_model = 40;
+    l.n_heads = 4;
+    l.n_kv_heads = 2;
+    l.head_dim = 16;
+    l.d_ff = 72;
+    v.push_back(l);
+    l.n_heads = 6;
+    l.n_kv_heads = 1;
+    l.head_dim = 8;
+    l.qkv_bias = true;
+    l.tied_head = true;
+    v.push_back(l);
+    for (auto &s : v) s.seed = g_rng();
+    return v;
+}
+
+void test_gpu_model_logits(void **) {
+    SKIP_WITHOUT_GPU();
+    struct Mode { uint32_t file, weights, flags; double tol; };
+    const Mode modes[] = {{1, GPT_DTYPE_F32, 0, 1e-4},          {1, GPT_DTYPE_F32, GPT_CTX_ALLOW_TF32, 5e-3},
+                          {1, GPT_DTYPE_F16, 0, 2e-2},          {1, GPT_DTYPE_BF16, 0, 5e-2},
+                          {2, GPT_DTYPE_AUTO, 0, 2e-2},         {3, GPT_DTYPE_AUTO, 0, 5e-2}};
+    for (fixture::Spec s : model_specs())
+        for (const Mode &mode : modes) {
+            s.dtype = (gpt::format::FileDType)mode.file;
+            auto fx = fixture::make(s);
+            Loaded cpu, gpu;
+            load(cpu, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
+            load(gpu, fx, 0, mode.weights, mode.flags);
+            const uint32_t V = fx.config.vocab_size, T = 23;
+            std::vector<int32_t> toks(T + 6);
+            for (auto &t : toks) t = (int32_t)(g_rng() % V);
+            std::vector<float> a(T * V, NAN), b(T * V, NAN);
+            assert_int_equal(gpt_forward(cpu.c, toks.data(), 1, T, GPT_FORWARD_ALL_LOGITS, a.data()), GPT_OK);
+            if (gpt_forward(gpu.c, toks.data(), 1, T, GPT_FORWARD_ALL_LOGITS, b.data()) != GPT_OK)
+                fail_msg("gpu forward: %s", gpt_ctx_last_error(gpu.c));
+            char what[128];
+            std::snprintf(what, sizeof what, "%s file=%s weights=%s flags=%u prefill", gpt_arch_name(s.arch),
+                          gpt_dtype_name(mode.file), gpt_dtype_name(mode.weights), mode.flags);
+            expect_close(what, b, a, mode.tol);
+            // Decode steps (graph path on the GPU) continue identically.
+            for (uint32_t i = 0; i < 6; i++) {
+                std::vector<float> la(V, NAN), lb(V, NAN);
+                assert_int_equal(gpt_forward(cpu.c, &toks[T + i], 1, 1, 0, la.data()), GPT_OK);
+                assert_int_equal(gpt_forward(gpu.c, &toks[T + i], 1, 1, 0, lb.data()), GPT_OK);
+                expect_close((std::string(what) + " decode").c_str(), lb, la, mode.tol);
+            }
+        }
+}
+
+// Greedy generation: identical on CPU and CUDA fp32, unless the CPU's top two logits are
+// within 1e-5 where they part (a tie no backend can be held to).
+void test_gpu_greedy_matches_cpu(void **) {
+    SKIP_WITHOUT_GPU();
+    for (fixture::Spec s : model_specs()) {
+        s.context_length = 128;
+        auto fx = fixture::make(s);
+        Loaded cpu, gpu;
+        load(cpu, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
+        load(gpu, fx, 0, GPT_DTYPE_F32, 0);
+        int32_t prompt[3] = {1, 2, 3};
+        gpt_sampling_params sp;
+        gpt_sampling_params_init(&sp);
+        sp.temperature = 0;
+        sp.flags = GPT_SAMPLING_IGNORE_EOS;
+        int32_t a[64], b[64];
+        uint32_t na = 0, nb = 0;
+        assert_int_equal(gpt_generate(cpu.c, prompt, 3, &sp, nullptr, nullptr, a, 64, &na), GPT_OK);
+        assert_int_equal(gpt_generate(gpu.c, prompt, 3, &sp, nullptr, nullptr, b, 64, &nb), GPT_OK);
+        assert_int_equal(na, 64);
+        assert_int_equal(nb, 64);
+        for (uint32_t i = 0; i < 64; i++) {
+            if (a[i] == b[i]) continue;
+            // Recompute the CPU logits at the divergence and measure the gap.
+            Loaded ref;
+            load(ref, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
+            std::vector<int32_t> seq(prompt, prompt + 3);
+            seq.insert(seq.end(), a, a + i);
+            std::vector<float> lg(fx.config.vocab_size);
+            assert_int_equal(gpt_forward(ref.c, seq.data(), 1, (uint32_t)seq.size(), 0, lg.data()), GPT_OK);
+            const float gap = std::fabs(lg[a[i]] - lg[b[i]]);
+            std::printf("  %s: greedy diverges at token %u (cpu %d, gpu %d), logit gap %g\n", gpt_arch_name(s.arch), i, a[i], b[i], gap);
+            assert_true(gap < 1e-5f * std::max(1.0f, std::fabs(lg[a[i]])));
+            break;
+        }
+    }
+}
+
+void test_gpu_graph_replay_equals_eager(void **) {
+    SKIP_WITHOUT_GPU();
+    for (fixture::Spec s : model_specs()) {
+        s.dtype = gpt::format::FileDType::F16;
+        auto fx = fixture::make(s);
+        Loaded graph, eager;
+        load(graph, fx, 0, GPT_DTYPE_AUTO, 0, 2);
+        load(eager, fx, 0, GPT_DTYPE_AUTO, GPT_CTX_NO_GRAPHS, 2);
+        const uint32_t V = fx.config.vocab_size;
+        for (uint32_t batch : {1u, 2u}) {
+            gpt_ctx_reset(graph.c);
+            gpt_ctx_reset(eager.c);
+            std::vector<int32_t> toks(batch * 5);
+            for (auto &t : toks) t = (int32_t)(g_rng() % V);
+            std::vector<float> a(batch * V), b(batch * V);
+            assert_int_equal(gpt_forward(graph.c, toks.data(), batch, 5, 0, a.data()), GPT_OK);
+            assert_int_equal(gpt_forward(eager.c, toks.data(), batch, 5, 0, b.data()), GPT_OK);
+            for (int step = 0; step < 12; step++) {
+                std::vector<int32_t> next(batch);
+                for (auto &t : next) t = (int32_t)(g_rng() % V);
+                std::fill(a.begin(), a.end(), NAN);
+                assert_int_equal(gpt_forward(graph.c, next.data(), batch, 1, 0, a.data()), GPT_OK);
+                assert_int_equal(gpt_forward(eager.c, next.data(), batch, 1, 0, b.data()), GPT_OK);
+                for (size_t i = 0; i < a.size(); i++)
+                    if (!(a[i] == b[i])) fail_msg("graph vs eager differ at step %d element %zu: %g vs %g", step, i, a[i], b[i]);
+            }
+        }
+    }
+}
+
+void test_gpu_no_allocation_in_generate(void **) {
+    SKIP_WITHOUT_GPU();
+    fixture::Spec s = model_specs()[1];
+    s.dtype = gpt::format::FileDType::F16;
+    auto fx = fixture::make(s);
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = 0;
+    gpt_model *m = nullptr;
+    assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_OK);
+    uint64_t est_host = 0, est_dev = 0;
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    assert_int_equal(gpt_ctx_estimate_memory(m, &cp, &est_host, &est_dev), GPT_OK);
+    size_t free0, free1, total;
+    CK(cudaMemGetInfo(&free0, &total));
+    const uint64_t n0 = gpt::cuda::allocation_count();
+    gpt_ctx *c = nullptr;
+    assert_int_equal(gpt_ctx_create(m, &cp, &c), GPT_OK);
+    CK(cudaMemGetInfo(&free1, &total));
+    // One device and one pinned allocation; the device one is what the estimate said.
+    assert_int_equal(gpt::cuda::allocation_count() - n0, 2);
+    std::printf("  estimate: %llu device bytes, %llu host; free memory dropped by %zu (incl. cuBLAS handle)\n",
+                (unsigned long long)est_dev, (unsigned long long)est_host, free0 - free1);
+    assert_true(free0 - free1 >= est_dev);
+    const uint64_t n1 = gpt::cuda::allocation_count();
+    int32_t prompt[4] = {1, 2, 3, 4}, out[40];
+    uint32_t n_out = 0;
+    gpt_sampling_params sp;
+    gpt_sampling_params_init(&sp);
+    sp.flags = GPT_SAMPLING_IGNORE_EOS;
+    assert_int_equal(gpt_generate(c, prompt, 4, &sp, nullptr, nullptr, out, 40, &n_out), GPT_OK);
+    sp.temperature = 0;
+    assert_int_equal(gpt_generate(c, out + 39, 1, &sp, nullptr, nullptr, out, 10, &n_out), GPT_OK);
+    assert_int_equal(gpt::cuda::allocation_count(), n1);
+    gpt_ctx_free(c);
+    gpt_model_free(m);
+}
+
+void test_gpu_out_of_memory_at_creation(void **) {
+    SKIP_WITHOUT_GPU();
+    fixture::Spec s = model_specs()[1];
+    s.context_length = 1u << 22;
+    auto fx = fixture::make(s);
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = 0;
+    gpt_model *m = nullptr;
+    assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_OK);
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    cp.max_batch = 4096; // 4096 x 4M positions x 2 kv heads x 16 dims: far beyond any GPU
+    const uint64_t n0 = gpt::cuda::allocation_count();
+    gpt_ctx *c = nullptr;
+    const gpt_status st = gpt_ctx_create(m, &cp, &c);
+    assert_int_equal(st, GPT_ERR_OUT_OF_MEMORY);
+    assert_null(c);
+    std::printf("  message: %s\n", gpt_last_error());
+    assert_non_null(std::strstr(gpt_last_error(), "bytes free"));
+    assert_int_equal(gpt::cuda::allocation_count(), n0); // nothing kept
+    // The process and the model stay usable.
+    cp.max_batch = 1;
+    cp.max_seq = 64;
+    assert_int_equal(gpt_ctx_create(m, &cp, &c), GPT_OK);
+    int32_t t = 5;
+    std::vector<float> lg(fx.config.vocab_size);
+    assert_int_equal(gpt_forward(c, &t, 1, 1, 0, lg.data()), GPT_OK);
+    gpt_ctx_free(c);
+    gpt_model_free(m);
+}
+
+void test_gpu_device_selection(void **) {
+    // Runs with and without a GPU: an explicit missing device fails clearly.
+    fixture::Spec s = model_specs()[0];
+    auto fx = fixture::make(s);
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = gpt_cuda_device_count(); // one past the last
+    gpt_model *m = nullptr;
+    assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_ERR_UNSUPPORTED);
+    assert_null(m);
+    assert_non_null(std::strstr(gpt_last_error(), "CUDA device"));
+    mp.device = GPT_DEVICE_AUTO;
+    assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_OK);
+    gpt_model_info info;
+    info.struct_size = sizeof info;
+    assert_int_equal(gpt_model_get_info(m, &info), GPT_OK);
+    assert_int_equal(info.device, have_gpu() ? 0 : GPT_DEVICE_CPU);
+    gpt_model_free(m);
+}
+
+} // namespace
+
+int main(void) {
+    const char *env = std::getenv("GPT_TEST_SEED");
+    g_seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    g_rng.seed(g_seed);
+    std::printf("test_gpu: seed %llu (set GPT_TEST_SEED to repeat); %d CUDA device(s)\n", (unsigned long long)g_seed,
+                gpt_cuda_device_count());
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gpu_add_norm),
+        cmocka_unit_test(test_gpu_gemm_bias_gelu),
+        cmocka_unit_test(test_gpu_gemv),
+        cmocka_unit_test(test_gpu_swiglu_embed),
+        cmocka_unit_test(test_gpu_attention),
+        cmocka_unit_test(test_gpu_sample),
+        cmocka_unit_test(test_gpu_model_logits),
+        cmocka_unit_test(test_gpu_greedy_matches_cpu),
+        cmocka_unit_test(test_gpu_graph_replay_equals_eager),
+        cmocka_unit_test(test_gpu_no_allocation_in_generate),
+        cmocka_unit_test(test_gpu_out_of_memory_at_creation),
+        cmocka_unit_test(test_gpu_device_selection),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
