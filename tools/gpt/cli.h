@@ -27,5 +27,7 @@ double now_seconds();
 
 int cmd_info(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 } // namespace cli

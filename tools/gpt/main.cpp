@@ -88,8 +88,10 @@ static void usage(FILE *f) {
                  "usage: gpt <command> [options]\n"
                  "\n"
                  "commands:\n"
+                 "  convert SRC OUT [options]  convert a Hugging Face model directory or llama2.c checkpoint\n"
                  "  generate MODEL [options]   generate text (or token ids) from a prompt\n"
                  "  info MODEL                 show a weight file's metadata, tensors and checksums\n"
+                 "  bench MODEL|--synthetic N  measure load, prefill, decode and forward speed\n"
                  "\n"
                  "Run `gpt <command> --help` for the options of a command.\n");
 }
@@ -103,6 +105,8 @@ int main(int argc, char **argv) {
     try {
         if (!std::strcmp(cmd, "info")) return cli::cmd_info(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "generate")) return cli::cmd_generate(argc - 1, argv + 1);
+        if (!std::strcmp(cmd, "bench")) return cli::cmd_bench(argc - 1, argv + 1);
+        if (!std::strcmp(cmd, "convert")) return cli::cmd_convert(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "--version")) {
             std::printf("%s\n", gpt_build_info());
             return 0;

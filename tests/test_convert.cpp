@@ -1,0 +1,1596 @@
+// test_convert.cpp - `gpt convert` end to end on checkpoints the test writes itself: Hugging
+// Face directories (a small safetensors writer, single file and sharded with an index;
+// config.json for gpt2, llama, mistral, qwen2) and llama2.c checkpoints (v0 and v1, shared
+// and unshared classifier, GQA), converted to every dtype.
+//
+// Each output tensor must equal the source values transposed / fused / permuted as the
+// converter promises (bit-exact for the same dtype, one round-to-nearest-even for a
+// conversion), the metadata must carry the config, and the engine's logits on the
+// converted file must match an independent naive double-precision forward pass on the
+// ORIGINAL tensors (Conv1D GPT-2, rotate-half Hugging Face Llama, and llama2.c's
+// interleaved RoPE) within a relative error of 1e-4: for llama2.c this proves the RoPE row
+// permutation, also when k has fewer heads than q.
+//
+// Every rejection (missing tensor, shape mismatch, unknown model_type, F64/I32 tensors,
+// truncated shard or checkpoint, malformed JSON, bad safetensors headers, an existing OUT
+// without --force, an interrupt) must fail with a message naming the file and the tensor
+// and leave no file behind, temporary or not. The `gpt` binary runs once (GPT_TOOL).
+#include "gpt.h"
+
+#include "convert/convert.h"
+#include "convert/hf_config.h"
+#include "convert/safetensors.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "format/keys.h"
+#include "format/reader.h"
+#include "model/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <map>
+#include <random>
+#include <spawn.h>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+// cmocka last: it defines a fail() macro.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+extern "C" {
+#include <cmocka.h>
+}
+
+extern char **environ;
+
+using gpt::format::FileDType;
+using nlohmann::json;
+namespace cv = gpt::convert;
+
+namespace {
+
+// Engine (f32 arithmetic) against the double reference computed on the same (rounded)
+// weights: max |out - ref| / max |ref| over all logits.
+constexpr double kLogitTolerance = 1e-4;
+
+const FileDType kAllDTypes[] = {FileDType::F32, FileDType::F16, FileDType::BF16};
+
+const char *dt_name(FileDType t) { return t == FileDType::F32 ? "f32" : t == FileDType::F16 ? "f16" : "bf16"; }
+const char *st_name(FileDType t) { return t == FileDType::F32 ? "F32" : t == FileDType::F16 ? "F16" : "BF16"; }
+uint32_t gpt_dtype_of(FileDType t) { return t == FileDType::F32 ? GPT_DTYPE_F32 : t == FileDType::F16 ? GPT_DTYPE_F16 : GPT_DTYPE_BF16; }
+
+// ------------------------------------------------------------------------------ files
+
+std::string make_temp_dir() {
+    const char *t = std::getenv("TMPDIR");
+    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/gpt-convert-test-XXXXXX";
+    if (!mkdtemp(tmpl.data())) fail_msg("mkdtemp failed");
+    return tmpl;
+}
+
+int rm_entry(const char *path, const struct stat *, int, struct FTW *) { return ::remove(path); }
+void remove_tree(const std::string &path) { nftw(path.c_str(), rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+std::vector<std::string> list_dir(const std::string &path) {
+    std::vector<std::string> out;
+    DIR *d = opendir(path.c_str());
+    if (!d) return out;
+    while (struct dirent *e = readdir(d))
+        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) out.push_back(e->d_name);
+    closedir(d);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+void write_bytes(const std::string &path, const void *data, size_t n) {
+    FILE *f = std::fopen(path.c_str(), "wb");
+    if (!f) fail_msg("cannot write %s", path.c_str());
+    if (n && std::fwrite(data, 1, n, f) != n) fail_msg("short write %s", path.c_str());
+    std::fclose(f);
+}
+void write_bytes(const std::string &path, const std::vector<uint8_t> &b) { write_bytes(path, b.data(), b.size()); }
+void write_text(const std::string &path, const std::string &s) { write_bytes(path, s.data(), s.size()); }
+
+std::vector<uint8_t> read_bytes(const std::string &path) {
+    std::vector<uint8_t> out;
+    FILE *f = std::fopen(path.c_str(), "rb");
+    if (!f) return out;
+    uint8_t buf[65536];
+    size_t k;
+    while ((k = std::fread(buf, 1, sizeof buf, f)) > 0) out.insert(out.end(), buf, buf + k);
+    std::fclose(f);
+    return out;
+}
+
+bool exists(const std::string &path) {
+    struct stat st;
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+// A scratch directory: src/ for the checkpoint, out/ for the converter's output.
+struct Scratch {
+    std::string root, src, out;
+    Scratch() : root(make_temp_dir()), src(root + "/src"), out(root + "/out") {
+        mkdir(src.c_str(), 0755);
+        mkdir(out.c_str(), 0755);
+    }
+    ~Scratch() { remove_tree(root); }
+    std::string in_src(const std::string &n) const { return src + "/" + n; }
+    std::string in_out(const std::string &n) const { return out + "/" + n; }
+};
+
+// ----------------------------------------------------------------------------- values
+
+float round_to(float x, FileDType t) {
+    switch (t) {
+    case FileDType::F32: return x;
+    case FileDType::F16: return gpt::f16_to_f32(gpt::f32_to_f16(x));
+    case FileDType::BF16: return gpt::bf16_to_f32(gpt::f32_to_bf16(x));
+    }
+    return x;
+}
+
+std::vector<float> rounded(const std::vector<float> &v, FileDType t) {
+    std::vector<float> o(v.size());
+    for (size_t i = 0; i < v.size(); i++) o[i] = round_to(v[i], t);
+    return o;
+}
+
+std::vector<uint8_t> encode(const std::vector<float> &v, FileDType t) {
+    std::vector<uint8_t> b(v.size() * (t == FileDType::F32 ? 4 : 2));
+    for (size_t i = 0; i < v.size(); i++) {
+        if (t == FileDType::F32) std::memcpy(b.data() + 4 * i, &v[i], 4);
+        else {
+            const uint16_t h = t == FileDType::F16 ? gpt::f32_to_f16(v[i]) : gpt::f32_to_bf16(v[i]);
+            std::memcpy(b.data() + 2 * i, &h, 2);
+        }
+    }
+    return b;
+}
+
+float decode_one(const uint8_t *p, FileDType t) {
+    if (t == FileDType::F32) {
+        float f;
+        std::memcpy(&f, p, 4);
+        return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return t == FileDType::F16 ? gpt::f16_to_f32(h) : gpt::bf16_to_f32(h);
+}
+
+uint64_t numel(const std::vector<uint64_t> &s) {
+    uint64_t n = 1;
+    for (uint64_t d : s) n *= d;
+    return n;
+}
+
+// Normal values (mean, std), rounded to the dtype they will be stored in.
+std::vector<float> draw(std::mt19937_64 &rng, uint64_t n, float mean, float std, FileDType t) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto &x : v) x = round_to(mean + std * nd(rng), t);
+    return v;
+}
+
+// ---------------------------------------------------------------------- safetensors
+
+struct StEntry {
+    std::string name;
+    std::string dtype; // "F32", "F64", "U8", ...
+    std::vector<uint64_t> shape;
+    std::vector<uint8_t> bytes;
+};
+
+std::vector<uint8_t> safetensors_bytes(const std::vector<StEntry> &entries) {
+    json h = json::object();
+    h["__metadata__"] = {{"format", "pt"}};
+    uint64_t off = 0;
+    for (const auto &e : entries) {
+        h[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {off, off + e.bytes.size()}}};
+        off += e.bytes.size();
+    }
+    std::string text = h.dump();
+    while (text.size() % 8) text += ' ';
+    std::vector<uint8_t> out;
+    for (int i = 0; i < 8; i++) out.push_back((uint8_t)((uint64_t)text.size() >> (8 * i)));
+    for (char ch : text) out.push_back((uint8_t)ch);
+    for (const auto &e : entries) out.insert(out.end(), e.bytes.begin(), e.bytes.end());
+    return out;
+}
+
+// Writes config.json and the tensors: model.safetensors (n_shards 1) or n shards and the index.
+void write_hf_dir(const std::string &dir, const std::string &config, const std::vector<StEntry> &entries, int n_shards) {
+    write_text(dir + "/config.json", config);
+    if (n_shards <= 1) {
+        write_bytes(dir + "/model.safetensors", safetensors_bytes(entries));
+        return;
+    }
+    json wm = json::object();
+    for (int s = 0; s < n_shards; s++) {
+        char name[64];
+        std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
+        std::vector<StEntry> part;
+        for (size_t i = 0; i < entries.size(); i++)
+            if ((int)(i % n_shards) == s) {
+                part.push_back(entries[i]);
+                wm[entries[i].name] = name;
+            }
+        write_bytes(dir + "/" + name, safetensors_bytes(part));
+    }
+    json idx = {{"metadata", {{"total_size", 0}}}, {"weight_map", wm}};
+    write_text(dir + "/model.safetensors.index.json", idx.dump(2));
+}
+
+std::string shard_name(int s, int n) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n);
+    return name;
+}
+
+// --------------------------------------------------------------- Hugging Face fixtures
+
+struct HfSpec {
+    std::string type = "llama"; // gpt2 | llama | mistral | qwen2
+    uint32_t d = 48, layers = 2, heads = 4, kv = 2, head_dim = 0 /* 0: d / heads, not in config.json */, ff = 72;
+    uint32_t vocab = 67, ctx = 32;
+    bool tied = false;
+    FileDType dtype = FileDType::F32;
+    uint64_t seed = 1;
+    // gpt2
+    bool prefix = true;     // "transformer." before the body's names
+    bool head_copy = false; // tied, but lm_head.weight written (equal to wte)
+    bool buffers = true;    // attn.bias (U8 mask) and attn.masked_bias (F32) buffers
+    // llama family
+    std::string rope = "top"; // where rope_theta lives: "top", "parameters" (transformers 5), "scaling" (rope_scaling default)
+    float theta = 10000.0f, eps = 1e-5f;
+    int32_t bos = 1;
+    std::vector<int32_t> eos = {2};
+    uint32_t sliding_window = 0;
+    int shards = 1;
+};
+
+struct HfModel {
+    HfSpec spec;
+    std::string config;
+    std::vector<std::string> order;                            // tensors in write order
+    std::map<std::string, std::vector<uint64_t>> shapes;       // HF names
+    std::map<std::string, std::vector<float>> values;          // as stored (rounded)
+    std::vector<StEntry> extra;                                // buffers (not weights)
+    uint32_t hd() const { return spec.head_dim ? spec.head_dim : spec.d / spec.heads; }
+
+    void add(std::mt19937_64 &rng, const std::string &name, std::vector<uint64_t> shape, float mean, float std) {
+        order.push_back(name);
+        values[name] = draw(rng, numel(shape), mean, std, spec.dtype);
+        shapes[name] = std::move(shape);
+    }
+    const std::vector<float> &v(const std::string &n) const {
+        auto it = values.find(n);
+        if (it == values.end()) fail_msg("fixture has no tensor %s", n.c_str());
+        return it->second;
+    }
+    std::vector<StEntry> entries() const {
+        std::vector<StEntry> out;
+        for (const auto &n : order) out.push_back({n, st_name(spec.dtype), shapes.at(n), encode(values.at(n), spec.dtype)});
+        for (const auto &e : extra) out.push_back(e);
+        return out;
+    }
+};
+
+HfModel make_hf(const HfSpec &s) {
+    HfModel m;
+    m.spec = s;
+    std::mt19937_64 rng(s.seed);
+    const uint64_t d = s.d, v = s.vocab, ff = s.ff;
+    json c;
+    c["model_type"] = s.type;
+    c["torch_dtype"] = s.dtype == FileDType::F32 ? "float32" : s.dtype == FileDType::F16 ? "float16" : "bfloat16";
+    c["vocab_size"] = s.vocab;
+    c["bos_token_id"] = s.bos;
+    if (s.eos.size() == 1) c["eos_token_id"] = s.eos[0];
+    else c["eos_token_id"] = s.eos;
+    c["tie_word_embeddings"] = s.tied;
+    const float wstd = 0.8f / std::sqrt((float)d);
+    if (s.type == "gpt2") {
+        c["n_embd"] = s.d;
+        c["n_layer"] = s.layers;
+        c["n_head"] = s.heads;
+        c["n_positions"] = s.ctx;
+        c["n_ctx"] = s.ctx;
+        c["layer_norm_epsilon"] = s.eps;
+        c["n_inner"] = s.ff == 4 * s.d ? json(nullptr) : json(s.ff);
+        c["activation_function"] = "gelu_new";
+        const std::string p = s.prefix ? "transformer." : "";
+        m.add(rng, p + "wte.weight", {v, d}, 0, 0.5f);
+        m.add(rng, p + "wpe.weight", {s.ctx, d}, 0, 0.2f);
+        for (uint32_t i = 0; i < s.layers; i++) {
+            const std::string h = p + "h." + std::to_string(i) + ".";
+            m.add(rng, h + "ln_1.weight", {d}, 1, 0.1f);
+            m.add(rng, h + "ln_1.bias", {d}, 0, 0.1f);
+            m.add(rng, h + "attn.c_attn.weight", {d, 3 * d}, 0, wstd); // Conv1D: [in, out]
+            m.add(rng, h + "attn.c_attn.bias", {3 * d}, 0, 0.1f);
+            m.add(rng, h + "attn.c_proj.weight", {d, d}, 0, wstd);
+            m.add(rng, h + "attn.c_proj.bias", {d}, 0, 0.1f);
+            m.add(rng, h + "ln_2.weight", {d}, 1, 0.1f);
+            m.add(rng, h + "ln_2.bias", {d}, 0, 0.1f);
+            m.add(rng, h + "mlp.c_fc.weight", {d, ff}, 0, wstd);
+            m.add(rng, h + "mlp.c_fc.bias", {ff}, 0, 0.1f);
+            m.add(rng, h + "mlp.c_proj.weight", {ff, d}, 0, 0.8f / std::sqrt((float)ff));
+            m.add(rng, h + "mlp.c_proj.bias", {d}, 0, 0.1f);
+            if (s.buffers) {
+                std::vector<uint8_t> mask(s.ctx * s.ctx);
+                for (uint32_t a = 0; a < s.ctx; a++)
+                    for (uint32_t b = 0; b < s.ctx; b++) mask[a * s.ctx + b] = b <= a;
+                m.extra.push_back({h + "attn.bias", "U8", {1, 1, s.ctx, s.ctx}, mask});
+                m.extra.push_back({h + "attn.masked_bias", "F32", {}, encode({-1e4f}, FileDType::F32)});
+            }
+        }
+        m.add(rng, p + "ln_f.weight", {d}, 1, 0.1f);
+        m.add(rng, p + "ln_f.bias", {d}, 0, 0.1f);
+        if (!s.tied) m.add(rng, "lm_head.weight", {v, d}, 0, 0.5f);
+        else if (s.head_copy) {
+            m.order.push_back("lm_head.weight");
+            m.values["lm_head.weight"] = m.values[p + "wte.weight"];
+            m.shapes["lm_head.weight"] = {v, d};
+        }
+    } else {
+        const uint64_t hd = m.hd(), qd = s.heads * hd, kvd = s.kv * hd;
+        c["hidden_size"] = s.d;
+        c["num_hidden_layers"] = s.layers;
+        c["num_attention_heads"] = s.heads;
+        c["num_key_value_heads"] = s.kv;
+        if (s.head_dim) c["head_dim"] = s.head_dim;
+        c["intermediate_size"] = s.ff;
+        c["max_position_embeddings"] = s.ctx;
+        c["rms_norm_eps"] = s.eps;
+        c["hidden_act"] = "silu";
+        if (s.type != "qwen2") c["attention_bias"] = false;
+        if (s.rope == "top") c["rope_theta"] = s.theta;
+        else if (s.rope == "parameters") c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", s.theta}};
+        else {
+            c["rope_theta"] = s.theta;
+            c["rope_scaling"] = {{"rope_type", "default"}};
+        }
+        if (s.type == "mistral") c["sliding_window"] = s.sliding_window ? json(s.sliding_window) : json(nullptr);
+        if (s.type == "qwen2") {
+            c["use_sliding_window"] = false;
+            c["sliding_window"] = 4096;
+            c["max_window_layers"] = s.layers;
+        }
+        m.add(rng, "model.embed_tokens.weight", {v, d}, 0, 1.0f);
+        for (uint32_t i = 0; i < s.layers; i++) {
+            const std::string h = "model.layers." + std::to_string(i) + ".";
+            m.add(rng, h + "input_layernorm.weight", {d}, 1, 0.1f);
+            m.add(rng, h + "self_attn.q_proj.weight", {qd, d}, 0, wstd);
+            m.add(rng, h + "self_attn.k_proj.weight", {kvd, d}, 0, wstd);
+            m.add(rng, h + "self_attn.v_proj.weight", {kvd, d}, 0, wstd);
+            if (s.type == "qwen2") {
+                m.add(rng, h + "self_attn.q_proj.bias", {qd}, 0, 0.2f);
+                m.add(rng, h + "self_attn.k_proj.bias", {kvd}, 0, 0.2f);
+                m.add(rng, h + "self_attn.v_proj.bias", {kvd}, 0, 0.2f);
+            }
+            m.add(rng, h + "self_attn.o_proj.weight", {d, qd}, 0, 0.8f / std::sqrt((float)qd));
+            m.add(rng, h + "post_attention_layernorm.weight", {d}, 1, 0.1f);
+            m.add(rng, h + "mlp.gate_proj.weight", {ff, d}, 0, wstd);
+            m.add(rng, h + "mlp.up_proj.weight", {ff, d}, 0, wstd);
+            m.add(rng, h + "mlp.down_proj.weight", {d, ff}, 0, 0.8f / std::sqrt((float)ff));
+        }
+        m.add(rng, "model.norm.weight", {d}, 1, 0.1f);
+        if (!s.tied) m.add(rng, "lm_head.weight", {v, d}, 0, wstd * 2);
+    }
+    m.config = c.dump(2);
+    return m;
+}
+
+// ------------------------------------------------------------ expected output tensors
+
+struct Want {
+    std::vector<uint64_t> shape;
+    std::vector<float> values; // exact source values
+};
+using WantMap = std::map<std::string, Want>;
+
+std::vector<float> transpose(const std::vector<float> &x, uint64_t rows, uint64_t cols) { // [rows][cols] -> [cols][rows]
+    std::vector<float> o(x.size());
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++) o[c * rows + r] = x[r * cols + c];
+    return o;
+}
+
+std::vector<float> concat(std::initializer_list<const std::vector<float> *> parts) {
+    std::vector<float> o;
+    for (const auto *p : parts) o.insert(o.end(), p->begin(), p->end());
+    return o;
+}
+
+WantMap expected_hf(const HfModel &m) {
+    const HfSpec &s = m.spec;
+    const uint64_t d = s.d, v = s.vocab, ff = s.ff;
+    WantMap w;
+    if (s.type == "gpt2") {
+        const std::string p = s.prefix ? "transformer." : "";
+        w["tok_emb.weight"] = {{v, d}, m.v(p + "wte.weight")};
+        w["pos_emb.weight"] = {{s.ctx, d}, m.v(p + "wpe.weight")};
+        for (uint32_t i = 0; i < s.layers; i++) {
+            const std::string h = p + "h." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
+            w[o + "attn_norm.weight"] = {{d}, m.v(h + "ln_1.weight")};
+            w[o + "attn_norm.bias"] = {{d}, m.v(h + "ln_1.bias")};
+            w[o + "attn_qkv.weight"] = {{3 * d, d}, transpose(m.v(h + "attn.c_attn.weight"), d, 3 * d)};
+            w[o + "attn_qkv.bias"] = {{3 * d}, m.v(h + "attn.c_attn.bias")};
+            w[o + "attn_out.weight"] = {{d, d}, transpose(m.v(h + "attn.c_proj.weight"), d, d)};
+            w[o + "attn_out.bias"] = {{d}, m.v(h + "attn.c_proj.bias")};
+            w[o + "ffn_norm.weight"] = {{d}, m.v(h + "ln_2.weight")};
+            w[o + "ffn_norm.bias"] = {{d}, m.v(h + "ln_2.bias")};
+            w[o + "ffn_up.weight"] = {{ff, d}, transpose(m.v(h + "mlp.c_fc.weight"), d, ff)};
+            w[o + "ffn_up.bias"] = {{ff}, m.v(h + "mlp.c_fc.bias")};
+            w[o + "ffn_down.weight"] = {{d, ff}, transpose(m.v(h + "mlp.c_proj.weight"), ff, d)};
+            w[o + "ffn_down.bias"] = {{d}, m.v(h + "mlp.c_proj.bias")};
+        }
+        w["out_norm.weight"] = {{d}, m.v(p + "ln_f.weight")};
+        w["out_norm.bias"] = {{d}, m.v(p + "ln_f.bias")};
+        if (!s.tied) w["lm_head.weight"] = {{v, d}, m.v("lm_head.weight")};
+        return w;
+    }
+    const uint64_t hd = m.hd(), qd = s.heads * hd, kvd = s.kv * hd;
+    w["tok_emb.weight"] = {{v, d}, m.v("model.embed_tokens.weight")};
+    for (uint32_t i = 0; i < s.layers; i++) {
+        const std::string h = "model.layers." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
+        w[o + "attn_norm.weight"] = {{d}, m.v(h + "input_layernorm.weight")};
+        w[o + "attn_qkv.weight"] = {{qd + 2 * kvd, d},
+                                    concat({&m.v(h + "self_attn.q_proj.weight"), &m.v(h + "self_attn.k_proj.weight"),
+                                            &m.v(h + "self_attn.v_proj.weight")})};
+        if (s.type == "qwen2")
+            w[o + "attn_qkv.bias"] = {{qd + 2 * kvd},
+                                      concat({&m.v(h + "self_attn.q_proj.bias"), &m.v(h + "self_attn.k_proj.bias"),
+                                              &m.v(h + "self_attn.v_proj.bias")})};
+        w[o + "attn_out.weight"] = {{d, qd}, m.v(h + "self_attn.o_proj.weight")};
+        w[o + "ffn_norm.weight"] = {{d}, m.v(h + "post_attention_layernorm.weight")};
+        w[o + "ffn_gate_up.weight"] = {{2 * ff, d}, concat({&m.v(h + "mlp.gate_proj.weight"), &m.v(h + "mlp.up_proj.weight")})};
+        w[o + "ffn_down.weight"] = {{d, ff}, m.v(h + "mlp.down_proj.weight")};
+    }
+    w["out_norm.weight"] = {{d}, m.v("model.norm.weight")};
+    if (!s.tied) w["lm_head.weight"] = {{v, d}, m.v("lm_head.weight")};
+    return w;
+}
+
+// ------------------------------------------------------------------ llama2.c fixtures
+
+struct L2cSpec {
+    uint32_t dim = 32, hidden = 48, layers = 2, heads = 4, kv = 2, vocab = 41, seq = 16;
+    bool shared = false;
+    int version = 0;
+    uint64_t seed = 7;
+};
+
+struct L2cModel {
+    L2cSpec spec;
+    std::vector<uint8_t> bytes;
+    std::map<std::string, std::vector<float>> w; // "emb", "rms_att.L", "wq.L", ..., "rms_final", "wcls"
+    uint32_t hs() const { return spec.dim / spec.heads; }
+    const std::vector<float> &at(const std::string &n) const { return w.at(n); }
+    const std::vector<float> &head() const { return spec.shared ? w.at("emb") : w.at("wcls"); }
+};
+
+L2cModel make_l2c(const L2cSpec &s) {
+    L2cModel m;
+    m.spec = s;
+    std::mt19937_64 rng(s.seed);
+    const uint64_t d = s.dim, hs = d / s.heads, kvd = s.kv * hs, ff = s.hidden, v = s.vocab;
+    const float wd = 0.8f / std::sqrt((float)d), wf = 0.8f / std::sqrt((float)ff);
+    auto gen = [&](const std::string &n, uint64_t count, float mean, float std) { m.w[n] = draw(rng, count, mean, std, FileDType::F32); };
+    gen("emb", v * d, 0, 1.0f);
+    for (uint32_t l = 0; l < s.layers; l++) {
+        const std::string L = "." + std::to_string(l);
+        gen("rms_att" + L, d, 1, 0.1f);
+        gen("wq" + L, d * d, 0, wd);
+        gen("wk" + L, kvd * d, 0, wd);
+        gen("wv" + L, kvd * d, 0, wd);
+        gen("wo" + L, d * d, 0, wd);
+        gen("rms_ffn" + L, d, 1, 0.1f);
+        gen("w1" + L, ff * d, 0, wd);
+        gen("w2" + L, d * ff, 0, wf);
+        gen("w3" + L, ff * d, 0, wd);
+    }
+    gen("rms_final", d, 1, 0.1f);
+    if (!s.shared) gen("wcls", v * d, 0, wd * 2);
+
+    auto put_i32 = [&](int32_t x) {
+        uint8_t b[4];
+        std::memcpy(b, &x, 4);
+        m.bytes.insert(m.bytes.end(), b, b + 4);
+    };
+    auto put = [&](const std::vector<float> &x) {
+        const auto e = encode(x, FileDType::F32);
+        m.bytes.insert(m.bytes.end(), e.begin(), e.end());
+    };
+    auto per_layer = [&](const char *n) {
+        for (uint32_t l = 0; l < s.layers; l++) put(m.w.at(std::string(n) + "." + std::to_string(l)));
+    };
+    const int32_t header[7] = {(int32_t)s.dim, (int32_t)s.hidden, (int32_t)s.layers, (int32_t)s.heads, (int32_t)s.kv,
+                               (int32_t)(s.version == 0 && !s.shared ? -(int32_t)s.vocab : (int32_t)s.vocab), (int32_t)s.seq};
+    if (s.version == 0) {
+        for (int32_t x : header) put_i32(x);
+        put(m.w.at("emb"));
+        for (const char *n : {"rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3"}) per_layer(n);
+        put(m.w.at("rms_final"));
+        // freq_cis_real / _imag, as llama2.c wrote them (the converter skips them).
+        std::vector<float> fr, fi;
+        for (uint32_t p = 0; p < s.seq; p++)
+            for (uint32_t i = 0; i < hs / 2; i++) {
+                const double f = std::pow(10000.0, -2.0 * i / (double)hs);
+                fr.push_back((float)std::cos(p * f));
+                fi.push_back((float)std::sin(p * f));
+            }
+        put(fr);
+        put(fi);
+    } else {
+        put_i32(0x616b3432);
+        put_i32(1);
+        for (int32_t x : header) put_i32(x);
+        m.bytes.push_back(s.shared ? 1 : 0);
+        m.bytes.resize(256, 0);
+        for (const char *n : {"rms_att", "rms_ffn"}) per_layer(n);
+        put(m.w.at("rms_final"));
+        put(m.w.at("emb"));
+        for (const char *n : {"wq", "wk", "wv", "wo", "w1", "w2", "w3"}) per_layer(n);
+    }
+    if (!s.shared) put(m.w.at("wcls"));
+    return m;
+}
+
+// Rotate-half rows from interleaved ones, written from the definition: within each head,
+// output row i (i < hd/2) is input row 2i and output row hd/2 + i is input row 2i + 1.
+std::vector<float> permute_rope_rows(const std::vector<float> &w, uint32_t n_heads, uint32_t hd, uint32_t cols) {
+    std::vector<float> o(w.size());
+    for (uint32_t h = 0; h < n_heads; h++)
+        for (uint32_t i = 0; i < hd / 2; i++)
+            for (uint32_t t = 0; t < 2; t++) {
+                const size_t dst = (size_t)h * hd + t * (hd / 2) + i, src = (size_t)h * hd + 2 * i + t;
+                std::memcpy(&o[dst * cols], &w[src * cols], cols * sizeof(float));
+            }
+    return o;
+}
+
+WantMap expected_l2c(const L2cModel &m) {
+    const L2cSpec &s = m.spec;
+    const uint64_t d = s.dim, hs = m.hs(), kvd = s.kv * hs, ff = s.hidden, v = s.vocab;
+    WantMap w;
+    w["tok_emb.weight"] = {{v, d}, m.at("emb")};
+    for (uint32_t l = 0; l < s.layers; l++) {
+        const std::string L = "." + std::to_string(l), o = "blk." + std::to_string(l) + ".";
+        const auto q = permute_rope_rows(m.at("wq" + L), s.heads, (uint32_t)hs, (uint32_t)d);
+        const auto k = permute_rope_rows(m.at("wk" + L), s.kv, (uint32_t)hs, (uint32_t)d);
+        w[o + "attn_norm.weight"] = {{d}, m.at("rms_att" + L)};
+        w[o + "attn_qkv.weight"] = {{d + 2 * kvd, d}, concat({&q, &k, &m.at("wv" + L)})};
+        w[o + "attn_out.weight"] = {{d, d}, m.at("wo" + L)};
+        w[o + "ffn_norm.weight"] = {{d}, m.at("rms_ffn" + L)};
+        w[o + "ffn_gate_up.weight"] = {{2 * ff, d}, concat({&m.at("w1" + L), &m.at("w3" + L)})};
+        w[o + "ffn_down.weight"] = {{d, ff}, m.at("w2" + L)};
+    }
+    w["out_norm.weight"] = {{d}, m.at("rms_final")};
+    if (!s.shared) w["lm_head.weight"] = {{v, d}, m.at("wcls")};
+    return w;
+}
+
+// ---------------------------------------------------------- naive double references
+
+using Vec = std::vector<double>;
+
+// y = W x (+ b), W row-major [out][in] (nn.Linear); values rounded to `t` first.
+struct Linear {
+    std::vector<float> w, b;
+    uint64_t out = 0, in = 0;
+    Vec operator()(const Vec &x) const {
+        Vec y(out, 0.0);
+        for (uint64_t o = 0; o < out; o++) {
+            double s = b.empty() ? 0.0 : b[o];
+            for (uint64_t i = 0; i < in; i++) s += (double)w[o * in + i] * x[i];
+            y[o] = s;
+        }
+        return y;
+    }
+};
+Linear linear(const std::vector<float> &w, uint64_t out, uint64_t in, FileDType t, const std::vector<float> *b = nullptr) {
+    return Linear{rounded(w, t), b ? rounded(*b, t) : std::vector<float>{}, out, in};
+}
+// GPT-2's Conv1D: y = x W + b with W stored [in][out].
+Linear conv1d(const std::vector<float> &w, const std::vector<float> &b, uint64_t in, uint64_t out, FileDType t) {
+    return Linear{rounded(transpose(w, in, out), t), rounded(b, t), out, in};
+}
+
+Vec rms_norm(const Vec &x, const std::vector<float> &w, double eps, FileDType t) {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double r = 1.0 / std::sqrt(ss / x.size() + eps);
+    Vec y(x.size());
+    for (size_t i = 0; i < x.size(); i++) y[i] = x[i] * r * round_to(w[i], t);
+    return y;
+}
+
+Vec layer_norm(const Vec &x, const std::vector<float> &w, const std::vector<float> &b, double eps, FileDType t) {
+    double mean = 0, var = 0;
+    for (double v : x) mean += v;
+    mean /= x.size();
+    for (double v : x) var += (v - mean) * (v - mean);
+    var /= x.size();
+    const double r = 1.0 / std::sqrt(var + eps);
+    Vec y(x.size());
+    for (size_t i = 0; i < x.size(); i++) y[i] = (x[i] - mean) * r * round_to(w[i], t) + round_to(b[i], t);
+    return y;
+}
+
+// Causal attention of position t over keys 0..t: q [heads][hd], keys/values [pos][kv heads][hd].
+Vec attend(const Vec &q, const std::vector<Vec> &keys, const std::vector<Vec> &vals, uint32_t heads, uint32_t kv, uint32_t hd) {
+    Vec out((size_t)heads * hd, 0.0);
+    const size_t T = keys.size();
+    for (uint32_t h = 0; h < heads; h++) {
+        const uint32_t g = h / (heads / kv);
+        Vec sc(T);
+        double mx = -1e300;
+        for (size_t j = 0; j < T; j++) {
+            double s = 0;
+            for (uint32_t i = 0; i < hd; i++) s += q[(size_t)h * hd + i] * keys[j][(size_t)g * hd + i];
+            sc[j] = s / std::sqrt((double)hd);
+            mx = std::max(mx, sc[j]);
+        }
+        double sum = 0;
+        for (double &s : sc) sum += (s = std::exp(s - mx));
+        for (size_t j = 0; j < T; j++)
+            for (uint32_t i = 0; i < hd; i++) out[(size_t)h * hd + i] += sc[j] / sum * vals[j][(size_t)g * hd + i];
+    }
+    return out;
+}
+
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+// Hugging Face GPT2LMHeadModel on the HF tensors.
+std::vector<double> ref_gpt2(const HfModel &m, const std::vector<int32_t> &toks, FileDType t) {
+    const HfSpec &s = m.spec;
+    const uint32_t d = s.d, H = s.heads, hd = d / H;
+    const std::string p = s.prefix ? "transformer." : "";
+    const auto wte = rounded(m.v(p + "wte.weight"), t), wpe = rounded(m.v(p + "wpe.weight"), t);
+    const auto head = s.tied ? wte : rounded(m.v("lm_head.weight"), t);
+    struct L {
+        Linear qkv, proj, fc, down;
+    };
+    std::vector<L> ls;
+    for (uint32_t i = 0; i < s.layers; i++) {
+        const std::string h = p + "h." + std::to_string(i) + ".";
+        ls.push_back({conv1d(m.v(h + "attn.c_attn.weight"), m.v(h + "attn.c_attn.bias"), d, 3 * d, t),
+                      conv1d(m.v(h + "attn.c_proj.weight"), m.v(h + "attn.c_proj.bias"), d, d, t),
+                      conv1d(m.v(h + "mlp.c_fc.weight"), m.v(h + "mlp.c_fc.bias"), d, s.ff, t),
+                      conv1d(m.v(h + "mlp.c_proj.weight"), m.v(h + "mlp.c_proj.bias"), s.ff, d, t)});
+    }
+    std::vector<std::vector<Vec>> K(s.layers), V(s.layers);
+    std::vector<double> logits;
+    for (size_t pos = 0; pos < toks.size(); pos++) {
+        Vec x(d);
+        for (uint32_t i = 0; i < d; i++) x[i] = (double)wte[(size_t)toks[pos] * d + i] + wpe[pos * d + i];
+        for (uint32_t l = 0; l < s.layers; l++) {
+            const std::string h = p + "h." + std::to_string(l) + ".";
+            const Vec qkv = ls[l].qkv(layer_norm(x, m.v(h + "ln_1.weight"), m.v(h + "ln_1.bias"), s.eps, t));
+            K[l].push_back(Vec(qkv.begin() + d, qkv.begin() + 2 * d));
+            V[l].push_back(Vec(qkv.begin() + 2 * d, qkv.end()));
+            const Vec a = ls[l].proj(attend(Vec(qkv.begin(), qkv.begin() + d), K[l], V[l], H, H, hd));
+            for (uint32_t i = 0; i < d; i++) x[i] += a[i];
+            Vec f = ls[l].fc(layer_norm(x, m.v(h + "ln_2.weight"), m.v(h + "ln_2.bias"), s.eps, t));
+            for (double &z : f) z = gelu_tanh(z);
+            const Vec o = ls[l].down(f);
+            for (uint32_t i = 0; i < d; i++) x[i] += o[i];
+        }
+        const Vec hN = layer_norm(x, m.v(p + "ln_f.weight"), m.v(p + "ln_f.bias"), s.eps, t);
+        for (uint32_t v = 0; v < s.vocab; v++) {
+            double z = 0;
+            for (uint32_t i = 0; i < d; i++) z += (double)head[(size_t)v * d + i] * hN[i];
+            logits.push_back(z);
+        }
+    }
+    return logits;
+}
+
+// A Llama-family model described by its original tensors, and how its RoPE pairs dims.
+struct LlamaRef {
+    uint32_t d = 0, heads = 0, kv = 0, hd = 0, ff = 0, vocab = 0;
+    double eps = 1e-5, theta = 10000;
+    bool interleaved = false; // llama2.c / Meta: pairs (2i, 2i+1); Hugging Face: (i, i + hd/2)
+    std::vector<float> emb, final_norm, head;
+    struct Layer {
+        std::vector<float> norm1, norm2;
+        Linear q, k, v, o, gate, up, down;
+    };
+    std::vector<Layer> layers;
+};
+
+void rope(double *x, uint32_t hd, size_t pos, double theta, bool interleaved) {
+    for (uint32_t i = 0; i < hd / 2; i++) {
+        const double a = (double)pos * std::pow(theta, -2.0 * i / hd), c = std::cos(a), s = std::sin(a);
+        double &x0 = interleaved ? x[2 * i] : x[i];
+        double &x1 = interleaved ? x[2 * i + 1] : x[i + hd / 2];
+        const double u = x0, w = x1;
+        x0 = u * c - w * s;
+        x1 = u * s + w * c;
+    }
+}
+
+std::vector<double> ref_llama(const LlamaRef &r, const std::vector<int32_t> &toks, FileDType t) {
+    const std::vector<float> emb = rounded(r.emb, t), head = rounded(r.head, t);
+    std::vector<std::vector<Vec>> K(r.layers.size()), V(r.layers.size());
+    std::vector<double> logits;
+    for (size_t pos = 0; pos < toks.size(); pos++) {
+        Vec x(r.d);
+        for (uint32_t i = 0; i < r.d; i++) x[i] = emb[(size_t)toks[pos] * r.d + i];
+        for (size_t l = 0; l < r.layers.size(); l++) {
+            const auto &L = r.layers[l];
+            const Vec h = rms_norm(x, L.norm1, r.eps, t);
+            Vec q = L.q(h), k = L.k(h);
+            for (uint32_t hh = 0; hh < r.heads; hh++) rope(&q[(size_t)hh * r.hd], r.hd, pos, r.theta, r.interleaved);
+            for (uint32_t g = 0; g < r.kv; g++) rope(&k[(size_t)g * r.hd], r.hd, pos, r.theta, r.interleaved);
+            K[l].push_back(k);
+            V[l].push_back(L.v(h));
+            const Vec a = L.o(attend(q, K[l], V[l], r.heads, r.kv, r.hd));
+            for (uint32_t i = 0; i < r.d; i++) x[i] += a[i];
+            const Vec h2 = rms_norm(x, L.norm2, r.eps, t);
+            Vec g = L.gate(h2);
+            const Vec u = L.up(h2);
+            for (size_t i = 0; i < g.size(); i++) g[i] = silu(g[i]) * u[i];
+            const Vec o = L.down(g);
+            for (uint32_t i = 0; i < r.d; i++) x[i] += o[i];
+        }
+        const Vec hN = rms_norm(x, r.final_norm, r.eps, t);
+        for (uint32_t v = 0; v < r.vocab; v++) {
+            double z = 0;
+            for (uint32_t i = 0; i < r.d; i++) z += (double)head[(size_t)v * r.d + i] * hN[i];
+            logits.push_back(z);
+        }
+    }
+    return logits;
+}
+
+LlamaRef llama_ref_of(const HfModel &m, FileDType t) {
+    const HfSpec &s = m.spec;
+    LlamaRef r;
+    r.d = s.d;
+    r.heads = s.heads;
+    r.kv = s.kv;
+    r.hd = m.hd();
+    r.ff = s.ff;
+    r.vocab = s.vocab;
+    r.eps = s.eps;
+    r.theta = s.theta;
+    r.interleaved = false;
+    r.emb = m.v("model.embed_tokens.weight");
+    r.final_norm = m.v("model.norm.weight");
+    r.head = s.tied ? r.emb : m.v("lm_head.weight");
+    const uint64_t qd = (uint64_t)s.heads * r.hd, kvd = (uint64_t)s.kv * r.hd;
+    for (uint32_t i = 0; i < s.layers; i++) {
+        const std::string h = "model.layers." + std::to_string(i) + ".", a = h + "self_attn.";
+        const bool bias = s.type == "qwen2";
+        LlamaRef::Layer L;
+        L.norm1 = m.v(h + "input_layernorm.weight");
+        L.norm2 = m.v(h + "post_attention_layernorm.weight");
+        L.q = linear(m.v(a + "q_proj.weight"), qd, s.d, t, bias ? &m.v(a + "q_proj.bias") : nullptr);
+        L.k = linear(m.v(a + "k_proj.weight"), kvd, s.d, t, bias ? &m.v(a + "k_proj.bias") : nullptr);
+        L.v = linear(m.v(a + "v_proj.weight"), kvd, s.d, t, bias ? &m.v(a + "v_proj.bias") : nullptr);
+        L.o = linear(m.v(a + "o_proj.weight"), s.d, qd, t);
+        L.gate = linear(m.v(h + "mlp.gate_proj.weight"), s.ff, s.d, t);
+        L.up = linear(m.v(h + "mlp.up_proj.weight"), s.ff, s.d, t);
+        L.down = linear(m.v(h + "mlp.down_proj.weight"), s.d, s.ff, t);
+        r.layers.push_back(std::move(L));
+    }
+    return r;
+}
+
+// llama2.c's run.c forward: interleaved RoPE on the original wq / wk, w1 gate, w3 up.
+LlamaRef llama_ref_of(const L2cModel &m, FileDType t) {
+    const L2cSpec &s = m.spec;
+    LlamaRef r;
+    r.d = s.dim;
+    r.heads = s.heads;
+    r.kv = s.kv;
+    r.hd = m.hs();
+    r.ff = s.hidden;
+    r.vocab = s.vocab;
+    r.eps = 1e-5;
+    r.theta = 10000.0;
+    r.interleaved = true;
+    r.emb = m.at("emb");
+    r.final_norm = m.at("rms_final");
+    r.head = m.head();
+    const uint64_t kvd = (uint64_t)s.kv * r.hd;
+    for (uint32_t l = 0; l < s.layers; l++) {
+        const std::string L = "." + std::to_string(l);
+        LlamaRef::Layer y;
+        y.norm1 = m.at("rms_att" + L);
+        y.norm2 = m.at("rms_ffn" + L);
+        y.q = linear(m.at("wq" + L), s.dim, s.dim, t);
+        y.k = linear(m.at("wk" + L), kvd, s.dim, t);
+        y.v = linear(m.at("wv" + L), kvd, s.dim, t);
+        y.o = linear(m.at("wo" + L), s.dim, s.dim, t);
+        y.gate = linear(m.at("w1" + L), s.hidden, s.dim, t);
+        y.up = linear(m.at("w3" + L), s.hidden, s.dim, t);
+        y.down = linear(m.at("w2" + L), s.dim, s.hidden, t);
+        r.layers.push_back(std::move(y));
+    }
+    return r;
+}
+
+// ------------------------------------------------------------------ running and checking
+
+struct Run {
+    gpt_status status = GPT_OK;
+    std::string message;
+    std::vector<std::string> warnings;
+    cv::ConvertResult result;
+};
+
+Run convert(const std::string &src, const std::string &out, uint32_t dtype = GPT_DTYPE_AUTO, bool force = false,
+            const std::string &tokenizer = "", const volatile std::sig_atomic_t *stop = nullptr) {
+    Run r;
+    cv::ConvertOptions o;
+    o.src = src;
+    o.out = out;
+    o.dtype = dtype;
+    o.force = force;
+    o.tokenizer = tokenizer;
+    o.stop = stop;
+    o.verify_threads = 2;
+    o.on_warning = [&](const std::string &w) { r.warnings.push_back(w); };
+    try {
+        r.result = cv::convert_model(o);
+    } catch (const gpt::Error &e) {
+        r.status = e.status();
+        r.message = e.what();
+    }
+    return r;
+}
+
+void expect_ok(const Run &r, const char *what) {
+    if (r.status != GPT_OK) fail_msg("%s: conversion failed: %s (%s)", what, r.message.c_str(), gpt_status_str(r.status));
+}
+
+// Each output tensor: the expected shape, the requested dtype, and exactly the source
+// values rounded once to it; nothing else in the file.
+void check_tensors(const std::string &path, const WantMap &want, FileDType out, const char *what) {
+    gpt::format::ReadOptions ro;
+    auto f = gpt::format::WeightFile::open(path, ro); // verifies every crc32
+    if (f->tensors().size() != want.size())
+        fail_msg("%s: %zu tensors in the file, expected %zu", what, f->tensors().size(), want.size());
+    for (const auto &[name, w] : want) {
+        const gpt::format::TensorEntry *t = f->find(name);
+        if (!t) fail_msg("%s: tensor '%s' missing", what, name.c_str());
+        std::vector<uint64_t> dims(t->dims, t->dims + t->ndim);
+        if (dims != w.shape) fail_msg("%s: tensor '%s' has the wrong shape", what, name.c_str());
+        if (t->dtype != out) fail_msg("%s: tensor '%s' is %s, expected %s", what, name.c_str(), gpt::format::dtype_name(t->dtype), dt_name(out));
+        const std::vector<uint8_t> bytes = encode(w.values, out);
+        if (t->nbytes != bytes.size()) fail_msg("%s: tensor '%s' has %llu bytes", what, name.c_str(), (unsigned long long)t->nbytes);
+        const uint8_t *p = f->data(*t);
+        if (std::memcmp(p, bytes.data(), bytes.size()) != 0) {
+            const size_t es = out == FileDType::F32 ? 4 : 2;
+            for (size_t i = 0; i < w.values.size(); i++)
+                if (std::memcmp(p + i * es, bytes.data() + i * es, es))
+                    fail_msg("%s: tensor '%s' element %zu is %.9g, expected %.9g (source %.9g)", what, name.c_str(), i,
+                             (double)decode_one(p + i * es, out), (double)decode_one(bytes.data() + i * es, out), (double)w.values[i]);
+        }
+    }
+}
+
+gpt::ModelConfig read_config(const std::string &path) {
+    gpt::format::ReadOptions ro;
+    ro.verify_checksums = false;
+    auto f = gpt::format::WeightFile::open(path, ro);
+    return gpt::ModelConfig::from_metadata(f->metadata(), path);
+}
+
+std::vector<float> engine_logits(const std::string &path, const std::vector<int32_t> &toks, uint32_t vocab) {
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = GPT_DEVICE_CPU;
+    gpt_model *m = nullptr;
+    if (gpt_model_load(path.c_str(), &mp, &m) != GPT_OK) fail_msg("load %s: %s", path.c_str(), gpt_last_error());
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    cp.max_seq = (uint32_t)toks.size();
+    cp.n_threads = 2;
+    gpt_ctx *c = nullptr;
+    if (gpt_ctx_create(m, &cp, &c) != GPT_OK) fail_msg("ctx: %s", gpt_last_error());
+    std::vector<float> logits(toks.size() * vocab, NAN);
+    if (gpt_forward(c, toks.data(), 1, (uint32_t)toks.size(), GPT_FORWARD_ALL_LOGITS, logits.data()) != GPT_OK)
+        fail_msg("forward: %s", gpt_ctx_last_error(c));
+    gpt_ctx_free(c);
+    gpt_model_free(m);
+    return logits;
+}
+
+void expect_logits_close(const std::vector<float> &out, const std::vector<double> &ref, const char *what) {
+    assert_int_equal(out.size(), ref.size());
+    double max_diff = 0, max_ref = 0;
+    size_t worst = 0;
+    for (size_t i = 0; i < out.size(); i++) {
+        if (!std::isfinite(out[i])) fail_msg("%s: logit %zu is %g", what, i, (double)out[i]);
+        const double diff = std::fabs(out[i] - ref[i]);
+        if (diff > max_diff) {
+            max_diff = diff;
+            worst = i;
+        }
+        max_ref = std::max(max_ref, std::fabs(ref[i]));
+    }
+    assert_true(max_ref > 0.1); // the fixture must produce spread logits for this to mean anything
+    if (max_diff / max_ref > kLogitTolerance)
+        fail_msg("%s: logits differ from the reference: max |diff| %.3g / max |ref| %.3g = %.3g > %g (worst element %zu: %.9g vs %.9g)",
+                 what, max_diff, max_ref, max_diff / max_ref, kLogitTolerance, worst, (double)out[worst], ref[worst]);
+}
+
+std::vector<int32_t> test_tokens(uint32_t vocab, size_t n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<int32_t> t;
+    for (size_t i = 0; i < n; i++) t.push_back((int32_t)(rng() % vocab));
+    return t;
+}
+
+bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
+
+// A failed conversion: the expected status (0: any failure), every fragment in the message,
+// and nothing at all in the output directory.
+void expect_rejected(const Run &r, const Scratch &sc, gpt_status status, std::initializer_list<std::string> parts, const char *what) {
+    if (r.status == GPT_OK) fail_msg("%s: converted, expected a failure", what);
+    if (status != GPT_OK && r.status != status)
+        fail_msg("%s: failed with %s (%s), expected %s", what, gpt_status_str(r.status), r.message.c_str(), gpt_status_str(status));
+    for (const std::string &p : parts)
+        if (!contains(r.message, p)) fail_msg("%s: message \"%s\" does not name \"%s\"", what, r.message.c_str(), p.c_str());
+    const auto left = list_dir(sc.out);
+    if (!left.empty()) fail_msg("%s: left %s (and %zu more) in the output directory", what, left[0].c_str(), left.size() - 1);
+    std::printf("# %s: %s\n", what, r.message.c_str());
+}
+
+// Converts an HF fixture in every dtype and checks tensors, metadata and logits.
+void check_hf(const HfSpec &spec, const char *label) {
+    Scratch sc;
+    const HfModel m = make_hf(spec);
+    write_hf_dir(sc.src, m.config, m.entries(), spec.shards);
+    const WantMap want = expected_hf(m);
+    const std::vector<int32_t> toks = test_tokens(spec.vocab, 7, spec.seed + 100);
+    for (uint32_t req : {(uint32_t)GPT_DTYPE_AUTO, (uint32_t)GPT_DTYPE_F32, (uint32_t)GPT_DTYPE_F16, (uint32_t)GPT_DTYPE_BF16}) {
+        const FileDType out = req == GPT_DTYPE_AUTO ? spec.dtype : req == GPT_DTYPE_F32 ? FileDType::F32 : req == GPT_DTYPE_F16 ? FileDType::F16 : FileDType::BF16;
+        char what[160];
+        std::snprintf(what, sizeof what, "%s (%s source, --dtype %s)", label, dt_name(spec.dtype), req == GPT_DTYPE_AUTO ? "default" : dt_name(out));
+        const std::string path = sc.in_out("model.gpt");
+        const Run r = convert(sc.src, path, req, /*force=*/true);
+        expect_ok(r, what);
+        assert_true(r.result.verified);
+        assert_int_equal((int)r.result.dtype, (int)out);
+        check_tensors(path, want, out, what);
+
+        const gpt::ModelConfig c = read_config(path);
+        const bool gpt2 = spec.type == "gpt2";
+        assert_int_equal(c.arch, gpt2 ? GPT_ARCH_GPT2 : GPT_ARCH_LLAMA);
+        assert_int_equal(c.n_layers, spec.layers);
+        assert_int_equal(c.d_model, spec.d);
+        assert_int_equal(c.n_heads, spec.heads);
+        assert_int_equal(c.n_kv_heads, gpt2 ? spec.heads : spec.kv);
+        assert_int_equal(c.head_dim, m.hd());
+        assert_int_equal(c.d_ff, spec.ff);
+        assert_int_equal(c.vocab_size, spec.vocab);
+        assert_int_equal(c.context_length, spec.ctx);
+        assert_true(c.norm_eps == spec.eps);
+        if (!gpt2) assert_true(c.rope_theta == spec.theta);
+        assert_int_equal(c.tied_head, spec.tied);
+        assert_int_equal(c.qkv_bias, gpt2 || spec.type == "qwen2");
+        assert_int_equal(c.bos_id, spec.bos);
+        assert_int_equal(c.eos_id, spec.eos[0]);
+        {
+            gpt::format::ReadOptions ro;
+            auto f = gpt::format::WeightFile::open(path, ro);
+            std::string source;
+            assert_true(f->metadata().get_str(gpt::keys::kSource, &source));
+            assert_string_equal(source.c_str(), ("huggingface:" + spec.type).c_str());
+            const std::vector<int32_t> *ids = f->metadata().get_i32s(gpt::keys::kTokEosIds);
+            if (spec.eos.size() > 1) {
+                assert_non_null(ids);
+                assert_true(*ids == spec.eos);
+            } else {
+                assert_null(ids);
+            }
+        }
+        const std::vector<float> got = engine_logits(path, toks, spec.vocab);
+        const std::vector<double> ref = gpt2 ? ref_gpt2(m, toks, out) : ref_llama(llama_ref_of(m, out), toks, out);
+        expect_logits_close(got, ref, what);
+    }
+}
+
+void check_l2c(const L2cSpec &spec, const char *label) {
+    Scratch sc;
+    const L2cModel m = make_l2c(spec);
+    const std::string ckpt = sc.in_src("model.bin");
+    write_bytes(ckpt, m.bytes);
+    const WantMap want = expected_l2c(m);
+    const std::vector<int32_t> toks = test_tokens(spec.vocab, 9, spec.seed + 5);
+    for (FileDType out : kAllDTypes) {
+        char what[160];
+        std::snprintf(what, sizeof what, "%s (--dtype %s)", label, dt_name(out));
+        const std::string path = sc.in_out("model.gpt");
+        const Run r = convert(ckpt, path, gpt_dtype_of(out), /*force=*/true);
+        expect_ok(r, what);
+        bool warned = false;
+        for (const auto &w : r.warnings) warned |= contains(w, "no tokenizer");
+        assert_true(warned);
+        check_tensors(path, want, out, what);
+        const gpt::ModelConfig c = read_config(path);
+        assert_int_equal(c.arch, GPT_ARCH_LLAMA);
+        assert_int_equal(c.n_heads, spec.heads);
+        assert_int_equal(c.n_kv_heads, spec.kv);
+        assert_int_equal(c.head_dim, spec.dim / spec.heads);
+        assert_int_equal(c.d_ff, spec.hidden);
+        assert_int_equal(c.vocab_size, spec.vocab);
+        assert_int_equal(c.context_length, spec.seq);
+        assert_int_equal(c.tied_head, spec.shared);
+        assert_false(c.qkv_bias);
+        assert_true(c.rope_theta == 10000.0f);
+        assert_true(c.norm_eps == 1e-5f);
+        // The point of the whole test: the engine (rotate-half RoPE) on the permuted weights
+        // reproduces llama2.c (interleaved RoPE) on the original ones.
+        expect_logits_close(engine_logits(path, toks, spec.vocab), ref_llama(llama_ref_of(m, out), toks, out), what);
+    }
+}
+
+// ----------------------------------------------------------------------------- tests
+
+void test_convert_safetensors_header(void **) {
+    // A valid header, parsed from memory: dtypes, shapes, offsets, metadata.
+    std::vector<StEntry> e = {{"a", "F32", {2, 3}, std::vector<uint8_t>(24, 1)},
+                              {"b", "BF16", {5}, std::vector<uint8_t>(10, 2)},
+                              {"c", "I64", {}, std::vector<uint8_t>(8, 3)},
+                              {"d", "F16", {0, 4}, {}}};
+    const auto bytes = safetensors_bytes(e);
+    const cv::StHeader h = cv::parse_safetensors(bytes.data(), bytes.size(), "mem.safetensors");
+    assert_int_equal(h.tensors.size(), 4);
+    assert_string_equal(h.metadata.at("format").c_str(), "pt");
+    std::map<std::string, const cv::StTensor *> by;
+    for (const auto &t : h.tensors) by[t.name] = &t;
+    assert_int_equal((int)by["a"]->dtype, (int)cv::StDType::F32);
+    assert_true(by["a"]->shape == std::vector<uint64_t>({2, 3}));
+    assert_int_equal(by["b"]->begin, 24);
+    assert_int_equal(by["b"]->end, 34);
+    assert_int_equal(by["c"]->numel(), 1);
+    assert_int_equal(by["d"]->numel(), 0);
+    assert_int_equal(by["a"]->data[0], 1);
+    assert_int_equal(by["c"]->data[0], 3);
+
+    // Every malformed header is GPT_ERR_FORMAT (unknown dtype: UNSUPPORTED) naming the
+    // source and, where there is one, the tensor.
+    struct Case {
+        const char *json;
+        uint64_t data_size;
+        gpt_status status;
+        const char *names;
+    };
+    const Case cases[] = {
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}", 8, GPT_ERR_FORMAT, "malformed JSON"},
+        {"[1, 2]", 0, GPT_ERR_FORMAT, "not an object"},
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 16]}}", 8, GPT_ERR_FORMAT, "'x'"},   // past the end
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", 8, GPT_ERR_FORMAT, "'x'"},    // size mismatch
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}", 8, GPT_ERR_FORMAT, "'x'"},    // reversed
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [-2], \"data_offsets\": [0, 8]}}", 8, GPT_ERR_FORMAT, "'x'"},   // negative
+        {"{\"x\": {\"dtype\": \"Q4\", \"shape\": [2], \"data_offsets\": [0, 8]}}", 8, GPT_ERR_UNSUPPORTED, "'x'"},
+        {"{\"x\": {\"shape\": [2], \"data_offsets\": [0, 8]}}", 8, GPT_ERR_FORMAT, "'x'"},
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0]}}", 8, GPT_ERR_FORMAT, "'x'"},
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, "
+         "\"y\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 12, GPT_ERR_FORMAT, "overlap"},
+        {"{\"x\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904, 4], \"data_offsets\": [0, 8]}}", 8, GPT_ERR_FORMAT, "overflows"},
+    };
+    for (const Case &c : cases) {
+        try {
+            cv::parse_safetensors_header((const uint8_t *)c.json, std::strlen(c.json), c.data_size, "hdr.safetensors");
+            fail_msg("accepted: %s", c.json);
+        } catch (const gpt::Error &e) {
+            if (e.status() != c.status || !contains(e.what(), "hdr.safetensors") || !contains(e.what(), c.names))
+                fail_msg("%s -> %s (%d)", c.json, e.what(), (int)e.status());
+        }
+    }
+    // Header length fields: past the end, shorter than 8 bytes.
+    std::vector<uint8_t> bad = bytes;
+    bad[0] = 0xff;
+    bad[3] = 0x7f;
+    try {
+        cv::parse_safetensors(bad.data(), bad.size(), "len.safetensors");
+        fail_msg("accepted a header length past the end");
+    } catch (const gpt::Error &e) {
+        assert_true(contains(e.what(), "len.safetensors") && contains(e.what(), "header length"));
+    }
+    try {
+        cv::parse_safetensors(bytes.data(), 5, "short.safetensors");
+        fail_msg("accepted 5 bytes");
+    } catch (const gpt::Error &e) {
+        assert_true(contains(e.what(), "short.safetensors"));
+    }
+}
+
+void test_convert_hf_config(void **) {
+    // rope_theta in each of the places transformers has kept it; eos lists; head_dim null.
+    auto parse = [](const std::string &s) { return cv::parse_hf_config(s, "config.json"); };
+    const std::string base = R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100)";
+    cv::HfConfig h = parse("{\"model_type\": \"llama\", " + base + ", \"rope_theta\": 500000.0, \"eos_token_id\": [7, 9, 7], \"head_dim\": null}");
+    assert_true(h.config.rope_theta == 500000.0f);
+    assert_int_equal(h.config.eos_id, 7);
+    assert_int_equal(h.eos_ids.size(), 2);
+    assert_int_equal(h.config.head_dim, 16);
+    assert_int_equal(h.config.n_kv_heads, 4);
+    h = parse("{\"model_type\": \"qwen2\", " + base + ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000}}");
+    assert_true(h.config.rope_theta == 1e6f);
+    assert_true(h.config.qkv_bias);
+    h = parse("{\"model_type\": \"mistral\", " + base + ", \"rope_scaling\": {\"type\": \"default\"}, \"sliding_window\": 8, \"max_position_embeddings\": 64}");
+    assert_int_equal(h.warnings.size(), 1);
+    assert_true(contains(h.warnings[0], "sliding_window"));
+    h = parse("{\"model_type\": \"gpt2\", \"n_embd\": 32, \"n_layer\": 1, \"n_head\": 4, \"n_ctx\": 16, \"vocab_size\": 50, \"n_inner\": null, \"eos_token_id\": 50256}");
+    assert_int_equal(h.config.d_ff, 128);
+    assert_int_equal(h.config.context_length, 16);
+    assert_int_equal(h.config.eos_id, -1); // outside the vocabulary: dropped, with a warning
+    assert_int_equal(h.warnings.size(), 1);
+
+    struct Case {
+        std::string json;
+        gpt_status status;
+        const char *names;
+    };
+    const Case cases[] = {
+        {"{\"model_type\": \"falcon\"}", GPT_ERR_UNSUPPORTED, "falcon"},
+        {"{\"hidden_size\": 4}", GPT_ERR_FORMAT, "model_type"},
+        {"{\"model_type\": \"llama\", " + base + ", \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}}", GPT_ERR_UNSUPPORTED, "linear"},
+        {"{\"model_type\": \"llama\", " + base + ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 500000}}", GPT_ERR_UNSUPPORTED, "llama3"},
+        {"{\"model_type\": \"llama\", " + base + ", \"hidden_act\": \"gelu\"}", GPT_ERR_UNSUPPORTED, "hidden_act"},
+        {"{\"model_type\": \"llama\", " + base + ", \"num_key_value_heads\": 3}", GPT_ERR_FORMAT, "num_key_value_heads"},
+        {"{\"model_type\": \"llama\", \"hidden_size\": \"64\"}", GPT_ERR_FORMAT, "hidden_size"},
+        {"{\"model_type\": \"gpt2\", \"n_embd\": 32, \"n_layer\": 1, \"n_head\": 4, \"n_ctx\": 16, \"vocab_size\": 50, \"activation_function\": \"relu\"}",
+         GPT_ERR_UNSUPPORTED, "activation_function"},
+        {"{\"model_type\": \"llama\", " + base, GPT_ERR_FORMAT, "malformed JSON"},
+    };
+    for (const Case &c : cases) {
+        try {
+            parse(c.json);
+            fail_msg("accepted: %s", c.json.c_str());
+        } catch (const gpt::Error &e) {
+            if (e.status() != c.status || !contains(e.what(), "config.json") || !contains(e.what(), c.names))
+                fail_msg("%s -> %s (%d)", c.json.c_str(), e.what(), (int)e.status());
+        }
+    }
+}
+
+void test_convert_gpt2(void **) {
+    HfSpec s;
+    s.type = "gpt2";
+    s.d = 24, s.heads = 3, s.ff = 96, s.vocab = 61, s.ctx = 16, s.tied = true, s.bos = 60, s.eos = {60};
+    check_hf(s, "gpt2 tied (no lm_head), transformer. prefix, mask buffers");
+    s.d = 20, s.heads = 4, s.ff = 36, s.vocab = 53, s.tied = false, s.prefix = false, s.buffers = false;
+    s.dtype = FileDType::F16, s.shards = 3, s.seed = 2, s.bos = 0, s.eos = {1};
+    check_hf(s, "gpt2 untied, no prefix, 3 shards");
+    s.tied = true, s.head_copy = true, s.dtype = FileDType::BF16, s.shards = 1, s.seed = 3;
+    check_hf(s, "gpt2 tied with lm_head == wte");
+}
+
+void test_convert_llama(void **) {
+    HfSpec s; // GQA 4 q / 2 kv heads, untied
+    check_hf(s, "llama 4q/2kv untied");
+    s.d = 40, s.heads = 5, s.kv = 1, s.head_dim = 8, s.ff = 56, s.vocab = 71, s.tied = true, s.dtype = FileDType::BF16;
+    s.rope = "parameters", s.theta = 500000.0f, s.seed = 4, s.eps = 1e-6f;
+    check_hf(s, "llama 5q/1kv head_dim 8 tied, rope_parameters");
+    s.d = 36, s.heads = 4, s.kv = 1, s.head_dim = 10, s.ff = 44, s.vocab = 59, s.tied = false, s.dtype = FileDType::F16;
+    s.rope = "scaling", s.theta = 10000.0f, s.shards = 2, s.seed = 5;
+    check_hf(s, "llama 4q/1kv head_dim 10 (q width 40 != hidden 36), 2 shards");
+}
+
+void test_convert_mistral_qwen2(void **) {
+    HfSpec s;
+    s.type = "mistral", s.d = 32, s.heads = 4, s.kv = 2, s.ff = 64, s.vocab = 50, s.sliding_window = 8;
+    s.dtype = FileDType::F16, s.seed = 6;
+    check_hf(s, "mistral 4q/2kv, sliding window");
+    {
+        Scratch sc;
+        const HfModel m = make_hf(s);
+        write_hf_dir(sc.src, m.config, m.entries(), 1);
+        const Run r = convert(sc.src, sc.in_out("m.gpt"));
+        expect_ok(r, "mistral");
+        bool warned = false;
+        for (const auto &w : r.warnings) warned |= contains(w, "sliding_window 8");
+        assert_true(warned);
+    }
+    HfSpec q;
+    q.type = "qwen2", q.d = 48, q.heads = 4, q.kv = 2, q.ff = 80, q.vocab = 77, q.tied = true, q.dtype = FileDType::BF16;
+    q.rope = "parameters", q.theta = 1000000.0f, q.eos = {5, 6}, q.bos = 4, q.seed = 8, q.eps = 1e-6f;
+    check_hf(q, "qwen2 4q/2kv q/k/v biases tied, eos list");
+    q.heads = 4, q.kv = 1, q.tied = false, q.dtype = FileDType::F32, q.seed = 9, q.eos = {3};
+    check_hf(q, "qwen2 4q/1kv untied");
+}
+
+void test_convert_llama2c(void **) {
+    L2cSpec s; // 4 q / 2 kv heads, unshared classifier
+    check_l2c(s, "llama2.c v0 4q/2kv unshared");
+    s.dim = 48, s.hidden = 40, s.heads = 4, s.kv = 1, s.vocab = 37, s.shared = true, s.seed = 11;
+    check_l2c(s, "llama2.c v0 4q/1kv shared");
+    s.dim = 36, s.heads = 6, s.kv = 3, s.hidden = 52, s.vocab = 45, s.shared = false, s.seq = 12, s.seed = 12; // head size 6
+    check_l2c(s, "llama2.c v0 6q/3kv head size 6");
+    s.version = 1, s.heads = 6, s.kv = 2, s.seed = 13;
+    check_l2c(s, "llama2.c v1 6q/2kv");
+}
+
+// tokenizer.bin beside the checkpoint (llama2.c's own format) ends up in the file.
+void test_convert_llama2c_tokenizer(void **) {
+    Scratch sc;
+    L2cSpec s;
+    s.vocab = 300;
+    s.shared = true;
+    const L2cModel m = make_l2c(s);
+    write_bytes(sc.in_src("model.bin"), m.bytes);
+    std::vector<uint8_t> tok;
+    auto put = [&](const void *p, size_t n) { tok.insert(tok.end(), (const uint8_t *)p, (const uint8_t *)p + n); };
+    const int32_t max_len = 16;
+    put(&max_len, 4);
+    for (uint32_t i = 0; i < s.vocab; i++) {
+        char buf[16];
+        std::string t;
+        if (i == 0) t = "<unk>";
+        else if (i == 1) t = "\n<s>\n";
+        else if (i == 2) t = "\n</s>\n";
+        else if (i < 3 + 256) {
+            std::snprintf(buf, sizeof buf, "<0x%02X>", i - 3);
+            t = buf;
+        } else {
+            std::snprintf(buf, sizeof buf, " w%u", i);
+            t = buf;
+        }
+        const float score = -(float)i;
+        const int32_t len = (int32_t)t.size();
+        put(&score, 4);
+        put(&len, 4);
+        put(t.data(), t.size());
+    }
+    write_bytes(sc.in_src("tokenizer.bin"), tok);
+    const Run r = convert(sc.in_src("model.bin"), sc.in_out("m.gpt"));
+    expect_ok(r, "llama2.c with tokenizer.bin");
+    assert_true(contains(r.result.tokenizer, "spm"));
+    gpt::format::ReadOptions ro;
+    auto f = gpt::format::WeightFile::open(sc.in_out("m.gpt"), ro);
+    const std::vector<std::string> *tokens = f->metadata().get_strs(gpt::keys::kTokTokens);
+    assert_non_null(tokens);
+    assert_int_equal(tokens->size(), s.vocab);
+    gpt_model *model = nullptr;
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = GPT_DEVICE_CPU;
+    assert_int_equal(gpt_model_load(sc.in_out("m.gpt").c_str(), &mp, &model), GPT_OK);
+    gpt_model_info info;
+    info.struct_size = sizeof info;
+    assert_int_equal(gpt_model_get_info(model, &info), GPT_OK);
+    assert_true(info.flags & GPT_MODEL_INFO_HAS_TOKENIZER);
+    assert_int_equal(info.bos_token, 1);
+    assert_int_equal(info.eos_token, 2);
+    gpt_model_free(model);
+
+    // Elsewhere and under another name, given with --tokenizer (llama2.c's tok512.bin style).
+    assert_int_equal(::rename(sc.in_src("tokenizer.bin").c_str(), (sc.root + "/tok300.bin").c_str()), 0);
+    Run r2 = convert(sc.in_src("model.bin"), sc.in_out("m2.gpt"), GPT_DTYPE_BF16, false, sc.root + "/tok300.bin");
+    expect_ok(r2, "--tokenizer tok300.bin");
+    assert_true(contains(r2.result.tokenizer, "tok300.bin"));
+    // A wrong-size tokenizer given explicitly is an error naming it.
+    std::vector<uint8_t> shorter(tok.begin(), tok.end() - 8);
+    write_bytes(sc.root + "/short.bin", shorter);
+    Run r3 = convert(sc.in_src("model.bin"), sc.in_out("m3.gpt"), GPT_DTYPE_AUTO, false, sc.root + "/short.bin");
+    assert_int_not_equal(r3.status, GPT_OK);
+    assert_true(contains(r3.message, "short.bin"));
+    assert_false(exists(sc.in_out("m3.gpt")));
+}
+
+// GPT-2's vocab.json + merges.txt, fewer tokens than the embedding rows: padded.
+void test_convert_hf_tokenizer_padding(void **) {
+    Scratch sc;
+    HfSpec s;
+    s.type = "gpt2", s.d = 16, s.heads = 2, s.ff = 32, s.vocab = 264, s.ctx = 8, s.tied = true, s.bos = 256, s.eos = {256};
+    const HfModel m = make_hf(s);
+    write_hf_dir(sc.src, m.config, m.entries(), 1);
+    // GPT-2's byte -> unicode table.
+    std::vector<std::string> byte_tok(256);
+    int n = 0;
+    for (int b = 0; b < 256; b++) {
+        const bool keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+        const uint32_t cp = keep ? (uint32_t)b : 256u + (uint32_t)n++;
+        std::string u;
+        if (cp < 0x80) u += (char)cp;
+        else {
+            u += (char)(0xC0 | (cp >> 6));
+            u += (char)(0x80 | (cp & 0x3F));
+        }
+        byte_tok[b] = u;
+    }
+    json vocab = json::object();
+    for (int b = 0; b < 256; b++) vocab[byte_tok[b]] = b;
+    vocab["<|endoftext|>"] = 256;
+    vocab["he"] = 257;
+    write_text(sc.in_src("vocab.json"), vocab.dump());
+    write_text(sc.in_src("merges.txt"), "#version: 0.2\nh e\n");
+    const Run r = convert(sc.src, sc.in_out("m.gpt"));
+    expect_ok(r, "gpt2 with vocab.json + merges.txt");
+    bool warned = false;
+    for (const auto &w : r.warnings) warned |= contains(w, "258 tokens");
+    assert_true(warned);
+    gpt::format::ReadOptions ro;
+    auto f = gpt::format::WeightFile::open(sc.in_out("m.gpt"), ro);
+    const std::vector<std::string> *tokens = f->metadata().get_strs(gpt::keys::kTokTokens);
+    assert_non_null(tokens);
+    assert_int_equal(tokens->size(), 264);
+    assert_string_equal((*tokens)[257].c_str(), "he");
+}
+
+void test_convert_rejects_bad_checkpoints(void **) {
+    HfSpec s;
+    s.d = 32, s.heads = 4, s.kv = 2, s.ff = 48, s.vocab = 40;
+    const HfModel m = make_hf(s);
+
+    { // a missing tensor
+        Scratch sc;
+        auto e = m.entries();
+        e.erase(std::remove_if(e.begin(), e.end(), [](const StEntry &x) { return x.name == "model.layers.1.mlp.up_proj.weight"; }), e.end());
+        write_hf_dir(sc.src, m.config, e, 1);
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.1.mlp.up_proj.weight", "missing", "model.safetensors"},
+                        "missing tensor");
+    }
+    { // a shape that disagrees with config.json
+        Scratch sc;
+        auto e = m.entries();
+        for (auto &x : e)
+            if (x.name == "model.layers.0.self_attn.k_proj.weight") {
+                x.shape = {8, 32}; // 1 kv head's worth; config says 2
+                x.bytes.resize(8 * 32 * 4);
+            }
+        write_hf_dir(sc.src, m.config, e, 1);
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT,
+                        {"model.layers.0.self_attn.k_proj.weight", "[8, 32]", "[16, 32]", sc.in_src("model.safetensors")}, "shape mismatch");
+    }
+    { // a tensor the config has no place for
+        Scratch sc;
+        auto e = m.entries();
+        e.push_back({"model.layers.2.input_layernorm.weight", "F32", {32}, std::vector<uint8_t>(128)});
+        write_hf_dir(sc.src, m.config, e, 1);
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.2.input_layernorm.weight", "model.safetensors"},
+                        "unexpected tensor");
+    }
+    { // unknown model_type
+        Scratch sc;
+        json c = json::parse(m.config);
+        c["model_type"] = "falcon";
+        write_hf_dir(sc.src, c.dump(), m.entries(), 1);
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED, {"falcon", "config.json"}, "unknown model_type");
+    }
+    { // malformed config.json
+        Scratch sc;
+        write_hf_dir(sc.src, m.config.substr(0, m.config.size() / 2), m.entries(), 1);
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"config.json", "malformed JSON"}, "malformed config.json");
+    }
+    { // F64 and I32 tensors
+        for (const char *dt : {"F64", "I32"}) {
+            Scratch sc;
+            auto e = m.entries();
+            for (auto &x : e)
+                if (x.name == "model.layers.0.self_attn.q_proj.weight") {
+                    x.dtype = dt;
+                    x.bytes.resize(x.bytes.size() * (std::strcmp(dt, "F64") ? 1 : 2));
+                }
+            write_hf_dir(sc.src, m.config, e, 1);
+            expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED,
+                            {"model.layers.0.self_attn.q_proj.weight", dt, "model.safetensors"}, dt);
+        }
+    }
+    { // a truncated shard
+        Scratch sc;
+        write_hf_dir(sc.src, m.config, m.entries(), 2);
+        const std::string shard = sc.in_src(shard_name(1, 2));
+        std::vector<uint8_t> b = read_bytes(shard);
+        b.resize(b.size() - 100);
+        write_bytes(shard, b);
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {shard_name(1, 2), "past the end", "truncated"}, "truncated shard");
+    }
+    { // the index names a tensor its shard lacks
+        Scratch sc;
+        write_hf_dir(sc.src, m.config, m.entries(), 2);
+        json idx = json::parse(read_bytes(sc.in_src("model.safetensors.index.json")));
+        json &where = idx["weight_map"]["model.layers.0.mlp.gate_proj.weight"];
+        where = where.get<std::string>() == shard_name(0, 2) ? shard_name(1, 2) : shard_name(0, 2);
+        write_text(sc.in_src("model.safetensors.index.json"), idx.dump());
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.0.mlp.gate_proj.weight", "shard"}, "index vs shard");
+    }
+    { // safetensors header: malformed JSON, length past the end, overlapping and out-of-range offsets
+        const std::string path_part = "model.safetensors";
+        auto with_header = [&](const std::string &hdr, size_t data) {
+            std::vector<uint8_t> b;
+            for (int i = 0; i < 8; i++) b.push_back((uint8_t)((uint64_t)hdr.size() >> (8 * i)));
+            for (char ch : hdr) b.push_back((uint8_t)ch);
+            b.resize(b.size() + data, 0);
+            return b;
+        };
+        struct Case {
+            std::vector<uint8_t> file;
+            std::vector<std::string> parts;
+            const char *what;
+        };
+        std::vector<uint8_t> past = with_header("{}", 0);
+        past[0] = 200;
+        const std::string w = "\"model.embed_tokens.weight\"";
+        const Case cases[] = {
+            {with_header("{" + w + ": {\"dtype\": \"F32\", ", 64), {"malformed JSON"}, "malformed header JSON"},
+            {past, {"header length"}, "header length past the end"},
+            {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, \"model.norm.weight\": "
+                         "{\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 16),
+             {"model.embed_tokens.weight", "model.norm.weight", "overlap"}, "overlapping data_offsets"},
+            {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", 8),
+             {"model.embed_tokens.weight", "past the end"}, "out-of-range data_offsets"},
+        };
+        for (const Case &c : cases) {
+            Scratch sc;
+            write_text(sc.in_src("config.json"), m.config);
+            write_bytes(sc.in_src("model.safetensors"), c.file);
+            Run r = convert(sc.src, sc.in_out("m.gpt"));
+            std::vector<std::string> parts = c.parts;
+            parts.push_back(sc.in_src(path_part));
+            expect_rejected(r, sc, GPT_ERR_FORMAT, {}, c.what);
+            for (const auto &p : parts)
+                if (!contains(r.message, p)) fail_msg("%s: message \"%s\" lacks \"%s\"", c.what, r.message.c_str(), p.c_str());
+        }
+    }
+    { // a truncated llama2.c checkpoint names the tensor it cuts
+        Scratch sc;
+        L2cSpec ls;
+        L2cModel lm = make_l2c(ls);
+        // Cut 10 floats into wk: after the header, token_embedding, rms_att and wq.
+        lm.bytes.resize(28 + 4 * (ls.vocab * ls.dim + ls.layers * ls.dim + ls.layers * ls.dim * ls.dim + 10));
+        write_bytes(sc.in_src("model.bin"), lm.bytes);
+        expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "truncated", "'wk'"},
+                        "truncated llama2.c checkpoint");
+    }
+    { // a llama2.c checkpoint with bytes the header does not account for
+        Scratch sc;
+        L2cModel lm = make_l2c(L2cSpec{});
+        lm.bytes.resize(lm.bytes.size() + 12, 0);
+        write_bytes(sc.in_src("model.bin"), lm.bytes);
+        expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "12 bytes"}, "oversized llama2.c");
+    }
+    { // a weight f16 cannot hold, converted to f16: named, not turned into infinity
+        Scratch sc;
+        HfModel big = m;
+        big.values["model.layers.1.mlp.down_proj.weight"][5] = 1e6f;
+        write_hf_dir(sc.src, big.config, big.entries(), 1);
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_F16), sc, GPT_ERR_UNSUPPORTED,
+                        {"model.layers.1.mlp.down_proj.weight", "blk.1.ffn_down.weight", "f16", "model.safetensors"}, "f16 overflow");
+        expect_ok(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_BF16), "the same to bf16");
+    }
+    { // NaN weights: the written file fails verification and is removed (staging file too)
+        Scratch sc;
+        HfModel nan = m;
+        nan.values["model.norm.weight"][3] = NAN;
+        write_hf_dir(sc.src, nan.config, nan.entries(), 1);
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"verification", "non-finite"}, "NaN weights");
+    }
+    { // an unsupported --dtype value
+        Scratch sc;
+        write_hf_dir(sc.src, m.config, m.entries(), 1);
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt"), 7), sc, GPT_ERR_INVALID_ARG, {"dtype"}, "dtype 7");
+    }
+}
+
+// OUT is never overwritten without --force; with --force a failed conversion leaves it as
+// it was; an interrupt leaves nothing.
+void test_convert_output_safety(void **) {
+    Scratch sc;
+    L2cModel lm = make_l2c(L2cSpec{});
+    write_bytes(sc.in_src("model.bin"), lm.bytes);
+    const std::string out = sc.in_out("m.gpt");
+    const std::vector<uint8_t> old = {'o', 'l', 'd'};
+    write_bytes(out, old);
+    Run r = convert(sc.in_src("model.bin"), out);
+    assert_int_equal(r.status, GPT_ERR_IO);
+    assert_true(contains(r.message, out) && contains(r.message, "already exists") && contains(r.message, "--force"));
+    assert_true(read_bytes(out) == old);
+    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
+
+    // --force with a bad source: the old file survives, nothing else appears.
+    std::vector<uint8_t> bad = lm.bytes;
+    bad.resize(bad.size() - 8);
+    write_bytes(sc.in_src("bad.bin"), bad);
+    r = convert(sc.in_src("bad.bin"), out, GPT_DTYPE_AUTO, true);
+    assert_int_equal(r.status, GPT_ERR_FORMAT);
+    assert_true(read_bytes(out) == old);
+    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
+
+    // An interrupt (the flag a signal handler sets) during writing.
+    volatile std::sig_atomic_t stop = 1;
+    r = convert(sc.in_src("model.bin"), out, GPT_DTYPE_AUTO, true, "", &stop);
+    assert_int_equal(r.status, GPT_ERR_ABORTED);
+    assert_true(read_bytes(out) == old);
+    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
+
+    // --force replaces it.
+    r = convert(sc.in_src("model.bin"), out, GPT_DTYPE_AUTO, true);
+    expect_ok(r, "--force");
+    assert_true(read_bytes(out) != old);
+    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
+    (void)read_config(out);
+}
+
+// Runs argv, stdout and stderr to files; returns the exit status.
+int run_tool(const std::vector<std::string> &args, const std::string &log) {
+    std::vector<char *> argv;
+    for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) fail_msg("cannot run %s: %s", argv[0], strerror(rc));
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+std::string read_text(const std::string &path) {
+    const auto b = read_bytes(path);
+    return std::string(b.begin(), b.end());
+}
+
+// The `gpt convert` command itself, once: success (summary), and a refusal.
+void test_convert_command(void **) {
+    const char *tool = std::getenv("GPT_TOOL");
+    if (!tool || !*tool) {
+        std::printf("# GPT_TOOL not set (meson sets it): skipping the command test\n");
+        skip();
+    }
+    Scratch sc;
+    HfSpec s;
+    s.type = "qwen2", s.d = 32, s.heads = 4, s.kv = 1, s.ff = 40, s.vocab = 45, s.shards = 2;
+    const HfModel m = make_hf(s);
+    write_hf_dir(sc.src, m.config, m.entries(), s.shards);
+    const std::string out = sc.in_out("q.gpt"), log = sc.root + "/log.txt";
+    int rc = run_tool({tool, "convert", sc.src, out, "--dtype", "f16", "--progress"}, log);
+    const std::string text = read_text(log);
+    if (rc != 0) fail_msg("gpt convert exited %d:\n%s", rc, text.c_str());
+    assert_true(contains(text, "writing [") && contains(text, "verified") && contains(text, "qwen2"));
+    check_tensors(out, expected_hf(m), FileDType::F16, "gpt convert --dtype f16");
+    rc = run_tool({tool, "convert", sc.src, out}, log);
+    assert_int_equal(rc, 1);
+    assert_true(contains(read_text(log), "already exists"));
+    rc = run_tool({tool, "convert", sc.src, out, "--dtype", "f64"}, log);
+    assert_int_equal(rc, 2);
+    assert_true(list_dir(sc.out) == std::vector<std::string>{"q.gpt"});
+}
+
+} // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_convert_safetensors_header),
+        cmocka_unit_test(test_convert_hf_config),
+        cmocka_unit_test(test_convert_gpt2),
+        cmocka_unit_test(test_convert_llama),
+        cmocka_unit_test(test_convert_mistral_qwen2),
+        cmocka_unit_test(test_convert_llama2c),
+        cmocka_unit_test(test_convert_llama2c_tokenizer),
+        cmocka_unit_test(test_convert_hf_tokenizer_padding),
+        cmocka_unit_test(test_convert_rejects_bad_checkpoints),
+        cmocka_unit_test(test_convert_output_safety),
+        cmocka_unit_test(test_convert_command),
+    };
+    return cmocka_run_group_tests_name("convert", tests, nullptr, nullptr);
+}

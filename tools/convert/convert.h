@@ -1,0 +1,59 @@
+// convert.h - `gpt convert` as a function: a Hugging Face model directory or a llama2.c
+// checkpoint in, one verified weight file out. The output appears atomically and only
+// complete and verified: it is written to a staging file beside OUT (itself written through
+// a temporary file, fsynced and renamed), loaded back through the public API with
+// checksums and run for one token on the CPU, and only then renamed onto OUT (or linked,
+// which refuses to replace a file, without --force). On any failure or interrupt nothing
+// new is left behind and an existing OUT is untouched.
+#pragma once
+
+#include "convert/tensor_plan.h"
+
+#include <csignal>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gpt::convert {
+
+struct ConvertOptions {
+    std::string src;          // model directory (config.json + safetensors) or llama2.c checkpoint
+    std::string out;          // weight file to write
+    uint32_t dtype = 0;       // gpt_dtype; GPT_DTYPE_AUTO: the source's dtype
+    bool force = false;       // replace an existing OUT
+    std::string tokenizer;    // tokenizer file (or directory) to use instead of the one beside SRC
+    std::string name;         // general.name; default: SRC's base name
+    bool progress = false;    // draw a progress bar on stderr
+    bool verify = true;       // load the result back and run one token before publishing it
+    uint32_t verify_threads = 0; // CPU threads for that (0: all cores)
+    const volatile std::sig_atomic_t *stop = nullptr; // set (by a signal handler) to abort
+    // Receives each warning as it arises; default: printed to stderr.
+    std::function<void(const std::string &)> on_warning;
+};
+
+struct ConvertResult {
+    ModelConfig config;
+    std::string source;               // "huggingface:qwen2", "llama2.c"
+    std::string inputs;               // what was read
+    format::FileDType dtype = format::FileDType::F32;
+    format::FileDType source_dtype = format::FileDType::F32;
+    uint64_t n_params = 0;
+    uint64_t file_bytes = 0;
+    size_t n_tensors = 0;
+    double seconds = 0;
+    std::string tokenizer;            // "spm, 32000 tokens (tokenizer.bin)" or "none"
+    std::vector<int32_t> eos_ids;
+    std::vector<std::string> warnings;
+    bool verified = false;
+    std::string out;
+};
+
+// Throws gpt::Error naming the file and tensor on any failure, having removed everything
+// it created.
+ConvertResult convert_model(const ConvertOptions &opt);
+
+// The end-of-run summary, several lines, each ending in '\n'.
+std::string format_summary(const ConvertResult &r);
+
+} // namespace gpt::convert

@@ -1,0 +1,96 @@
+// fs_util.cpp - path helpers and whole-file reads.
+#include "convert/fs_util.h"
+
+#include "core/error.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace gpt::convert {
+
+std::string join_path(const std::string &dir, const std::string &name) {
+    if (dir.empty()) return name;
+    if (dir.back() == '/') return dir + name;
+    return dir + "/" + name;
+}
+
+std::string base_name(const std::string &path) {
+    std::string p = path;
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    size_t s = p.rfind('/');
+    return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+std::string dir_name(const std::string &path) {
+    size_t s = path.rfind('/');
+    if (s == std::string::npos) return ".";
+    if (s == 0) return "/";
+    return path.substr(0, s);
+}
+
+bool is_regular_file(const std::string &path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_directory(const std::string &path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool path_exists(const std::string &path) {
+    struct stat st;
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::string read_text_file(const std::string &path) {
+    FILE *f = std::fopen(path.c_str(), "rb");
+    if (!f) fail(GPT_ERR_IO, "%s: cannot open: %s", path.c_str(), strerror(errno));
+    std::string text;
+    char buf[65536];
+    size_t k;
+    while ((k = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, k);
+    const bool bad = std::ferror(f) != 0;
+    std::fclose(f);
+    if (bad) fail(GPT_ERR_IO, "%s: read failed", path.c_str());
+    return text;
+}
+
+std::shared_ptr<MappedFile> MappedFile::open(const std::string &path) {
+    std::shared_ptr<MappedFile> f(new MappedFile());
+    f->path_ = path;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(GPT_ERR_IO, "%s: cannot open: %s", path.c_str(), strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int e = errno;
+        ::close(fd);
+        fail(GPT_ERR_IO, "%s: not a readable regular file%s%s", path.c_str(), e ? ": " : "", e ? strerror(e) : "");
+    }
+    f->size_ = (uint64_t)st.st_size;
+    static const uint8_t kEmpty[8] = {0};
+    f->data_ = kEmpty;
+    if (f->size_ > 0) {
+        void *p = mmap(nullptr, (size_t)f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            const int e = errno;
+            ::close(fd);
+            fail(GPT_ERR_IO, "%s: cannot map: %s", path.c_str(), strerror(e));
+        }
+        f->map_ = p;
+        f->data_ = (const uint8_t *)p;
+    }
+    ::close(fd);
+    return f;
+}
+
+MappedFile::~MappedFile() {
+    if (map_) munmap(map_, (size_t)size_);
+}
+
+} // namespace gpt::convert

@@ -1,0 +1,254 @@
+// hf_config.cpp - config.json of the supported model types -> ModelConfig.
+#include "convert/hf_config.h"
+
+#include "convert/fs_util.h"
+#include "core/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpt::convert {
+
+using nlohmann::json;
+
+namespace {
+
+// Typed access to one JSON object, failing with the file and key in the message.
+class Fields {
+public:
+    Fields(const json &j, const std::string &source) : j_(j), src_(source) {}
+
+    // Present and not null.
+    bool has(const char *key) const { return j_.contains(key) && !j_[key].is_null(); }
+    const json &at(const char *key) const { return j_[key]; }
+
+    uint32_t u32(const char *key) const {
+        if (!has(key)) fail(GPT_ERR_FORMAT, "%s: \"%s\" is missing", src_.c_str(), key);
+        const json &v = j_[key];
+        if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > 0x7fffffff)
+            fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a positive integer, not %s", src_.c_str(), key, v.dump().c_str());
+        return (uint32_t)v.get<int64_t>();
+    }
+    uint32_t u32_or(const char *key, uint32_t def) const { return has(key) ? u32(key) : def; }
+
+    double num_or(const char *key, double def) const {
+        if (!has(key)) return def;
+        const json &v = j_[key];
+        if (!v.is_number()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a number, not %s", src_.c_str(), key, v.dump().c_str());
+        return v.get<double>();
+    }
+    bool bool_or(const char *key, bool def) const {
+        if (!has(key)) return def;
+        const json &v = j_[key];
+        if (!v.is_boolean()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be true or false, not %s", src_.c_str(), key, v.dump().c_str());
+        return v.get<bool>();
+    }
+    std::string str_or(const char *key, const std::string &def) const {
+        if (!has(key)) return def;
+        const json &v = j_[key];
+        if (!v.is_string()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a string, not %s", src_.c_str(), key, v.dump().c_str());
+        return v.get<std::string>();
+    }
+    // A token id, a list of them, or null.
+    std::vector<int64_t> ids(const char *key) const {
+        std::vector<int64_t> out;
+        if (!has(key)) return out;
+        const json &v = j_[key];
+        auto one = [&](const json &x) {
+            if (!x.is_number_integer()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a token id or a list of them, not %s", src_.c_str(), key, v.dump().c_str());
+            out.push_back(x.get<int64_t>());
+        };
+        if (v.is_array())
+            for (const json &x : v) one(x);
+        else one(v);
+        return out;
+    }
+
+private:
+    const json &j_;
+    const std::string &src_;
+};
+
+json parse_json(const std::string &text, const std::string &source) {
+    try {
+        json j = json::parse(text);
+        if (!j.is_object()) fail(GPT_ERR_FORMAT, "%s: not a JSON object", source.c_str());
+        return j;
+    } catch (const json::exception &e) {
+        fail(GPT_ERR_FORMAT, "%s: malformed JSON: %s", source.c_str(), e.what());
+    }
+}
+
+float finite_f32(double v, const char *key, const std::string &src) {
+    if (!std::isfinite(v) || std::fabs(v) > 3e38) fail(GPT_ERR_FORMAT, "%s: \"%s\" is %g", src.c_str(), key, v);
+    return (float)v;
+}
+
+// rope_scaling (transformers < 5) or rope_parameters (>= 5): only plain RoPE runs here.
+void read_rope_dict(const Fields &f, const char *key, float *theta, const std::string &src) {
+    if (!f.has(key)) return;
+    const json &r = f.at(key);
+    if (!r.is_object()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be an object, not %s", src.c_str(), key, r.dump().c_str());
+    Fields rf(r, src);
+    std::string type = "default";
+    if (rf.has("rope_type")) type = rf.str_or("rope_type", type);
+    else if (rf.has("type")) type = rf.str_or("type", type);
+    if (type != "default" && type != "none")
+        fail(GPT_ERR_UNSUPPORTED, "%s: %s type '%s' (RoPE scaling) is not supported; this engine runs unscaled RoPE only",
+             src.c_str(), key, type.c_str());
+    if (rf.has("factor") && rf.num_or("factor", 1.0) != 1.0)
+        fail(GPT_ERR_UNSUPPORTED, "%s: %s.factor %g (RoPE scaling) is not supported", src.c_str(), key, rf.num_or("factor", 1.0));
+    if (rf.has("partial_rotary_factor") && rf.num_or("partial_rotary_factor", 1.0) != 1.0)
+        fail(GPT_ERR_UNSUPPORTED, "%s: %s.partial_rotary_factor %g is not supported", src.c_str(), key, rf.num_or("partial_rotary_factor", 1.0));
+    if (rf.has("rope_theta")) *theta = finite_f32(rf.num_or("rope_theta", 0), "rope_theta", src);
+}
+
+// Sets bos/eos (first valid eos) and the eos list; ids outside the vocabulary are dropped.
+void set_special_ids(HfConfig &h, const std::vector<int64_t> &bos, const std::vector<int64_t> &eos, const std::string &src) {
+    const int64_t v = h.config.vocab_size;
+    h.config.bos_id = -1;
+    for (int64_t b : bos) {
+        if (b >= 0 && b < v) {
+            h.config.bos_id = (int32_t)b;
+            break;
+        }
+        h.warnings.push_back(src + ": bos_token_id " + std::to_string(b) + " is outside the vocabulary (" + std::to_string(v) + "); dropped");
+    }
+    h.eos_ids.clear();
+    for (int64_t e : eos) {
+        if (e < 0 || e >= v) {
+            h.warnings.push_back(src + ": eos_token_id " + std::to_string(e) + " is outside the vocabulary (" + std::to_string(v) + "); dropped");
+            continue;
+        }
+        if (std::find(h.eos_ids.begin(), h.eos_ids.end(), (int32_t)e) == h.eos_ids.end()) h.eos_ids.push_back((int32_t)e);
+    }
+    h.config.eos_id = h.eos_ids.empty() ? -1 : h.eos_ids[0];
+}
+
+void read_gpt2(HfConfig &h, const Fields &f, const std::string &src) {
+    ModelConfig &c = h.config;
+    c.arch = GPT_ARCH_GPT2;
+    c.d_model = f.u32("n_embd");
+    c.n_layers = f.u32("n_layer");
+    c.n_heads = f.u32("n_head");
+    if (c.d_model % c.n_heads != 0)
+        fail(GPT_ERR_FORMAT, "%s: n_embd %u is not a multiple of n_head %u", src.c_str(), c.d_model, c.n_heads);
+    c.n_kv_heads = c.n_heads;
+    c.head_dim = c.d_model / c.n_heads;
+    c.context_length = f.has("n_positions") ? f.u32("n_positions") : f.u32("n_ctx");
+    c.vocab_size = f.u32("vocab_size");
+    c.d_ff = f.has("n_inner") ? f.u32("n_inner") : 4 * c.d_model;
+    c.norm_eps = finite_f32(f.num_or("layer_norm_epsilon", 1e-5), "layer_norm_epsilon", src);
+    c.qkv_bias = true;
+    c.rope_theta = 0.0f;
+    c.tied_head = f.bool_or("tie_word_embeddings", true);
+    const std::string act = f.str_or("activation_function", "gelu_new");
+    if (act != "gelu_new" && act != "gelu_pytorch_tanh")
+        fail(GPT_ERR_UNSUPPORTED, "%s: activation_function '%s' is not supported; gpt2 here runs the tanh GELU (gelu_new)", src.c_str(), act.c_str());
+    if (!f.bool_or("scale_attn_weights", true))
+        fail(GPT_ERR_UNSUPPORTED, "%s: scale_attn_weights false is not supported", src.c_str());
+    if (f.bool_or("scale_attn_by_inverse_layer_idx", false))
+        fail(GPT_ERR_UNSUPPORTED, "%s: scale_attn_by_inverse_layer_idx is not supported", src.c_str());
+    if (f.bool_or("add_cross_attention", false))
+        fail(GPT_ERR_UNSUPPORTED, "%s: add_cross_attention (encoder-decoder GPT-2) is not supported", src.c_str());
+}
+
+void read_llama_family(HfConfig &h, const Fields &f, const std::string &src) {
+    ModelConfig &c = h.config;
+    const std::string &type = h.model_type;
+    c.arch = GPT_ARCH_LLAMA;
+    c.d_model = f.u32("hidden_size");
+    c.n_layers = f.u32("num_hidden_layers");
+    c.n_heads = f.u32("num_attention_heads");
+    c.n_kv_heads = f.u32_or("num_key_value_heads", c.n_heads);
+    if (f.has("head_dim")) {
+        c.head_dim = f.u32("head_dim");
+    } else {
+        if (c.d_model % c.n_heads != 0)
+            fail(GPT_ERR_FORMAT, "%s: hidden_size %u is not a multiple of num_attention_heads %u (and no head_dim given)", src.c_str(),
+                 c.d_model, c.n_heads);
+        c.head_dim = c.d_model / c.n_heads;
+    }
+    if (c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads != 0)
+        fail(GPT_ERR_FORMAT, "%s: num_attention_heads %u is not a multiple of num_key_value_heads %u", src.c_str(), c.n_heads, c.n_kv_heads);
+    c.d_ff = f.u32("intermediate_size");
+    c.vocab_size = f.u32("vocab_size");
+    c.context_length = f.u32_or("max_position_embeddings", type == "llama" ? 2048 : 32768);
+    c.norm_eps = finite_f32(f.num_or("rms_norm_eps", 1e-6), "rms_norm_eps", src);
+    c.tied_head = f.bool_or("tie_word_embeddings", false);
+
+    float theta = finite_f32(f.num_or("rope_theta", 10000.0), "rope_theta", src);
+    read_rope_dict(f, "rope_scaling", &theta, src);
+    read_rope_dict(f, "rope_parameters", &theta, src);
+    c.rope_theta = theta;
+    if (f.has("partial_rotary_factor") && f.num_or("partial_rotary_factor", 1.0) != 1.0)
+        fail(GPT_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported", src.c_str(), f.num_or("partial_rotary_factor", 1.0));
+
+    const std::string act = f.str_or("hidden_act", "silu");
+    if (act != "silu" && act != "swish")
+        fail(GPT_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported; the %s MLP here is SwiGLU (silu)", src.c_str(), act.c_str(), type.c_str());
+    if (f.bool_or("mlp_bias", false)) fail(GPT_ERR_UNSUPPORTED, "%s: mlp_bias (biases in the MLP) is not supported", src.c_str());
+
+    if (type == "qwen2") {
+        c.qkv_bias = true; // Qwen2 always has q/k/v biases and no o_proj bias
+        if (f.bool_or("use_sliding_window", false) && f.has("sliding_window"))
+            h.warnings.push_back(src + ": use_sliding_window is set (window " + std::to_string(f.u32("sliding_window")) +
+                                 "); this engine runs full attention, which matches only for contexts within the window");
+    } else {
+        c.qkv_bias = f.bool_or("attention_bias", false);
+        h.o_proj_bias = c.qkv_bias;
+    }
+    if (type == "mistral" && f.has("sliding_window")) {
+        const uint32_t w = f.u32("sliding_window");
+        if (w < c.context_length)
+            h.warnings.push_back(src + ": sliding_window " + std::to_string(w) +
+                                 ": this engine runs full attention, which matches Mistral for contexts up to " + std::to_string(w) +
+                                 " tokens (context_length stays " + std::to_string(c.context_length) + ")");
+    }
+}
+
+} // namespace
+
+HfConfig parse_hf_config(const std::string &text, const std::string &src) {
+    const json j = parse_json(text, src);
+    Fields f(j, src);
+    HfConfig h;
+    if (!f.has("model_type")) fail(GPT_ERR_FORMAT, "%s: no \"model_type\"", src.c_str());
+    h.model_type = f.str_or("model_type", "");
+    if (h.model_type == "gpt2") read_gpt2(h, f, src);
+    else if (h.model_type == "llama" || h.model_type == "mistral" || h.model_type == "qwen2") read_llama_family(h, f, src);
+    else
+        fail(GPT_ERR_UNSUPPORTED, "%s: model_type '%s' is not supported (supported: gpt2, llama, mistral, qwen2)", src.c_str(),
+             h.model_type.c_str());
+    h.torch_dtype = f.has("torch_dtype") ? f.str_or("torch_dtype", "") : f.str_or("dtype", "");
+
+    std::vector<int64_t> bos = f.ids("bos_token_id"), eos = f.ids("eos_token_id");
+    set_special_ids(h, bos, eos, src);
+    h.config.validate(src);
+    return h;
+}
+
+HfConfig load_hf_config(const std::string &dir) {
+    const std::string path = join_path(dir, "config.json");
+    if (!is_regular_file(path)) fail(GPT_ERR_IO, "%s: no config.json (a Hugging Face model directory needs one)", dir.c_str());
+    HfConfig h = parse_hf_config(read_text_file(path), path);
+
+    // generation_config.json often lists more end-of-turn ids (Llama 3 instruct, Qwen2 chat).
+    const std::string gpath = join_path(dir, "generation_config.json");
+    if (is_regular_file(gpath)) {
+        const json g = parse_json(read_text_file(gpath), gpath);
+        Fields gf(g, gpath);
+        std::vector<int64_t> eos(h.eos_ids.begin(), h.eos_ids.end());
+        for (int64_t e : gf.ids("eos_token_id")) eos.push_back(e);
+        std::vector<int64_t> bos;
+        if (h.config.bos_id >= 0) bos.push_back(h.config.bos_id);
+        else bos = gf.ids("bos_token_id");
+        set_special_ids(h, bos, eos, gpath);
+        h.config.validate(path);
+    }
+    return h;
+}
+
+} // namespace gpt::convert

@@ -1,0 +1,30 @@
+// hf_config.h - a Hugging Face config.json (gpt2, llama, mistral, qwen2) read into our
+// ModelConfig, with everything the engine cannot run rejected by name (another activation,
+// RoPE scaling, ...) and what it runs differently noted as a warning (Mistral's sliding
+// window). Errors throw gpt::Error naming config.json and the key.
+#pragma once
+
+#include "model/config.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpt::convert {
+
+struct HfConfig {
+    std::string model_type;          // "gpt2" | "llama" | "mistral" | "qwen2"
+    ModelConfig config;              // tied_head is what the config asks for (tie_word_embeddings)
+    std::vector<int32_t> eos_ids;    // every end-of-sequence id; config.eos_id is the first
+    bool o_proj_bias = false;        // llama attention_bias: o_proj has a bias too
+    std::string torch_dtype;         // "float32", "bfloat16", ... or empty
+    std::vector<std::string> warnings;
+};
+
+// Parses config.json text; `source` names it in messages.
+HfConfig parse_hf_config(const std::string &json_text, const std::string &source);
+
+// Reads DIR/config.json, and DIR/generation_config.json when present (more eos ids).
+HfConfig load_hf_config(const std::string &dir);
+
+} // namespace gpt::convert

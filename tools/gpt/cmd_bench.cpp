@@ -1,0 +1,313 @@
+// cmd_bench.cpp - `gpt bench MODEL | --synthetic NAME`: prefill, decode and full-logits
+// forward speed through the public API, with warm-up, repetitions, median and p90, achieved
+// bandwidth and FLOP rate against the GPU's measured ceilings, and device memory.
+// Every timed call ends in a device synchronisation (the API returns when its results are
+// ready), so host steady-clock intervals are device completion times.
+#include "ceilings.h"
+#include "cli.h"
+#include "synthetic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cli {
+
+namespace {
+
+struct Stats {
+    double median = 0, p90 = 0, min = 0;
+    size_t n = 0;
+};
+
+Stats stats(std::vector<double> v) {
+    Stats s;
+    if (v.empty()) return s;
+    std::sort(v.begin(), v.end());
+    s.n = v.size();
+    s.min = v[0];
+    s.median = v[v.size() / 2];
+    s.p90 = v[std::min(v.size() - 1, (size_t)std::ceil(0.9 * (v.size() - 1)))];
+    return s;
+}
+
+struct Options {
+    std::string model, synthetic;
+    uint32_t dtype = GPT_DTYPE_F16; // synthetic file dtype and GPU weight dtype
+    bool dtype_given = false;
+    int32_t device = GPT_DEVICE_AUTO;
+    uint32_t prefill = 512, decode = 128, batch = 1, pos = 0, reps = 10, warmup = 3, threads = 0;
+    uint32_t fwd_batch = 0, fwd_tokens = 0; // --forward BxT
+    bool json = false, graphs = true, tf32 = false;
+};
+
+void usage() {
+    std::printf("usage: gpt bench (MODEL | --synthetic NAME) [options]\n"
+                "  --synthetic NAME   random weights of a named shape:");
+    for (const auto &s : synthetic_shapes()) std::printf(" %s", s.name);
+    std::printf("\n"
+                "  --dtype T          f32 | f16 | bf16 (synthetic weights and GPU compute; default f16)\n"
+                "  --device D         auto | cpu | cuda | cuda:N (default auto)\n"
+                "  --prefill N        prompt tokens for the prefill measurement (default 512; 0 skips)\n"
+                "  --decode M         tokens for the decode measurement (default 128; 0 skips)\n"
+                "  --batch B          sequences decoded together (default 1)\n"
+                "  --pos P            context position where decoding starts (default 0)\n"
+                "  --forward BxT      also time a full-logits forward of B sequences x T tokens\n"
+                "  --reps R           repetitions of prefill/forward (default 10; median reported)\n"
+                "  --threads N        CPU threads\n"
+                "  --tf32             allow TF32 for f32 GEMMs\n"
+                "  --no-graphs        decode without CUDA graphs\n"
+                "  --json             one JSON object on stdout\n");
+}
+
+Options parse(int argc, char **argv) {
+    Options o;
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        auto next = [&]() -> const char * {
+            if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "-h" || a == "--help") {
+            usage();
+            std::exit(0);
+        } else if (a == "--synthetic") o.synthetic = next();
+        else if (a == "--dtype") {
+            o.dtype = parse_dtype(a, next());
+            o.dtype_given = true;
+        } else if (a == "--device") o.device = parse_device(next());
+        else if (a == "--prefill") o.prefill = (uint32_t)parse_uint(a, next());
+        else if (a == "--decode") o.decode = (uint32_t)parse_uint(a, next());
+        else if (a == "--batch") o.batch = (uint32_t)parse_uint(a, next());
+        else if (a == "--pos") o.pos = (uint32_t)parse_uint(a, next());
+        else if (a == "--reps") o.reps = std::max<uint32_t>(1, (uint32_t)parse_uint(a, next()));
+        else if (a == "--threads") o.threads = (uint32_t)parse_uint(a, next());
+        else if (a == "--tf32") o.tf32 = true;
+        else if (a == "--no-graphs") o.graphs = false;
+        else if (a == "--json") o.json = true;
+        else if (a == "--forward") {
+            const char *v = next();
+            unsigned b = 0, t = 0;
+            if (std::sscanf(v, "%ux%u", &b, &t) != 2 || !b || !t) throw std::runtime_error("--forward takes BxT, e.g. 8x128");
+            o.fwd_batch = b;
+            o.fwd_tokens = t;
+        } else if (a[0] == '-') throw std::runtime_error("unknown option " + a + " (see gpt bench --help)");
+        else if (o.model.empty()) o.model = a;
+        else throw std::runtime_error("more than one MODEL given");
+    }
+    if (o.model.empty() == o.synthetic.empty()) throw std::runtime_error("give either MODEL or --synthetic NAME");
+    if (o.batch == 0) throw std::runtime_error("--batch must be at least 1");
+    return o;
+}
+
+void check(gpt_status st, const char *what, gpt_ctx *ctx = nullptr) {
+    if (st != GPT_OK)
+        throw std::runtime_error(std::string(what) + ": " + gpt_status_str(st) + ": " + (ctx ? gpt_ctx_last_error(ctx) : gpt_last_error()));
+}
+
+struct TokenTimes {
+    std::vector<double> t;
+};
+int on_token(int32_t, void *user) {
+    static_cast<TokenTimes *>(user)->t.push_back(now_seconds());
+    return 0;
+}
+
+std::vector<int32_t> random_tokens(size_t n, uint32_t vocab, uint64_t seed) {
+    std::vector<int32_t> v(n);
+    for (auto &x : v) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x = (int32_t)((seed >> 33) % vocab);
+    }
+    return v;
+}
+
+} // namespace
+
+int cmd_bench(int argc, char **argv) {
+    Options o = parse(argc, argv);
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = o.device;
+    std::vector<uint8_t> image;
+    double gen_s = 0;
+    if (!o.synthetic.empty()) {
+        const SyntheticShape *s = find_synthetic(o.synthetic);
+        if (!s) throw std::runtime_error("unknown synthetic shape '" + o.synthetic + "' (see gpt bench --help)");
+        const double t = now_seconds();
+        image = build_synthetic(*s, o.dtype == GPT_DTYPE_AUTO ? (uint32_t)GPT_DTYPE_F16 : o.dtype, 1234);
+        gen_s = now_seconds() - t;
+        mp.flags |= GPT_MODEL_SKIP_CHECKSUMS;
+    } else if (o.dtype_given) {
+        mp.weight_dtype = o.dtype;
+    }
+
+    // Load -> context -> first token: what a user waits for before text appears.
+    const double t_load = now_seconds();
+    gpt_model *model = nullptr;
+    if (image.empty()) check(gpt_model_load(o.model.c_str(), &mp, &model), "load");
+    else check(gpt_model_load_from_memory(image.data(), image.size(), &mp, &model), "load");
+    const double t_loaded = now_seconds();
+    gpt_model_info info;
+    info.struct_size = sizeof info;
+    check(gpt_model_get_info(model, &info), "info");
+    const uint32_t V = info.vocab_size;
+    const uint32_t need_seq = std::max({o.prefill + 1, o.pos + o.decode + o.warmup + 2, o.fwd_tokens, 2u});
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    cp.max_batch = std::max(o.batch, o.fwd_batch);
+    cp.max_seq = std::min(info.context_length, need_seq);
+    cp.n_threads = o.threads;
+    cp.flags = (o.graphs ? 0 : GPT_CTX_NO_GRAPHS) | (o.tf32 ? GPT_CTX_ALLOW_TF32 : 0);
+    if (need_seq > info.context_length) throw std::runtime_error("the benchmark needs more positions than the model's context");
+    gpt_ctx *ctx = nullptr;
+    check(gpt_ctx_create(model, &cp, &ctx), "context");
+    uint64_t ctx_host = 0, ctx_dev = 0;
+    gpt_ctx_estimate_memory(model, &cp, &ctx_host, &ctx_dev);
+    gpt_sampling_params greedy;
+    gpt_sampling_params_init(&greedy);
+    greedy.temperature = 0;
+    greedy.flags = GPT_SAMPLING_IGNORE_EOS;
+    int32_t first_prompt = 1 % V, first_out = 0;
+    uint32_t n_out = 0;
+    check(gpt_generate(ctx, &first_prompt, 1, &greedy, nullptr, nullptr, &first_out, 1, &n_out), "first token", ctx);
+    const double first_token_ms = (now_seconds() - t_load) * 1e3;
+    const double load_ms = (t_loaded - t_load) * 1e3;
+    const bool on_gpu = info.device >= 0;
+    const Ceilings ceil = on_gpu ? measure_ceilings(info.device) : Ceilings{};
+
+    const double dtype_bytes = info.weight_dtype == GPT_DTYPE_F32 ? 4.0 : 2.0;
+    const double emb_bytes = (double)info.vocab_size * info.d_model * dtype_bytes;
+    // Bytes one decode step must read: the weights (an untied embedding contributes one row
+    // per token, learned positions one row) plus the KV cache up to the position.
+    const bool tied = info.flags & GPT_MODEL_INFO_TIED_HEAD;
+    const double pos_bytes = info.arch == GPT_ARCH_GPT2 ? (double)info.context_length * info.d_model * dtype_bytes : 0;
+    const double weight_read = (double)info.device_bytes - (tied ? 0 : emb_bytes) - pos_bytes;
+    const double kv_elt = on_gpu ? (info.weight_dtype == GPT_DTYPE_F32 ? 4.0 : 2.0) : 4.0;
+    const double flops_per_token = 2.0 * ((double)info.n_params - (tied ? 0 : emb_bytes / dtype_bytes) -
+                                          pos_bytes / dtype_bytes);
+
+    // ---- prefill
+    Stats prefill;
+    if (o.prefill) {
+        std::vector<int32_t> toks = random_tokens(o.prefill, V, 7);
+        std::vector<float> last(V);
+        std::vector<double> t;
+        for (uint32_t r = 0; r < o.reps + o.warmup; r++) {
+            gpt_ctx_reset(ctx);
+            const double a = now_seconds();
+            check(gpt_forward(ctx, toks.data(), 1, o.prefill, 0, last.data()), "prefill", ctx);
+            if (r >= o.warmup) t.push_back((now_seconds() - a) * 1e3);
+        }
+        prefill = stats(t);
+    }
+
+    // ---- decode at position pos, batch B
+    Stats decode;
+    if (o.decode) {
+        gpt_ctx_reset(ctx);
+        if (o.pos) {
+            std::vector<int32_t> ctx_toks = random_tokens((size_t)o.batch * o.pos, V, 11);
+            check(gpt_forward(ctx, ctx_toks.data(), o.batch, o.pos, 0, nullptr), "context fill", ctx);
+        }
+        std::vector<double> t;
+        if (o.batch == 1) {
+            // Device sampling: one token id comes back per step.
+            TokenTimes tt;
+            std::vector<int32_t> out(o.decode + o.warmup);
+            int32_t p = 3 % V;
+            tt.t.push_back(now_seconds());
+            check(gpt_generate(ctx, &p, 1, &greedy, on_token, &tt, out.data(), (uint32_t)out.size(), &n_out), "decode", ctx);
+            for (size_t i = o.warmup + 1; i < tt.t.size(); i++) t.push_back((tt.t[i] - tt.t[i - 1]) * 1e3);
+        } else {
+            // Batched steps through gpt_forward; logits stay on the GPU when there is one.
+            const size_t n = (size_t)o.batch * V;
+            float *dev_logits = on_gpu ? static_cast<float *>(bench_device_alloc(4ull * n)) : nullptr;
+            std::vector<float> host_logits(dev_logits ? 0 : n);
+            float *lg = dev_logits ? dev_logits : host_logits.data();
+            std::vector<int32_t> next = random_tokens(o.batch, V, 13);
+            for (uint32_t s = 0; s < o.decode + o.warmup; s++) {
+                const double a = now_seconds();
+                check(gpt_forward(ctx, next.data(), o.batch, 1, 0, lg), "decode", ctx);
+                if (s >= o.warmup) t.push_back((now_seconds() - a) * 1e3);
+                next = random_tokens(o.batch, V, 100 + s);
+            }
+            if (dev_logits) bench_device_free(dev_logits);
+        }
+        decode = stats(t);
+    }
+
+    // ---- full-logits forward of B x T
+    Stats forward;
+    if (o.fwd_batch) {
+        const size_t n = (size_t)o.fwd_batch * o.fwd_tokens * V;
+        float *dev_logits = on_gpu ? static_cast<float *>(bench_device_alloc(4ull * n)) : nullptr;
+        std::vector<float> host_logits(dev_logits ? 0 : n);
+        float *lg = dev_logits ? dev_logits : host_logits.data();
+        std::vector<int32_t> toks = random_tokens((size_t)o.fwd_batch * o.fwd_tokens, V, 17);
+        std::vector<double> t;
+        for (uint32_t r = 0; r < o.reps + o.warmup; r++) {
+            gpt_ctx_reset(ctx);
+            const double a = now_seconds();
+            check(gpt_forward(ctx, toks.data(), o.fwd_batch, o.fwd_tokens, GPT_FORWARD_ALL_LOGITS, lg), "forward", ctx);
+            if (r >= o.warmup) t.push_back((now_seconds() - a) * 1e3);
+        }
+        if (dev_logits) bench_device_free(dev_logits);
+        forward = stats(t);
+    }
+
+    // ---- report
+    const double avg_pos = o.pos + (o.decode + o.warmup) / 2.0;
+    const double kv_read = 2.0 * info.n_layers * info.n_kv_heads * info.head_dim * kv_elt * avg_pos * o.batch;
+    const double decode_gbps = decode.median > 0 ? (weight_read + kv_read) / (decode.median * 1e-3) / 1e9 : 0;
+    const double attn_flops = 4.0 * info.n_layers * info.n_heads * info.head_dim * (double)o.prefill * o.prefill / 2.0;
+    const double prefill_tflops =
+        prefill.median > 0 ? (flops_per_token * o.prefill + attn_flops) / (prefill.median * 1e-3) / 1e12 : 0;
+    const char *dev = on_gpu ? "cuda" : "cpu";
+    const std::string name = o.synthetic.empty() ? o.model : o.synthetic;
+    if (o.json) {
+        std::printf("{\"model\": \"%s\", \"device\": \"%s\", \"dtype\": \"%s\", \"build\": \"%s\", \"params\": %llu, "
+                    "\"weight_bytes\": %llu, \"context_bytes\": %llu, \"load_ms\": %.3f, \"load_to_first_token_ms\": %.3f, "
+                    "\"synthetic_generate_s\": %.3f, "
+                    "\"prefill\": {\"tokens\": %u, \"median_ms\": %.4f, \"p90_ms\": %.4f, \"tokens_per_s\": %.1f, \"tflops\": %.2f}, "
+                    "\"decode\": {\"tokens\": %u, \"batch\": %u, \"pos\": %u, \"median_ms\": %.4f, \"p90_ms\": %.4f, "
+                    "\"tokens_per_s\": %.1f, \"gbps\": %.1f}, "
+                    "\"forward\": {\"batch\": %u, \"tokens\": %u, \"median_ms\": %.4f, \"p90_ms\": %.4f}, "
+                    "\"ceilings\": {\"copy_gbps\": %.1f, \"gemm_tflops\": %.1f}}\n",
+                    name.c_str(), dev, gpt_dtype_name((int)info.weight_dtype), gpt_build_info(), (unsigned long long)info.n_params,
+                    (unsigned long long)info.device_bytes, (unsigned long long)(on_gpu ? ctx_dev : ctx_host), load_ms,
+                    first_token_ms, gen_s, o.prefill, prefill.median, prefill.p90,
+                    prefill.median > 0 ? o.prefill / (prefill.median * 1e-3) : 0.0, prefill_tflops, o.decode, o.batch, o.pos,
+                    decode.median, decode.p90, decode.median > 0 ? o.batch / (decode.median * 1e-3) : 0.0, decode_gbps,
+                    o.fwd_batch, o.fwd_tokens, forward.median, forward.p90, ceil.copy_gbps, ceil.gemm_tflops);
+    } else {
+        std::printf("model      %s (%s, %u layers, d_model %u, %.1f M params) on %s, weights %s\n", name.c_str(),
+                    gpt_arch_name((int)info.arch), info.n_layers, info.d_model, info.n_params / 1e6, dev,
+                    gpt_dtype_name((int)info.weight_dtype));
+        std::printf("memory     weights %.1f MiB, context %.1f MiB (%s)\n", info.device_bytes / 1048576.0,
+                    (on_gpu ? ctx_dev : ctx_host) / 1048576.0, on_gpu ? "device" : "host");
+        std::printf("startup    load %.1f ms, load to first token %.1f ms\n", load_ms, first_token_ms);
+        if (ceil.measured)
+            std::printf("ceilings   copy %.0f GB/s (read+write), fp16 GEMM %.0f TFLOP/s\n", ceil.copy_gbps, ceil.gemm_tflops);
+        if (o.prefill)
+            std::printf("prefill    %u tokens: median %.3f ms, p90 %.3f ms, %.0f tokens/s, %.1f TFLOP/s%s\n", o.prefill,
+                        prefill.median, prefill.p90, o.prefill / (prefill.median * 1e-3), prefill_tflops,
+                        ceil.measured ? (" (" + std::to_string((int)(100 * prefill_tflops / ceil.gemm_tflops)) + "% of GEMM)").c_str() : "");
+        if (o.decode)
+            std::printf("decode     batch %u from position %u, %u steps: median %.4f ms/step, p90 %.4f, %.1f tokens/s, %.0f GB/s%s\n",
+                        o.batch, o.pos, o.decode, decode.median, decode.p90, o.batch / (decode.median * 1e-3), decode_gbps,
+                        ceil.measured ? (" (" + std::to_string((int)(100 * decode_gbps / ceil.copy_gbps)) + "% of copy bandwidth)").c_str() : "");
+        if (o.fwd_batch)
+            std::printf("forward    %u x %u tokens, all logits: median %.4f ms, p90 %.4f ms\n", o.fwd_batch, o.fwd_tokens,
+                        forward.median, forward.p90);
+    }
+    gpt_ctx_free(ctx);
+    gpt_model_free(model);
+    return 0;
+}
+
+} // namespace cli

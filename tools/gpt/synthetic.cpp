@@ -1,0 +1,114 @@
+// synthetic.cpp - the shapes of the benchmark table and their random weight files.
+#include "synthetic.h"
+
+#include "core/half.h"
+#include "format/writer.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+namespace cli {
+
+const std::vector<SyntheticShape> &synthetic_shapes() {
+    // name, arch, layers, d_model, heads, kv heads, d_ff, vocab, context, tied, qkv bias, rope theta
+    static const std::vector<SyntheticShape> shapes = {
+        {"gpt2-124m", "gpt2", 12, 768, 12, 12, 3072, 50257, 1024, true, true, 0},
+        {"gpt2-medium", "gpt2", 24, 1024, 16, 16, 4096, 50257, 1024, true, true, 0},
+        {"tinyllama-1.1b", "llama", 22, 2048, 32, 4, 5632, 32000, 16384, false, false, 10000.0f},
+        {"qwen2-7b", "llama", 28, 3584, 28, 4, 18944, 152064, 32768, false, true, 1000000.0f},
+        // minGPT-style small GPTs of the seed documents (vocab of GPT-2).
+        {"nano", "gpt2", 3, 48, 3, 3, 192, 50257, 1024, true, true, 0},
+        {"micro", "gpt2", 4, 128, 4, 4, 512, 50257, 1024, true, true, 0},
+        {"mini", "gpt2", 6, 192, 6, 6, 768, 50257, 1024, true, true, 0},
+        {"tile-small", "gpt2", 4, 64, 4, 4, 256, 50257, 1024, true, true, 0},
+        {"tile-medium", "gpt2", 6, 128, 4, 4, 512, 50257, 1024, true, true, 0},
+        {"tile-large", "gpt2", 8, 256, 8, 8, 1024, 50257, 1024, true, true, 0},
+    };
+    return shapes;
+}
+
+const SyntheticShape *find_synthetic(const std::string &name) {
+    for (const auto &s : synthetic_shapes())
+        if (name == s.name) return &s;
+    return nullptr;
+}
+
+namespace {
+
+// xorshift-based approximate normal: sum of four uniforms, centred and scaled (cheap, and
+// the exact distribution does not matter for speed).
+struct FastRng {
+    uint64_t s;
+    uint64_t next() {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        return s;
+    }
+    float normal() {
+        uint64_t r = next();
+        float sum = 0;
+        for (int i = 0; i < 4; i++) sum += (float)((r >> (16 * i)) & 0xffff) * (1.0f / 65536.0f);
+        return (sum - 2.0f) * 1.7320508f;
+    }
+};
+
+void fill(uint8_t *dst, uint64_t n, uint32_t dtype, float mean, float scale, uint64_t seed) {
+    const unsigned threads = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+    const uint64_t per = (n + threads - 1) / threads;
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; t++) {
+        pool.emplace_back([=] {
+            FastRng rng{seed * 0x9e3779b97f4a7c15ull + t + 1};
+            const uint64_t b = t * per, e = std::min(n, b + per);
+            for (uint64_t i = b; i < e; i++) {
+                const float v = mean + scale * rng.normal();
+                if (dtype == 1) std::memcpy(dst + 4 * i, &v, 4);
+                else {
+                    const uint16_t h = dtype == 2 ? gpt::f32_to_f16(v) : gpt::f32_to_bf16(v);
+                    std::memcpy(dst + 2 * i, &h, 2);
+                }
+            }
+        });
+    }
+    for (auto &t : pool) t.join();
+}
+
+} // namespace
+
+std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed) {
+    gpt::ModelConfig c;
+    c.arch = (gpt_arch)gpt::arch_from_name(s.arch);
+    c.name = std::string("synthetic ") + s.name;
+    c.n_layers = s.n_layers;
+    c.d_model = s.d_model;
+    c.n_heads = s.n_heads;
+    c.n_kv_heads = s.n_kv_heads;
+    c.head_dim = s.d_model / s.n_heads;
+    c.d_ff = s.d_ff;
+    c.vocab_size = s.vocab;
+    c.context_length = s.context;
+    c.norm_eps = 1e-5f;
+    c.rope_theta = s.rope_theta;
+    c.tied_head = s.tied;
+    c.qkv_bias = s.qkv_bias;
+    c.validate(s.name);
+    gpt::format::Writer w;
+    c.to_metadata(w.metadata());
+    gpt::ModelWeights owner;
+    uint64_t k = 0;
+    for (const gpt::TensorSlot &slot : gpt::tensor_slots(c, owner)) {
+        const bool norm = slot.name.find("norm") != std::string::npos;
+        const float scale = slot.shape.size() > 1 ? 1.0f / std::sqrt((float)slot.shape.back()) : 0.02f;
+        const uint64_t sd = seed + (k++);
+        w.add_tensor(slot.name, (gpt::format::FileDType)dtype, slot.shape,
+                     [=](uint8_t *dst, uint64_t nbytes) { fill(dst, nbytes / (dtype == 1 ? 4 : 2), dtype, norm ? 1.0f : 0.0f, scale, sd); });
+    }
+    return w.write_memory(false);
+}
+
+} // namespace cli
