@@ -1,0 +1,64 @@
+// reference.h - an independent, naive double-precision forward pass of both architectures,
+// written from the math (it shares no code with lib/backend): the oracle the engine's logits
+// are compared against. It runs the whole token sequence at once with causal attention and
+// no KV cache, so it also checks the engine's cache handling.
+//
+//   GPT-2: x_t = tok_emb[tok_t] + pos_emb[t]; per layer
+//            h = LayerNorm(x) (eps from the config); [q | k | v] = W_qkv h + b_qkv;
+//            x += W_out attention(q, k, v) + b_out; h = LayerNorm(x);
+//            x += W_down gelu_tanh(W_up h + b_up) + b_down
+//          logits = head . LayerNorm(x), head = tok_emb when the head is tied.
+//   Llama: x_t = tok_emb[tok_t]; per layer
+//            h = RMSNorm(x); [q | k | v] = W_qkv h (+ b_qkv); rotate-half RoPE on q and k
+//            (pairs (i, i + head_dim/2), angle = t * theta^(-2i/head_dim));
+//            query head h reads kv head h / (n_heads / n_kv_heads);
+//            x += W_out attention; h = RMSNorm(x); [gate | up] = W_gate_up h;
+//            x += W_down (silu(gate) * up)
+//          logits = head . RMSNorm(x).
+// Attention: softmax(q . k / sqrt(head_dim)) over keys 0..t.
+#pragma once
+
+#include "fixture.h"
+#include "model/config.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace reference {
+
+using TensorMap = std::map<std::string, std::vector<float>>;
+
+// Logits of every position, row-major [tokens.size()][vocab_size].
+std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &tensors, const std::vector<int32_t> &tokens);
+inline std::vector<double> forward(const fixture::Model &m, const std::vector<int32_t> &tokens) {
+    return forward(m.config, m.tensors, tokens);
+}
+
+// ---- helpers shared by the test drivers
+
+// The run's random seed: GPT_TEST_SEED when set (decimal or 0x hex), else fresh from
+// std::random_device; printed once so a failure can be reproduced.
+uint64_t test_seed();
+// A seed for one named test, derived from the run's seed.
+uint64_t sub_seed(const char *what);
+
+// Fills with NaN, so elements a call fails to write show up in comparisons.
+void poison(float *p, size_t n);
+
+// Output vs expected over [rows][cols]: the largest per-row ||out - ref|| / ||ref||, and the
+// largest |out - ref| over the largest |ref|, with the worst element for the message.
+struct Diff {
+    double row_rel = 0, abs_rel = 0, max_abs = 0, max_ref = 0;
+    bool finite = true;
+    size_t worst_row = 0, worst_col = 0;
+    double worst_out = 0, worst_ref = 0;
+    // Both measures <= tol, every output finite, and a reference that is not all zeros;
+    // otherwise prints what and the worst element and returns false.
+    bool within(double tol, const char *what) const;
+};
+Diff compare(const float *out, const double *ref, size_t rows, size_t cols);
+Diff compare(const float *out, const float *ref, size_t rows, size_t cols);
+
+} // namespace reference

@@ -1,0 +1,1511 @@
+// test_format.cpp - weight file v1: the writer's output checked field by field against the
+// spec (decoded here independently, with literal offsets), round trips of every metadata
+// type and every tensor dtype and rank, the atomic file write, and every rejection of the
+// reader, each with its exact status and a message naming the problem, through the
+// internal reader (memory, mmap and read() paths) and the public gpt_model_load /
+// gpt_model_load_from_memory (status and gpt_last_error()).
+//
+// Damaged files are made by patching bytes of a valid file; where the damage must get past
+// a checksum to reach the check under test, the header/metadata/table crc32s are
+// recomputed. A replaced global operator new records the largest request, so absurd
+// counts and sizes are shown to cause no huge allocation.
+#include "gpt.h"
+
+#include "core/error.h"
+#include "core/half.h"
+#include "core/memory.h"
+#include "fixture.h"
+#include "format/keys.h"
+#include "format/reader.h"
+#include "format/writer.h"
+#include "model/weights.h"
+#include "reference.h"
+#include "runtime/model.h"
+
+#include <atomic>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <functional>
+#include <new>
+#include <random>
+#include <set>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+#include <zlib.h>
+
+// cmocka last: it defines a fail() macro (library code is called as (gpt::fail)(...)).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+extern "C" {
+#include <cmocka.h>
+}
+
+// ------------------------------------------------------------ allocation size tracking
+
+static std::atomic<size_t> g_max_new{0};
+
+// GCC cannot see that these replacements pair malloc with free.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+static void note_new(size_t n) {
+    size_t cur = g_max_new.load(std::memory_order_relaxed);
+    while (n > cur && !g_max_new.compare_exchange_weak(cur, n, std::memory_order_relaxed)) {
+    }
+}
+
+void *operator new(size_t n) {
+    note_new(n);
+    void *p = std::malloc(n ? n : 1);
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+void *operator new[](size_t n) { return operator new(n); }
+void *operator new(size_t n, const std::nothrow_t &) noexcept {
+    note_new(n);
+    return std::malloc(n ? n : 1);
+}
+void *operator new[](size_t n, const std::nothrow_t &) noexcept { return operator new(n, std::nothrow); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, size_t) noexcept { std::free(p); }
+void operator delete[](void *p, size_t) noexcept { std::free(p); }
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+using gpt::format::FileDType;
+using gpt::format::MetaType;
+using gpt::format::MetaValue;
+using gpt::format::ReadOptions;
+using gpt::format::WeightFile;
+using gpt::format::Writer;
+
+// ---------------------------------------------------------------- independent decoding
+
+uint32_t get32(const Bytes &b, size_t at) {
+    return (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24;
+}
+uint64_t get64(const Bytes &b, size_t at) { return (uint64_t)get32(b, at) | (uint64_t)get32(b, at + 4) << 32; }
+uint16_t get16(const Bytes &b, size_t at) { return (uint16_t)(b[at] | b[at + 1] << 8); }
+void put32(Bytes &b, size_t at, uint32_t v) {
+    for (int i = 0; i < 4; i++) b[at + i] = (uint8_t)(v >> (8 * i));
+}
+void put64(Bytes &b, size_t at, uint64_t v) {
+    for (int i = 0; i < 8; i++) b[at + i] = (uint8_t)(v >> (8 * i));
+}
+void put16(Bytes &b, size_t at, uint16_t v) {
+    b[at] = (uint8_t)v;
+    b[at + 1] = (uint8_t)(v >> 8);
+}
+uint32_t zcrc(const uint8_t *p, size_t n) { return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n); }
+
+// Header field offsets, written out here from docs/FORMAT.md (not taken from spec.h).
+enum : size_t {
+    H_MAGIC = 0, H_VERSION = 8, H_HEADER_SIZE = 12, H_FILE_SIZE = 16, H_META_OFF = 24, H_META_SIZE = 32,
+    H_TABLE_OFF = 40, H_TABLE_SIZE = 48, H_DATA_OFF = 56, H_N_TENSORS = 64, H_ALIGNMENT = 68, H_META_CRC = 72,
+    H_TABLE_CRC = 76, H_RESERVED = 80, H_HEADER_CRC = 124, HEADER_SIZE = 128
+};
+const uint8_t kMagicBytes[8] = {'G', 'P', 'T', 'W', 0x0d, 0x0a, 0x1a, 0x0a};
+
+struct Header {
+    uint64_t file_size, meta_off, meta_size, table_off, table_size, data_off;
+    uint32_t n_tensors;
+};
+Header header_of(const Bytes &b) {
+    return Header{get64(b, H_FILE_SIZE), get64(b, H_META_OFF),  get64(b, H_META_SIZE), get64(b, H_TABLE_OFF),
+                  get64(b, H_TABLE_SIZE), get64(b, H_DATA_OFF), get32(b, H_N_TENSORS)};
+}
+
+bool inside(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
+
+// Recomputes the metadata and table crcs (where their ranges lie inside the file) and
+// then the header crc, so a patch reaches the checks behind them.
+void fix_crcs(Bytes &b) {
+    const Header h = header_of(b);
+    if (inside(h.meta_off, h.meta_size, b.size())) put32(b, H_META_CRC, zcrc(b.data() + h.meta_off, h.meta_size));
+    if (inside(h.table_off, h.table_size, b.size())) put32(b, H_TABLE_CRC, zcrc(b.data() + h.table_off, h.table_size));
+    put32(b, H_HEADER_CRC, zcrc(b.data(), H_HEADER_CRC));
+}
+
+struct MetaPos {
+    std::string key;
+    size_t key_len_at, type_at, value_at, end;
+    uint8_t type;
+};
+std::vector<MetaPos> meta_entries(const Bytes &b) {
+    const Header h = header_of(b);
+    size_t p = h.meta_off;
+    const uint32_t count = get32(b, p);
+    p += 4;
+    std::vector<MetaPos> out;
+    for (uint32_t i = 0; i < count; i++) {
+        MetaPos m;
+        m.key_len_at = p;
+        const uint16_t kl = get16(b, p);
+        m.key.assign((const char *)b.data() + p + 2, kl);
+        m.type_at = p + 2 + kl;
+        m.type = b[m.type_at];
+        m.value_at = m.type_at + 1;
+        size_t q = m.value_at;
+        switch (m.type) {
+        case 1: case 2: case 3: q += 4; break;
+        case 4: q += 8; break;
+        case 5: q += 4 + get32(b, q); break;
+        case 6: case 7: q += 4 + 4ull * get32(b, q); break;
+        case 8: {
+            const uint32_t n = get32(b, q);
+            q += 4;
+            for (uint32_t j = 0; j < n; j++) q += 4 + get32(b, q);
+            break;
+        }
+        default: fail_msg("meta_entries: unexpected type %u", m.type);
+        }
+        m.end = q;
+        p = q;
+        out.push_back(m);
+    }
+    assert_int_equal(p, h.meta_off + h.meta_size);
+    return out;
+}
+const MetaPos &meta_entry(const std::vector<MetaPos> &v, const std::string &key) {
+    for (const auto &m : v)
+        if (m.key == key) return m;
+    fail_msg("no metadata key %s", key.c_str());
+    return v[0];
+}
+
+struct TensorPos {
+    std::string name;
+    size_t name_len_at, dtype_at, ndim_at, reserved_at, dims_at, rel_at, nbytes_at, crc_at;
+    uint8_t dtype, ndim;
+    uint64_t dims[4], rel, nbytes;
+    uint32_t crc;
+};
+std::vector<TensorPos> table_entries(const Bytes &b) {
+    const Header h = header_of(b);
+    size_t p = h.table_off;
+    std::vector<TensorPos> out;
+    for (uint32_t i = 0; i < h.n_tensors; i++) {
+        TensorPos t{};
+        t.name_len_at = p;
+        const uint16_t nl = get16(b, p);
+        t.name.assign((const char *)b.data() + p + 2, nl);
+        p += 2 + nl;
+        t.dtype_at = p;
+        t.dtype = b[p++];
+        t.ndim_at = p;
+        t.ndim = b[p++];
+        t.reserved_at = p;
+        p += 2;
+        t.dims_at = p;
+        for (uint32_t d = 0; d < t.ndim; d++, p += 8) t.dims[d] = get64(b, p);
+        t.rel_at = p;
+        t.rel = get64(b, p);
+        p += 8;
+        t.nbytes_at = p;
+        t.nbytes = get64(b, p);
+        p += 8;
+        t.crc_at = p;
+        t.crc = get32(b, p);
+        p += 4;
+        out.push_back(t);
+    }
+    assert_int_equal(p, h.table_off + h.table_size);
+    return out;
+}
+const TensorPos &table_entry(const std::vector<TensorPos> &v, const std::string &name) {
+    for (const auto &t : v)
+        if (t.name == name) return t;
+    fail_msg("no tensor %s", name.c_str());
+    return v[0];
+}
+
+// ------------------------------------------------------------------------ test helpers
+
+struct TempFile {
+    std::string path;
+    explicit TempFile(const Bytes &b) : path(fixture::write_temp(b)) {}
+    ~TempFile() { ::unlink(path.c_str()); }
+};
+
+// A 64-byte aligned copy at the given misalignment, for load_from_memory.
+struct Buffer {
+    uint8_t *base = nullptr;
+    uint8_t *data = nullptr;
+    size_t size = 0;
+    Buffer(const Bytes &b, size_t misalign = 0) : size(b.size()) {
+        base = static_cast<uint8_t *>(std::aligned_alloc(64, (b.size() + misalign + 63) / 64 * 64 + 64));
+        data = base + misalign;
+        if (!b.empty()) std::memcpy(data, b.data(), b.size());
+    }
+    ~Buffer() { std::free(base); }
+    Buffer(const Buffer &) = delete;
+    Buffer &operator=(const Buffer &) = delete;
+};
+
+gpt_model_params cpu_params(uint32_t flags = 0) {
+    gpt_model_params p;
+    gpt_model_params_init(&p);
+    p.device = GPT_DEVICE_CPU;
+    p.flags = flags;
+    return p;
+}
+
+struct Caught {
+    bool thrown = false;
+    gpt_status status = GPT_OK;
+    std::string message;
+};
+Caught catch_error(const std::function<void()> &f) {
+    Caught c;
+    try {
+        f();
+    } catch (const gpt::Error &e) {
+        c.thrown = true;
+        c.status = e.status();
+        c.message = e.what();
+    }
+    return c;
+}
+
+void check_caught(const Caught &c, gpt_status want, const char *needle, const std::string &what, const std::string &source) {
+    if (!c.thrown) fail_msg("%s: accepted, expected %s with '%s'", what.c_str(), gpt_status_str(want), needle);
+    if (c.status != want || !std::strstr(c.message.c_str(), needle) || !std::strstr(c.message.c_str(), source.c_str()))
+        fail_msg("%s: got %s \"%s\", expected %s with '%s' naming '%s'", what.c_str(), gpt_status_str(c.status),
+                 c.message.c_str(), gpt_status_str(want), needle, source.c_str());
+}
+
+// Runs a public load (which writes its OUT pointer) and checks status, message and OUT.
+void check_api(const std::function<gpt_status(gpt_model **)> &load, gpt_status want, const char *needle,
+               const std::string &what) {
+    gpt_model *m = reinterpret_cast<gpt_model *>(0x1); // must be reset to NULL on failure
+    const gpt_status st = load(&m);
+    if (st == GPT_OK) gpt_model_free(m);
+    if (st != want || !std::strstr(gpt_last_error(), needle))
+        fail_msg("%s: public API gave %s \"%s\", expected %s with '%s'", what.c_str(), gpt_status_str(st), gpt_last_error(),
+                 gpt_status_str(want), needle);
+    if (m != nullptr) fail_msg("%s: OUT pointer not reset to NULL on failure", what.c_str());
+}
+
+// The largest single operator new / host_alloc a rejection may make: a copy of the file and
+// bookkeeping, never a size taken from the damaged fields.
+void check_no_huge_allocation(size_t file_size, uint64_t host_before, const std::string &what) {
+    const size_t limit = file_size + (1u << 20);
+    if (g_max_new.load() > limit) fail_msg("%s: an operator new of %zu bytes", what.c_str(), g_max_new.load());
+    const uint64_t host = gpt::testing::alloc_bytes() - host_before;
+    if (host > 2 * (uint64_t)file_size) fail_msg("%s: host_alloc'd %" PRIu64 " bytes", what.c_str(), host);
+}
+
+// A file the reader must refuse: every path, the exact status, a message containing needle.
+void expect_reject(const Bytes &file, gpt_status want, const char *needle, const std::string &what) {
+    g_max_new = 0;
+    const uint64_t host_before = gpt::testing::alloc_bytes();
+    ReadOptions mm, rd;
+    rd.use_mmap = false;
+    check_caught(catch_error([&] { WeightFile::from_memory(file.data(), file.size(), false, mm); }), want, needle,
+                 what + " (from_memory)", "<memory>");
+    {
+        Buffer aligned(file);
+        check_caught(catch_error([&] { WeightFile::from_memory(aligned.data, aligned.size, false, mm); }), want, needle,
+                     what + " (from_memory, borrowed)", "<memory>");
+    }
+    TempFile tmp(file);
+    check_caught(catch_error([&] { WeightFile::open(tmp.path, mm); }), want, needle, what + " (mmap)", tmp.path);
+    check_caught(catch_error([&] { WeightFile::open(tmp.path, rd); }), want, needle, what + " (read)", tmp.path);
+    check_no_huge_allocation(file.size(), host_before, what);
+
+    gpt_model_params p = cpu_params();
+    {
+        Buffer aligned(file);
+        check_api([&](gpt_model **m) { return gpt_model_load_from_memory(aligned.data, aligned.size, &p, m); }, want, needle,
+                  what + " (load_from_memory)");
+    }
+    check_api([&](gpt_model **m) { return gpt_model_load(tmp.path.c_str(), &p, m); }, want, needle, what + " (gpt_model_load)");
+    p.flags = GPT_MODEL_NO_MMAP;
+    check_api([&](gpt_model **m) { return gpt_model_load(tmp.path.c_str(), &p, m); }, want, needle,
+              what + " (gpt_model_load, NO_MMAP)");
+    p.flags = GPT_MODEL_SKIP_CHECKSUMS;
+    if (want != GPT_ERR_CHECKSUM || std::strstr(needle, "tensor '") == nullptr)
+        check_api([&](gpt_model **m) { return gpt_model_load(tmp.path.c_str(), &p, m); }, want, needle,
+                  what + " (gpt_model_load, SKIP_CHECKSUMS)");
+}
+
+// A file that parses but that the model loader must refuse (config, tensor table binding).
+void expect_model_reject(const Bytes &file, gpt_status want, const char *needle, const std::string &what) {
+    ReadOptions mm;
+    check_caught(catch_error([&] {
+                     gpt_model_params p = cpu_params();
+                     gpt::Model::load(WeightFile::from_memory(file.data(), file.size(), false, mm), p);
+                 }),
+                 want, needle, what + " (Model::load)", "<memory>");
+    gpt_model_params p = cpu_params();
+    {
+        Buffer aligned(file);
+        check_api([&](gpt_model **m) { return gpt_model_load_from_memory(aligned.data, aligned.size, &p, m); }, want, needle,
+                  what + " (load_from_memory)");
+    }
+    TempFile tmp(file);
+    check_api([&](gpt_model **m) { return gpt_model_load(tmp.path.c_str(), &p, m); }, want, needle, what + " (gpt_model_load)");
+    if (!std::strstr(gpt_last_error(), tmp.path.c_str()))
+        fail_msg("%s: message \"%s\" does not name the file", what.c_str(), gpt_last_error());
+}
+
+void expect_load_ok(const Bytes &file, const std::string &what) {
+    gpt_model_params p = cpu_params();
+    gpt_model *m = nullptr;
+    Buffer aligned(file);
+    const gpt_status st = gpt_model_load_from_memory(aligned.data, aligned.size, &p, &m);
+    if (st != GPT_OK) fail_msg("%s: %s: %s", what.c_str(), gpt_status_str(st), gpt_last_error());
+    gpt_model_free(m);
+}
+
+// -------------------------------------------------------------------- files under test
+
+// A small llama config; every size odd enough that row and tensor sizes are not multiples
+// of the alignment.
+gpt::ModelConfig small_config() {
+    fixture::Spec s;
+    s.arch = GPT_ARCH_LLAMA;
+    s.n_layers = 1, s.d_model = 16, s.n_heads = 2, s.n_kv_heads = 1, s.head_dim = 8, s.d_ff = 24, s.vocab_size = 37;
+    s.context_length = 16;
+    return fixture::config_of(s);
+}
+
+void add_model_tensors(Writer &w, const gpt::ModelConfig &c, FileDType dt, std::mt19937_64 &rng,
+                       const std::function<bool(gpt::TensorSlot &)> &edit = nullptr) {
+    gpt::ModelWeights owner;
+    std::normal_distribution<float> nd(0.0f, 0.5f);
+    for (gpt::TensorSlot slot : gpt::tensor_slots(c, owner)) {
+        if (edit && !edit(slot)) continue;
+        uint64_t n = 1;
+        for (uint64_t d : slot.shape) n *= d;
+        Bytes bytes(n * (dt == FileDType::F32 ? 4 : 2));
+        for (uint64_t i = 0; i < n; i++) {
+            const float v = nd(rng);
+            if (dt == FileDType::F32) std::memcpy(bytes.data() + 4 * i, &v, 4);
+            else {
+                const uint16_t h = dt == FileDType::F16 ? gpt::f32_to_f16(v) : gpt::f32_to_bf16(v);
+                std::memcpy(bytes.data() + 2 * i, &h, 2);
+            }
+        }
+        w.add_tensor(slot.name, dt, slot.shape, bytes.data(), bytes.size());
+    }
+}
+
+// A loadable model file that also carries one metadata entry of every type (extra keys
+// are allowed), including two u32 keys whose names differ in their last character.
+Bytes base_file(std::mt19937_64 &rng) {
+    Writer w;
+    small_config().to_metadata(w.metadata());
+    w.metadata().set("test.u64", MetaValue::of_u64(0x0123456789abcdefull));
+    w.metadata().set("test.str", MetaValue::of_str("a string"));
+    w.metadata().set("test.i32s", MetaValue::of_i32s({1, -2, 3}));
+    w.metadata().set("test.f32s", MetaValue::of_f32s({0.5f, -1.5f}));
+    w.metadata().set("test.strs", MetaValue::of_strs({"x", "yy", ""}));
+    w.metadata().set("test.dup1", MetaValue::of_u32(1));
+    w.metadata().set("test.dup2", MetaValue::of_u32(2));
+    w.metadata().set("test.last", MetaValue::of_i32s({7, 8})); // the last entry
+    add_model_tensors(w, small_config(), FileDType::F32, rng);
+    return w.write_memory();
+}
+
+// Writer-made model file with metadata edits (value nullptr: remove the key) and tensor
+// table edits; the tensors follow tensor_cfg.
+Bytes model_file(std::mt19937_64 &rng, const gpt::ModelConfig &cfg,
+                 const std::vector<std::pair<std::string, const MetaValue *>> &meta_edits,
+                 const std::function<bool(gpt::TensorSlot &)> &edit = nullptr, const gpt::ModelConfig *tensor_cfg = nullptr,
+                 const std::function<void(Writer &)> &extra = nullptr) {
+    gpt::format::Metadata m;
+    cfg.to_metadata(m);
+    for (const auto &e : meta_edits) {
+        if (e.second) {
+            m.set(e.first, *e.second);
+        } else {
+            gpt::format::Metadata kept;
+            for (const auto &kv : m.entries())
+                if (kv.first != e.first) kept.set(kv.first, kv.second);
+            m = kept;
+        }
+    }
+    Writer w;
+    w.metadata() = m;
+    add_model_tensors(w, tensor_cfg ? *tensor_cfg : cfg, FileDType::F32, rng, edit);
+    if (extra) extra(w);
+    return w.write_memory();
+}
+
+std::mt19937_64 rng_for(const char *test) { return std::mt19937_64(reference::sub_seed(test)); }
+
+// ======================================================================== round trip
+
+struct TensorData {
+    std::string name;
+    FileDType dtype;
+    std::vector<uint64_t> dims;
+    Bytes bytes;
+};
+
+void check_metadata_equal(const gpt::format::Metadata &got, const gpt::format::Metadata &want) {
+    assert_int_equal(got.entries().size(), want.entries().size());
+    for (size_t i = 0; i < want.entries().size(); i++) {
+        const auto &[gk, gv] = got.entries()[i];
+        const auto &[wk, wv] = want.entries()[i];
+        assert_string_equal(gk.c_str(), wk.c_str()); // file order kept
+        assert_int_equal((int)gv.type, (int)wv.type);
+        switch (wv.type) {
+        case MetaType::U32:
+        case MetaType::U64: assert_true(gv.u == wv.u); break;
+        case MetaType::I32: assert_true(gv.i == wv.i); break;
+        case MetaType::F32: assert_int_equal(gpt::f32_bits(gv.f), gpt::f32_bits(wv.f)); break; // bit-exact, NaN too
+        case MetaType::STR: assert_true(gv.str == wv.str); break;
+        case MetaType::I32_ARRAY: assert_true(gv.i32s == wv.i32s); break;
+        case MetaType::F32_ARRAY:
+            assert_int_equal(gv.f32s.size(), wv.f32s.size());
+            for (size_t j = 0; j < wv.f32s.size(); j++) assert_int_equal(gpt::f32_bits(gv.f32s[j]), gpt::f32_bits(wv.f32s[j]));
+            break;
+        case MetaType::STR_ARRAY: assert_true(gv.strs == wv.strs); break;
+        }
+    }
+}
+
+void check_tensors_equal(const WeightFile &f, const std::vector<TensorData> &want) {
+    assert_int_equal(f.tensors().size(), want.size());
+    for (size_t i = 0; i < want.size(); i++) {
+        const auto &t = f.tensors()[i];
+        assert_string_equal(t.name.c_str(), want[i].name.c_str());
+        assert_int_equal((int)t.dtype, (int)want[i].dtype);
+        assert_int_equal(t.ndim, want[i].dims.size());
+        for (size_t d = 0; d < want[i].dims.size(); d++) assert_true(t.dims[d] == want[i].dims[d]);
+        assert_int_equal(t.nbytes, want[i].bytes.size());
+        assert_int_equal(t.offset % 256, 0);
+        assert_memory_equal(f.data(t), want[i].bytes.data(), want[i].bytes.size());
+        assert_int_equal(t.crc32, zcrc(want[i].bytes.data(), want[i].bytes.size()));
+        assert_ptr_equal(f.find(t.name), &t);
+    }
+    assert_null(f.find("no.such.tensor"));
+}
+
+// Decodes the whole file here, from the spec, and checks the writer's layout rules.
+void check_layout(const Bytes &b, const gpt::format::Metadata &meta, const std::vector<TensorData> &tensors) {
+    assert_true(b.size() >= HEADER_SIZE);
+    assert_memory_equal(b.data(), kMagicBytes, 8);
+    assert_int_equal(get32(b, H_VERSION), 1);
+    assert_int_equal(get32(b, H_HEADER_SIZE), 128);
+    assert_int_equal(get32(b, H_ALIGNMENT), 256);
+    const Header h = header_of(b);
+    assert_int_equal(h.file_size, b.size());
+    assert_int_equal(h.meta_off, 128);
+    assert_int_equal(h.table_off, h.meta_off + h.meta_size);
+    assert_int_equal(h.data_off, (h.table_off + h.table_size + 255) / 256 * 256);
+    assert_int_equal(h.n_tensors, tensors.size());
+    for (size_t i = H_RESERVED; i < H_HEADER_CRC; i++) assert_int_equal(b[i], 0);
+    assert_int_equal(get32(b, H_HEADER_CRC), zcrc(b.data(), 124));
+    assert_int_equal(get32(b, H_META_CRC), zcrc(b.data() + h.meta_off, h.meta_size));
+    assert_int_equal(get32(b, H_TABLE_CRC), zcrc(b.data() + h.table_off, h.table_size));
+    for (uint64_t i = h.table_off + h.table_size; i < h.data_off; i++) assert_int_equal(b[i], 0); // zero gap
+
+    // Metadata: count, then (u16 key length, key, u8 type, value) in insertion order.
+    assert_int_equal(get32(b, h.meta_off), meta.entries().size());
+    const auto me = meta_entries(b);
+    for (size_t i = 0; i < me.size(); i++) {
+        const auto &[key, v] = meta.entries()[i];
+        assert_string_equal(me[i].key.c_str(), key.c_str());
+        assert_int_equal(me[i].type, (uint8_t)v.type);
+        const size_t at = me[i].value_at;
+        switch (v.type) {
+        case MetaType::U32: assert_int_equal(get32(b, at), (uint32_t)v.u); break;
+        case MetaType::I32: assert_int_equal(get32(b, at), (uint32_t)(int32_t)v.i); break;
+        case MetaType::F32: assert_int_equal(get32(b, at), gpt::f32_bits(v.f)); break;
+        case MetaType::U64: assert_true(get64(b, at) == v.u); break;
+        case MetaType::STR:
+            assert_int_equal(get32(b, at), v.str.size());
+            assert_true(std::string((const char *)b.data() + at + 4, v.str.size()) == v.str);
+            break;
+        case MetaType::I32_ARRAY:
+            assert_int_equal(get32(b, at), v.i32s.size());
+            for (size_t j = 0; j < v.i32s.size(); j++) assert_int_equal(get32(b, at + 4 + 4 * j), (uint32_t)v.i32s[j]);
+            break;
+        case MetaType::F32_ARRAY:
+            assert_int_equal(get32(b, at), v.f32s.size());
+            for (size_t j = 0; j < v.f32s.size(); j++) assert_int_equal(get32(b, at + 4 + 4 * j), gpt::f32_bits(v.f32s[j]));
+            break;
+        case MetaType::STR_ARRAY: {
+            assert_int_equal(get32(b, at), v.strs.size());
+            size_t q = at + 4;
+            for (const auto &s : v.strs) {
+                assert_int_equal(get32(b, q), s.size());
+                assert_true(std::string((const char *)b.data() + q + 4, s.size()) == s);
+                q += 4 + s.size();
+            }
+            break;
+        }
+        }
+    }
+
+    // Table: entries in insertion order, offsets relative to data_off, 256-aligned, packed
+    // in order with zero padding, the file ending right after the last tensor.
+    const auto te = table_entries(b);
+    uint64_t expect_rel = 0;
+    for (size_t i = 0; i < te.size(); i++) {
+        assert_string_equal(te[i].name.c_str(), tensors[i].name.c_str());
+        assert_int_equal(te[i].dtype, (uint8_t)tensors[i].dtype);
+        assert_int_equal(te[i].ndim, tensors[i].dims.size());
+        assert_int_equal(get16(b, te[i].reserved_at), 0);
+        for (size_t d = 0; d < tensors[i].dims.size(); d++) assert_true(te[i].dims[d] == tensors[i].dims[d]);
+        assert_int_equal(te[i].rel, expect_rel);
+        assert_int_equal(te[i].nbytes, tensors[i].bytes.size());
+        assert_int_equal(te[i].crc, zcrc(tensors[i].bytes.data(), tensors[i].bytes.size()));
+        assert_memory_equal(b.data() + h.data_off + te[i].rel, tensors[i].bytes.data(), tensors[i].bytes.size());
+        const uint64_t end = te[i].rel + te[i].nbytes;
+        expect_rel = (end + 255) / 256 * 256;
+        if (i + 1 < te.size())
+            for (uint64_t j = h.data_off + end; j < h.data_off + expect_rel; j++) assert_int_equal(b[j], 0);
+        else
+            assert_int_equal(h.data_off + end, b.size());
+    }
+    if (te.empty()) assert_int_equal(b.size(), h.data_off);
+}
+
+void test_round_trip(void **) {
+    auto rng = rng_for("round_trip");
+    std::uniform_int_distribution<int> byte(0, 255);
+    Writer w;
+    gpt::format::Metadata &m = w.metadata();
+    m.set("u32.zero", MetaValue::of_u32(0));
+    m.set("u32.max", MetaValue::of_u32(0xffffffffu));
+    m.set("i32.neg", MetaValue::of_i32(-1));
+    m.set("i32.min", MetaValue::of_i32(INT32_MIN));
+    m.set("f32.pi", MetaValue::of_f32(3.14159265f));
+    m.set("f32.negzero", MetaValue::of_f32(-0.0f));
+    m.set("f32.inf", MetaValue::of_f32(INFINITY));
+    m.set("f32.nan", MetaValue::of_f32(gpt::bits_f32(0x7fc01234u)));
+    m.set("u64.max", MetaValue::of_u64(~0ull));
+    m.set("u64.big", MetaValue::of_u64(rng()));
+    m.set("str.empty", MetaValue::of_str(""));
+    m.set("str.utf8", MetaValue::of_str("h\xc3\xa9llo \xe2\x96\x81world"));
+    m.set("str.nul", MetaValue::of_str(std::string("a\0b", 3)));
+    std::string long_str(5000, ' ');
+    for (auto &c : long_str) c = (char)byte(rng);
+    m.set("str.long_random_bytes", MetaValue::of_str(long_str));
+    m.set("i32s.empty", MetaValue::of_i32s({}));
+    std::vector<int32_t> i32s(1000);
+    for (auto &x : i32s) x = (int32_t)rng();
+    m.set("i32s.random", MetaValue::of_i32s(i32s));
+    m.set("f32s.empty", MetaValue::of_f32s({}));
+    std::vector<float> f32s(777);
+    std::normal_distribution<float> nd;
+    for (auto &x : f32s) x = nd(rng);
+    m.set("f32s.random", MetaValue::of_f32s(f32s));
+    m.set("strs.empty", MetaValue::of_strs({}));
+    m.set("strs.some", MetaValue::of_strs({"", "a", "\xc4\xa0the", std::string(300, 'z'), ""}));
+    m.set("k", MetaValue::of_u32(7));                         // shortest key
+    m.set(std::string(256, 'K'), MetaValue::of_u32(8));       // longest key
+    m.set("u32.max", MetaValue::of_u32(0xfffffffeu));         // set replaces in place
+
+    std::vector<TensorData> tensors;
+    int k = 0;
+    for (FileDType dt : {FileDType::F32, FileDType::F16, FileDType::BF16}) {
+        for (int rank = 1; rank <= 4; rank++) {
+            TensorData t;
+            t.name = "t" + std::to_string(k++) + "." + gpt::format::dtype_name(dt) + ".rank" + std::to_string(rank);
+            t.dtype = dt;
+            uint64_t n = 1;
+            for (int d = 0; d < rank; d++) {
+                t.dims.push_back(std::uniform_int_distribution<uint64_t>(1, rank == 1 ? 300 : 9)(rng));
+                n *= t.dims.back();
+            }
+            t.bytes.resize(n * gpt::format::dtype_size(dt));
+            for (auto &x : t.bytes) x = (uint8_t)byte(rng);
+            tensors.push_back(t);
+        }
+    }
+    TensorData longname{std::string(256, 'n'), FileDType::F16, {1}, {0x12, 0x34}};
+    tensors.push_back(longname);
+    for (size_t i = 0; i < tensors.size(); i++) {
+        if (i % 2) w.add_tensor(tensors[i].name, tensors[i].dtype, tensors[i].dims, tensors[i].bytes.data(), tensors[i].bytes.size());
+        else {
+            const Bytes copy = tensors[i].bytes; // the streaming form
+            w.add_tensor(tensors[i].name, tensors[i].dtype, tensors[i].dims,
+                         [copy](uint8_t *dst, uint64_t n) { assert_int_equal(n, copy.size()); std::memcpy(dst, copy.data(), n); });
+        }
+    }
+
+    const Bytes mem = w.write_memory();
+    assert_int_equal(w.file_size(), mem.size());
+    check_layout(mem, m, tensors);
+
+    // Back through the reader: memory (copied and borrowed), mmap and read().
+    ReadOptions mm, rd;
+    rd.use_mmap = false;
+    auto check = [&](const WeightFile &f) {
+        check_metadata_equal(f.metadata(), m);
+        check_tensors_equal(f, tensors);
+        assert_true(f.checksums_verified());
+        assert_int_equal(f.size(), mem.size());
+    };
+    check(*WeightFile::from_memory(mem.data(), mem.size(), true, mm));
+    Buffer aligned(mem);
+    auto borrowed = WeightFile::from_memory(aligned.data, aligned.size, false, mm);
+    check(*borrowed);
+    assert_ptr_equal(borrowed->data(borrowed->tensors()[0]), aligned.data + borrowed->tensors()[0].offset);
+
+    char dir[] = "/tmp/gpt-format-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const std::string path = std::string(dir) + "/rt.gpt";
+    std::vector<size_t> progress;
+    Writer::FileOptions fo;
+    fo.progress = [&](size_t done, size_t total, uint64_t bytes_done, uint64_t bytes_total) {
+        assert_int_equal(total, tensors.size());
+        assert_true(bytes_done <= bytes_total);
+        if (done == total) assert_int_equal(bytes_done, bytes_total);
+        progress.push_back(done);
+    };
+    w.write_file(path, fo);
+    assert_int_equal(progress.size(), tensors.size());
+    for (size_t i = 0; i < progress.size(); i++) assert_int_equal(progress[i], i + 1);
+    auto mapped = WeightFile::open(path, mm);
+    assert_true(mapped->mapped());
+    check(*mapped);
+    auto read = WeightFile::open(path, rd);
+    assert_false(read->mapped());
+    check(*read);
+    // The file on disk is byte-identical to write_memory().
+    {
+        FILE *fp = std::fopen(path.c_str(), "rb");
+        assert_non_null(fp);
+        Bytes disk(mem.size() + 1);
+        const size_t got = std::fread(disk.data(), 1, disk.size(), fp);
+        std::fclose(fp);
+        assert_int_equal(got, mem.size());
+        disk.resize(got);
+        assert_true(disk == mem);
+    }
+    ::unlink(path.c_str());
+    ::rmdir(dir);
+
+    // An empty file: no metadata, no tensors.
+    Writer empty;
+    const Bytes e = empty.write_memory();
+    check_layout(e, empty.metadata(), {});
+    assert_int_equal(e.size(), 256);
+    auto ef = WeightFile::from_memory(e.data(), e.size(), true, mm);
+    assert_int_equal(ef->tensors().size(), 0);
+    assert_int_equal(ef->metadata().entries().size(), 0);
+}
+
+// The smallest legal entries: one-byte keys with u32 values and one-byte tensor names of
+// rank 1 (35-byte table entries), many of them.
+void test_minimal_entries(void **) {
+    Writer w;
+    std::vector<TensorData> tensors;
+    for (int i = 0; i < 60; i++) {
+        const std::string name(1, (char)('!' + i));
+        w.metadata().set(name, MetaValue::of_u32((uint32_t)i));
+        TensorData t{name, FileDType::F16, {1}, {(uint8_t)i, (uint8_t)(i * 7)}};
+        w.add_tensor(t.name, t.dtype, t.dims, t.bytes.data(), 2);
+        tensors.push_back(t);
+    }
+    const Bytes b = w.write_memory();
+    const Header h = header_of(b);
+    assert_int_equal(h.table_size, 60 * 35);
+    assert_int_equal(h.meta_size, 4 + 60 * 8);
+    check_layout(b, w.metadata(), tensors);
+    const Caught c = catch_error([&] {
+        auto f = WeightFile::from_memory(b.data(), b.size(), true, ReadOptions());
+        check_metadata_equal(f->metadata(), w.metadata());
+        check_tensors_equal(*f, tensors);
+    });
+    if (c.thrown) fail_msg("a valid file with minimal entries was refused: %s", c.message.c_str());
+}
+
+// The writer refuses what the format cannot hold.
+void test_writer_rejects_bad_input(void **) {
+    Writer w;
+    const uint8_t one[4] = {1, 2, 3, 4};
+    w.add_tensor("a", FileDType::F32, {1}, one, 4);
+    struct Case {
+        const char *what;
+        std::function<void()> f;
+        const char *needle;
+    } cases[] = {
+        {"duplicate tensor", [&] { w.add_tensor("a", FileDType::F32, {1}, one, 4); }, "added twice"},
+        {"empty name", [&] { w.add_tensor("", FileDType::F32, {1}, one, 4); }, "bad length"},
+        {"long name", [&] { w.add_tensor(std::string(257, 'x'), FileDType::F32, {1}, one, 4); }, "bad length"},
+        {"rank 0", [&] { w.add_tensor("b", FileDType::F32, {}, one, 4); }, "dimensions"},
+        {"rank 5", [&] { w.add_tensor("b", FileDType::F32, {1, 1, 1, 1, 1}, one, 4); }, "dimensions"},
+        {"zero dim", [&] { w.add_tensor("b", FileDType::F32, {2, 0}, one, 4); }, "invalid shape"},
+        {"overflowing shape", [&] { w.add_tensor("b", FileDType::F32, {1ull << 62, 1ull << 62}, one, 4); }, "invalid shape"},
+    };
+    for (auto &c : cases) {
+        const Caught r = catch_error(c.f);
+        if (!r.thrown || r.status != GPT_ERR_INVALID_ARG || !std::strstr(r.message.c_str(), c.needle))
+            fail_msg("%s: got %d \"%s\"", c.what, r.thrown ? (int)r.status : 0, r.message.c_str());
+    }
+    // Bytes that do not match the shape are refused when written.
+    Writer w2;
+    w2.add_tensor("short", FileDType::F32, {2}, one, 4);
+    const Caught r = catch_error([&] { w2.write_memory(); });
+    assert_true(r.thrown && r.status == GPT_ERR_INVALID_ARG && std::strstr(r.message.c_str(), "short"));
+    // A key the format cannot hold.
+    Writer w3;
+    w3.metadata().set(std::string(257, 'k'), MetaValue::of_u32(1));
+    const Caught r3 = catch_error([&] { w3.write_memory(); });
+    assert_true(r3.thrown && r3.status == GPT_ERR_INVALID_ARG && std::strstr(r3.message.c_str(), "bad length"));
+}
+
+std::vector<std::string> dir_entries(const std::string &dir) {
+    std::vector<std::string> out;
+    DIR *d = opendir(dir.c_str());
+    assert_non_null(d);
+    while (dirent *e = readdir(d))
+        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) out.push_back(e->d_name);
+    closedir(d);
+    return out;
+}
+
+Bytes read_file(const std::string &path) {
+    FILE *fp = std::fopen(path.c_str(), "rb");
+    assert_non_null(fp);
+    Bytes b;
+    uint8_t buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, fp)) > 0) b.insert(b.end(), buf, buf + n);
+    std::fclose(fp);
+    return b;
+}
+
+// write_file: refuses to replace without overwrite, replaces with it, leaves no temporary
+// files, and a failure part way leaves the old file untouched.
+void test_writer_atomic_file(void **) {
+    auto rng = rng_for("writer_atomic_file");
+    char dir[] = "/tmp/gpt-atomic-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const std::string path = std::string(dir) + "/model.gpt";
+    Writer a, b;
+    a.metadata().set("which", MetaValue::of_str("a"));
+    b.metadata().set("which", MetaValue::of_str("b"));
+    Bytes data(1000);
+    for (auto &x : data) x = (uint8_t)rng();
+    a.add_tensor("x", FileDType::F16, {500}, data.data(), data.size());
+    b.add_tensor("x", FileDType::BF16, {250, 2}, data.data(), data.size());
+
+    Writer::FileOptions keep, replace;
+    replace.overwrite = true;
+    a.write_file(path, keep);
+    assert_true(read_file(path) == a.write_memory());
+
+    Caught c = catch_error([&] { b.write_file(path, keep); });
+    assert_true(c.thrown);
+    assert_int_equal(c.status, GPT_ERR_IO);
+    assert_non_null(std::strstr(c.message.c_str(), "already exists"));
+    assert_non_null(std::strstr(c.message.c_str(), path.c_str()));
+    assert_true(read_file(path) == a.write_memory());
+
+    b.write_file(path, replace);
+    assert_true(read_file(path) == b.write_memory());
+
+    // A tensor whose bytes cannot be produced: the old file stays, nothing else is left.
+    Writer bad;
+    bad.metadata().set("which", MetaValue::of_str("bad"));
+    bad.add_tensor("ok", FileDType::F32, {4}, data.data(), 16);
+    bad.add_tensor("boom", FileDType::F32, {4}, [](uint8_t *, uint64_t) { (gpt::fail)(GPT_ERR_IO, "source tensor unreadable"); });
+    c = catch_error([&] { bad.write_file(path, replace); });
+    assert_true(c.thrown);
+    assert_int_equal(c.status, GPT_ERR_IO);
+    assert_non_null(std::strstr(c.message.c_str(), "source tensor unreadable"));
+    assert_true(read_file(path) == b.write_memory());
+    const std::string fresh = std::string(dir) + "/fresh.gpt";
+    c = catch_error([&] { bad.write_file(fresh, keep); });
+    assert_true(c.thrown);
+    struct stat st;
+    assert_int_not_equal(::stat(fresh.c_str(), &st), 0);
+
+    const auto entries = dir_entries(dir);
+    if (entries.size() != 1 || entries[0] != "model.gpt") {
+        for (const auto &e : entries) std::printf("left in %s: %s\n", dir, e.c_str());
+        fail_msg("write_file left files behind");
+    }
+
+    // No directory to write into.
+    c = catch_error([&] { a.write_file(std::string(dir) + "/missing/x.gpt", keep); });
+    assert_true(c.thrown);
+    assert_int_equal(c.status, GPT_ERR_IO);
+    assert_non_null(std::strstr(c.message.c_str(), "missing/x.gpt"));
+
+    ::unlink(path.c_str());
+    assert_int_equal(::rmdir(dir), 0);
+}
+
+// ======================================================================== rejections
+
+void test_reject_truncated(void **) {
+    auto rng = rng_for("reject_truncated");
+    const Bytes good = base_file(rng);
+    expect_load_ok(good, "base file");
+    const Header h = header_of(good);
+    const auto te = table_entries(good);
+    std::set<size_t> cuts = {0, 1, 7, 8, 12, 16, 64, 123, 124, 127, 128, 129, h.meta_off + 4, h.meta_off + h.meta_size - 1,
+                             h.meta_off + h.meta_size, h.table_off + h.table_size - 1, h.table_off + h.table_size,
+                             h.data_off - 1, h.data_off, good.size() - 1};
+    for (const auto &t : te) {
+        cuts.insert(h.data_off + t.rel);
+        cuts.insert(h.data_off + t.rel + 1);
+        cuts.insert(h.data_off + t.rel + t.nbytes - 1);
+        cuts.insert(h.data_off + t.rel + t.nbytes);
+    }
+    for (int i = 0; i < 12; i++) cuts.insert(std::uniform_int_distribution<size_t>(0, good.size() - 1)(rng));
+    for (size_t cut : cuts) {
+        if (cut >= good.size()) continue;
+        Bytes b(good.begin(), good.begin() + cut);
+        const std::string what = "truncated to " + std::to_string(cut) + " bytes";
+        if (cut < 128) {
+            if (cut == 0) { // an empty buffer / file
+                check_caught(catch_error([&] { WeightFile::from_memory("", 0, false, ReadOptions()); }), GPT_ERR_FORMAT,
+                             "shorter than the 128-byte header", what, "<memory>");
+                TempFile tmp(b);
+                check_caught(catch_error([&] { WeightFile::open(tmp.path, ReadOptions()); }), GPT_ERR_FORMAT,
+                             "shorter than the 128-byte header", what, tmp.path);
+                continue;
+            }
+            expect_reject(b, GPT_ERR_FORMAT, "shorter than the 128-byte header", what);
+            continue;
+        }
+        expect_reject(b, GPT_ERR_FORMAT, "header says the file is", what);
+
+        // The same cut with a header that agrees (file_size patched, crcs fixed): the
+        // section the cut falls in is named.
+        put64(b, H_FILE_SIZE, cut);
+        fix_crcs(b);
+        const char *needle;
+        if (cut < h.meta_off + h.meta_size) needle = "metadata section [";
+        else if (cut < h.table_off + h.table_size) needle = "tensor table [";
+        else needle = "data offset";
+        std::string tensor_needle;
+        if (cut >= h.data_off) {
+            for (const auto &t : te)
+                if (h.data_off + t.rel + t.nbytes > cut) {
+                    tensor_needle = "tensor '" + t.name + "' data [";
+                    break;
+                }
+            assert_false(tensor_needle.empty());
+            needle = tensor_needle.c_str();
+        }
+        expect_reject(b, GPT_ERR_FORMAT, needle, what + " with a consistent header");
+    }
+    // Padding is refused just as well.
+    Bytes longer = good;
+    longer.push_back(0);
+    expect_reject(longer, GPT_ERR_FORMAT, "header says the file is", "one byte appended");
+}
+
+void test_reject_magic_version(void **) {
+    auto rng = rng_for("reject_magic_version");
+    const Bytes good = base_file(rng);
+    for (size_t i = 0; i < 8; i++) {
+        Bytes b = good;
+        b[i] ^= (uint8_t)(1u << (rng() % 8));
+        expect_reject(b, GPT_ERR_FORMAT, "bad magic", "magic byte " + std::to_string(i));
+    }
+    // A text-mode transfer turns CR LF into LF.
+    Bytes t = good;
+    t.erase(t.begin() + 4);
+    expect_reject(t, GPT_ERR_FORMAT, "bad magic", "CR dropped from the magic");
+    Bytes gguf = good;
+    std::memcpy(gguf.data(), "GGUF", 4);
+    expect_reject(gguf, GPT_ERR_FORMAT, "bad magic", "a GGUF file");
+
+    for (uint32_t v : {0u, 2u, 3u, 0x01000000u, 0xffffffffu}) {
+        for (bool fix : {false, true}) {
+            Bytes b = good;
+            put32(b, H_VERSION, v);
+            if (fix) fix_crcs(b);
+            const std::string needle = "weight file version " + std::to_string(v) + ";";
+            expect_reject(b, GPT_ERR_UNSUPPORTED, needle.c_str(), "version " + std::to_string(v) + (fix ? " (crc fixed)" : ""));
+        }
+    }
+}
+
+void test_reject_checksums(void **) {
+    auto rng = rng_for("reject_checksums");
+    const Bytes good = base_file(rng);
+    const Header h = header_of(good);
+    // Header: any byte in 12..123 (not the magic or version, checked first) or the crc itself.
+    for (size_t at : {12ul, 16ul, 40ul, 64ul, 70ul, 80ul, 100ul, 123ul, 124ul, 127ul}) {
+        Bytes b = good;
+        b[at] ^= 0x10;
+        expect_reject(b, GPT_ERR_CHECKSUM, "header checksum mismatch", "header byte " + std::to_string(at));
+    }
+    // Metadata and table: a flipped byte, and a flipped stored crc.
+    for (int i = 0; i < 6; i++) {
+        Bytes b = good;
+        b[h.meta_off + rng() % h.meta_size] ^= (uint8_t)(1 + rng() % 255);
+        put32(b, H_HEADER_CRC, zcrc(b.data(), 124));
+        expect_reject(b, GPT_ERR_CHECKSUM, "metadata checksum mismatch", "metadata byte flipped");
+        Bytes c = good;
+        c[h.table_off + rng() % h.table_size] ^= (uint8_t)(1 + rng() % 255);
+        put32(c, H_HEADER_CRC, zcrc(c.data(), 124));
+        expect_reject(c, GPT_ERR_CHECKSUM, "tensor table checksum mismatch", "table byte flipped");
+    }
+    Bytes mc = good;
+    put32(mc, H_META_CRC, get32(mc, H_META_CRC) ^ 1);
+    put32(mc, H_HEADER_CRC, zcrc(mc.data(), 124));
+    expect_reject(mc, GPT_ERR_CHECKSUM, "metadata checksum mismatch", "stored metadata crc");
+    Bytes tc = good;
+    put32(tc, H_TABLE_CRC, get32(tc, H_TABLE_CRC) ^ 0x80000000u);
+    put32(tc, H_HEADER_CRC, zcrc(tc.data(), 124));
+    expect_reject(tc, GPT_ERR_CHECKSUM, "tensor table checksum mismatch", "stored table crc");
+
+    // Tensor data: first and last byte of every tensor, and the stored crc.
+    for (const auto &t : table_entries(good)) {
+        for (uint64_t at : {h.data_off + t.rel, h.data_off + t.rel + t.nbytes - 1}) {
+            Bytes b = good;
+            b[at] ^= 0x01;
+            const std::string needle = "tensor '" + t.name + "' checksum mismatch";
+            expect_reject(b, GPT_ERR_CHECKSUM, needle.c_str(), "data of " + t.name);
+
+            // Skipping checksums loads it; the reader says it did not verify them.
+            ReadOptions skip;
+            skip.verify_checksums = false;
+            auto f = WeightFile::from_memory(b.data(), b.size(), false, skip);
+            assert_false(f->checksums_verified());
+            check_caught(catch_error([&] { f->verify_checksums(); }), GPT_ERR_CHECKSUM, needle.c_str(), "verify_checksums()", "<memory>");
+            gpt_model_params p = cpu_params(GPT_MODEL_SKIP_CHECKSUMS);
+            gpt_model *m = nullptr;
+            Buffer buf(b);
+            const gpt_status st = gpt_model_load_from_memory(buf.data, buf.size, &p, &m);
+            if (st != GPT_OK) fail_msg("SKIP_CHECKSUMS load of damaged %s: %s", t.name.c_str(), gpt_last_error());
+            gpt_model_free(m);
+        }
+        Bytes b = good;
+        put32(b, t.crc_at, t.crc ^ 0x5a5a5a5au);
+        fix_crcs(b);
+        const std::string needle = "tensor '" + t.name + "' checksum mismatch";
+        expect_reject(b, GPT_ERR_CHECKSUM, needle.c_str(), "stored crc of " + t.name);
+    }
+    // Skipping tensor checksums never skips the header, metadata and table crcs.
+    Bytes b = good;
+    b[h.meta_off + 5] ^= 1;
+    put32(b, H_HEADER_CRC, zcrc(b.data(), 124));
+    ReadOptions skip;
+    skip.verify_checksums = false;
+    check_caught(catch_error([&] { WeightFile::from_memory(b.data(), b.size(), false, skip); }), GPT_ERR_CHECKSUM,
+                 "metadata checksum mismatch", "SKIP with damaged metadata", "<memory>");
+    // The good file loads with and without verification.
+    auto f = WeightFile::from_memory(good.data(), good.size(), false, skip);
+    assert_false(f->checksums_verified());
+    f->verify_checksums();
+}
+
+void test_reject_header_fields(void **) {
+    auto rng = rng_for("reject_header_fields");
+    const Bytes good = base_file(rng);
+    const Header h = header_of(good);
+    const uint64_t size = good.size(), M = ~0ull;
+    struct Case {
+        const char *what;
+        size_t at;
+        int width;
+        uint64_t value;
+        const char *needle;
+    } cases[] = {
+        {"header_size 0", H_HEADER_SIZE, 4, 0, "header_size is 0, expected 128"},
+        {"header_size 256", H_HEADER_SIZE, 4, 256, "header_size is 256"},
+        {"alignment 64", H_ALIGNMENT, 4, 64, "alignment is 64, expected 256"},
+        {"alignment 0", H_ALIGNMENT, 4, 0, "alignment is 0"},
+        {"metadata inside the header", H_META_OFF, 8, 64, "metadata section [64,"},
+        {"metadata past the end", H_META_OFF, 8, size, "metadata section ["},
+        {"metadata offset near 2^64", H_META_OFF, 8, M - 7, "metadata section ["},
+        {"metadata size past the end", H_META_SIZE, 8, size, "metadata section ["},
+        {"metadata size 2^64-1", H_META_SIZE, 8, M, "metadata section ["},
+        {"metadata size 2^32", H_META_SIZE, 8, 1ull << 32, "metadata section ["},
+        {"table overlaps metadata", H_TABLE_OFF, 8, h.meta_off, "overlaps the metadata"},
+        {"table past the end", H_TABLE_OFF, 8, size + 256, "tensor table ["},
+        {"table offset near 2^64", H_TABLE_OFF, 8, M - 3, "tensor table ["},
+        {"table size 2^64-1", H_TABLE_SIZE, 8, M, "tensor table ["},
+        {"table size past the end", H_TABLE_SIZE, 8, size - h.table_off + 1, "tensor table ["},
+        {"data offset misaligned", H_DATA_OFF, 8, h.data_off + 8, "data offset"},
+        {"data offset inside the table", H_DATA_OFF, 8, h.data_off - 256, "data offset"},
+        {"data offset past the end", H_DATA_OFF, 8, (size + 511) / 256 * 256, "data offset"},
+        {"data offset near 2^64", H_DATA_OFF, 8, M - 255, "data offset"},
+        {"tensor count 2^32-1", H_N_TENSORS, 4, 0xffffffffull, "table claims 4294967295 tensors"},
+        {"tensor count 2^31", H_N_TENSORS, 4, 0x80000000ull, "table claims 2147483648 tensors"},
+        {"one tensor more", H_N_TENSORS, 4, h.n_tensors + 1, "tensor table section ends early"},
+        {"one tensor less", H_N_TENSORS, 4, h.n_tensors - 1, "stray bytes after the tensor table"},
+        {"no tensors", H_N_TENSORS, 4, 0, "stray bytes after the tensor table"},
+    };
+    for (const Case &c : cases) {
+        Bytes b = good;
+        if (c.width == 4) put32(b, c.at, (uint32_t)c.value);
+        else put64(b, c.at, c.value);
+        fix_crcs(b);
+        expect_reject(b, GPT_ERR_FORMAT, c.needle, c.what);
+    }
+    // Reserved header bytes are not interpreted by v1 readers (written as zero).
+    Bytes r = good;
+    r[H_RESERVED + 3] = 0x77;
+    fix_crcs(r);
+    expect_load_ok(r, "nonzero reserved header byte");
+}
+
+void test_reject_metadata_encoding(void **) {
+    auto rng = rng_for("reject_metadata_encoding");
+    const Bytes good = base_file(rng);
+    const Header h = header_of(good);
+    const auto me = meta_entries(good);
+    auto patched = [&](const std::function<void(Bytes &)> &f) {
+        Bytes b = good;
+        f(b);
+        fix_crcs(b);
+        return b;
+    };
+    const uint32_t count = get32(good, h.meta_off);
+    expect_reject(patched([&](Bytes &b) { put32(b, h.meta_off, 0xffffffffu); }), GPT_ERR_FORMAT,
+                  "metadata claims 4294967295 entries", "metadata count 2^32-1");
+    expect_reject(patched([&](Bytes &b) { put32(b, h.meta_off, 0x80000000u); }), GPT_ERR_FORMAT, "metadata claims",
+                  "metadata count 2^31");
+    expect_reject(patched([&](Bytes &b) { put32(b, h.meta_off, count + 1); }), GPT_ERR_FORMAT, "metadata section ends early",
+                  "one entry more");
+    expect_reject(patched([&](Bytes &b) { put32(b, h.meta_off, count - 1); }), GPT_ERR_FORMAT,
+                  "stray bytes after the metadata entries", "one entry less");
+
+    const MetaPos &first = me[0];
+    expect_reject(patched([&](Bytes &b) { put16(b, first.key_len_at, 0); }), GPT_ERR_FORMAT, "key length of 0", "key length 0");
+    expect_reject(patched([&](Bytes &b) { put16(b, first.key_len_at, 257); }), GPT_ERR_FORMAT, "key length of 257",
+                  "key length 257");
+    expect_reject(patched([&](Bytes &b) { put16(b, first.key_len_at, 0xffff); }), GPT_ERR_FORMAT, "key length of 65535",
+                  "key length 65535");
+
+    // Duplicate key: "test.dup2" becomes "test.dup1".
+    const MetaPos &dup2 = meta_entry(me, "test.dup2");
+    expect_reject(patched([&](Bytes &b) { b[dup2.type_at - 1] = '1'; }), GPT_ERR_FORMAT, "metadata key 'test.dup1' appears twice",
+                  "duplicate key");
+
+    // Unknown value types.
+    const MetaPos &u32 = meta_entry(me, "test.dup1");
+    for (uint8_t t : {0, 9, 42, 255}) {
+        const std::string needle = "metadata key 'test.dup1' has unknown type " + std::to_string(t);
+        expect_reject(patched([&](Bytes &b) { b[u32.type_at] = t; }), GPT_ERR_FORMAT, needle.c_str(),
+                      "meta type " + std::to_string(t));
+    }
+
+    // Absurd lengths and counts (2^32-1, 2^31, 2^30: 4 bytes each would wrap 32 bits).
+    const MetaPos &str = meta_entry(me, "test.str");
+    const uint64_t meta_end = h.meta_off + h.meta_size;
+    for (uint32_t n : {0xffffffffu, 0x80000000u, 0x40000000u, (uint32_t)(meta_end - str.value_at - 4 + 1)}) {
+        const std::string what = "string length " + std::to_string(n);
+        expect_reject(patched([&](Bytes &b) { put32(b, str.value_at, n); }), GPT_ERR_FORMAT, "metadata section ends early",
+                      what);
+    }
+    for (const char *key : {"test.i32s", "test.f32s", "test.strs"}) {
+        const MetaPos &a = meta_entry(me, key);
+        // The bytes left after the count, plus one: the smallest count that cannot fit.
+        const uint32_t just_too_many = (uint32_t)((meta_end - a.value_at - 4) / 4 + 1);
+        for (uint32_t n : {0xffffffffu, 0x80000000u, 0x40000000u, just_too_many}) {
+            const std::string needle = "metadata key '" + std::string(key) + "' claims " + std::to_string(n) + " elements";
+            expect_reject(patched([&](Bytes &b) { put32(b, a.value_at, n); }), GPT_ERR_FORMAT, needle.c_str(),
+                          std::string(key) + " count " + std::to_string(n));
+        }
+    }
+    const MetaPos &strs = meta_entry(me, "test.strs");
+    expect_reject(patched([&](Bytes &b) { put32(b, strs.value_at + 4, 0xffffffffu); }), GPT_ERR_FORMAT,
+                  "metadata section ends early", "string array element length 2^32-1");
+    // The last entry's array one element longer than stored.
+    const MetaPos &last = me.back();
+    assert_string_equal(last.key.c_str(), "test.last");
+    expect_reject(patched([&](Bytes &b) { put32(b, last.value_at, get32(b, last.value_at) + 1); }), GPT_ERR_FORMAT,
+                  "metadata key 'test.last' claims 3 elements", "array one element longer");
+}
+
+void test_reject_table_encoding(void **) {
+    auto rng = rng_for("reject_table_encoding");
+    const Bytes good = base_file(rng);
+    const Header h = header_of(good);
+    const auto te = table_entries(good);
+    auto patched = [&](const std::function<void(Bytes &)> &f) {
+        Bytes b = good;
+        f(b);
+        fix_crcs(b);
+        return b;
+    };
+    const TensorPos &t0 = te[0], &t1 = te[1], &last = te.back();
+    assert_true(t0.nbytes > 512); // tok_emb: partial overlap below needs it
+    const std::string n0 = t0.name, n1 = t1.name;
+
+    expect_reject(patched([&](Bytes &b) { put16(b, t1.name_len_at, 0); }), GPT_ERR_FORMAT, "tensor 1 has a name length of 0",
+                  "name length 0");
+    expect_reject(patched([&](Bytes &b) { put16(b, t1.name_len_at, 0xffff); }), GPT_ERR_FORMAT,
+                  "tensor 1 has a name length of 65535", "name length 65535");
+    for (uint8_t dt : {0, 4, 9, 255}) {
+        const std::string needle = "tensor '" + n1 + "' has unknown dtype " + std::to_string(dt);
+        expect_reject(patched([&](Bytes &b) { b[t1.dtype_at] = dt; }), GPT_ERR_FORMAT, needle.c_str(), "dtype " + std::to_string(dt));
+    }
+    for (uint8_t nd : {0, 5, 255}) {
+        const std::string needle = "tensor '" + n1 + "' has " + std::to_string(nd) + " dimensions";
+        expect_reject(patched([&](Bytes &b) { b[t1.ndim_at] = nd; }), GPT_ERR_FORMAT, needle.c_str(), "ndim " + std::to_string(nd));
+    }
+    expect_reject(patched([&](Bytes &b) { put16(b, t1.reserved_at, 1); }), GPT_ERR_FORMAT, "nonzero reserved bits",
+                  "reserved bits");
+
+    // Duplicate names: the second tensor renamed to the first's name when lengths allow,
+    // else a byte-level rename of two same-length names.
+    {
+        const TensorPos *a = nullptr, *b2 = nullptr;
+        for (size_t i = 0; i < te.size() && !a; i++)
+            for (size_t j = i + 1; j < te.size(); j++)
+                if (te[i].name.size() == te[j].name.size()) {
+                    a = &te[i];
+                    b2 = &te[j];
+                    break;
+                }
+        assert_non_null(a);
+        const std::string needle = "tensor '" + a->name + "' appears twice";
+        expect_reject(patched([&](Bytes &b) { std::memcpy(b.data() + b2->name_len_at + 2, a->name.data(), a->name.size()); }),
+                      GPT_ERR_FORMAT, needle.c_str(), "duplicate tensor name");
+    }
+
+    // Shapes: a zero dimension, products overflowing 2^64, sizes that disagree.
+    assert_int_equal(t0.ndim, 2);
+    const std::string shape0 = "tensor '" + n0 + "' has an invalid shape";
+    expect_reject(patched([&](Bytes &b) { put64(b, t0.dims_at, 0); }), GPT_ERR_FORMAT, (shape0 + " (dimension 0 is 0)").c_str(),
+                  "zero dimension");
+    expect_reject(patched([&](Bytes &b) { put64(b, t0.dims_at + 8, 0); }), GPT_ERR_FORMAT, (shape0 + " (dimension 1 is 0)").c_str(),
+                  "zero second dimension");
+    expect_reject(patched([&](Bytes &b) {
+                      put64(b, t0.dims_at, 1ull << 32);
+                      put64(b, t0.dims_at + 8, 1ull << 32);
+                  }),
+                  GPT_ERR_FORMAT, shape0.c_str(), "dims 2^32 x 2^32");
+    expect_reject(patched([&](Bytes &b) { put64(b, t0.dims_at, ~0ull); }), GPT_ERR_FORMAT, (shape0 + " (dimension 1").c_str(),
+                  "dim 2^64-1");
+    const std::string stores = "tensor '" + n0 + "' stores";
+    expect_reject(patched([&](Bytes &b) {
+                      put64(b, t0.dims_at, 1ull << 62); // 2^62 x 16 f32: the byte count overflows
+                  }),
+                  GPT_ERR_FORMAT, shape0.c_str(), "numel 2^66");
+    expect_reject(patched([&](Bytes &b) {
+                      put64(b, t0.dims_at, 1ull << 58); // numel 2^62, bytes 2^64: overflows in the dtype size
+                  }),
+                  GPT_ERR_FORMAT, stores.c_str(), "byte count 2^64");
+    expect_reject(patched([&](Bytes &b) { put64(b, t0.nbytes_at, t0.nbytes + 4); }), GPT_ERR_FORMAT, stores.c_str(),
+                  "nbytes one element more");
+    expect_reject(patched([&](Bytes &b) { put64(b, t0.nbytes_at, ~0ull); }), GPT_ERR_FORMAT, stores.c_str(), "nbytes 2^64-1");
+    expect_reject(patched([&](Bytes &b) { put64(b, t0.nbytes_at, 0); }), GPT_ERR_FORMAT, stores.c_str(), "nbytes 0");
+    // A consistent but absurd size: 2^31 x 16 f32 = 2^37 bytes (and 2^32 x 2^27 = 2^61).
+    const std::string outside0 = "tensor '" + n0 + "' data [";
+    expect_reject(patched([&](Bytes &b) {
+                      put64(b, t0.dims_at, 1ull << 31);
+                      put64(b, t0.nbytes_at, (1ull << 31) * 16 * 4);
+                  }),
+                  GPT_ERR_FORMAT, outside0.c_str(), "consistent 2^37-byte tensor");
+    expect_reject(patched([&](Bytes &b) {
+                      put64(b, t0.dims_at, 1ull << 32);
+                      put64(b, t0.dims_at + 8, 1ull << 27);
+                      put64(b, t0.nbytes_at, 1ull << 61);
+                  }),
+                  GPT_ERR_FORMAT, outside0.c_str(), "consistent 2^61-byte tensor");
+
+    // Offsets: misaligned, past the end, wrapping around 2^64, overlapping.
+    const std::string lastn = "tensor '" + last.name + "' data [";
+    for (uint64_t add : {1ull, 4ull, 128ull, 255ull}) {
+        expect_reject(patched([&](Bytes &b) { put64(b, last.rel_at, last.rel + add); }), GPT_ERR_FORMAT,
+                      (lastn + std::to_string(last.rel + add)).c_str(), "offset misaligned by " + std::to_string(add));
+    }
+    expect_reject(patched([&](Bytes &b) { put64(b, last.rel_at, last.rel + 256); }), GPT_ERR_FORMAT, lastn.c_str(),
+                  "last tensor shifted past the end");
+    expect_reject(patched([&](Bytes &b) { put64(b, last.rel_at, (good.size() + 255) / 256 * 256); }), GPT_ERR_FORMAT,
+                  lastn.c_str(), "offset past the end");
+    expect_reject(patched([&](Bytes &b) { put64(b, last.rel_at, ~0ull - 255); }), GPT_ERR_FORMAT, lastn.c_str(),
+                  "offset 2^64-256 (wraps)");
+    expect_reject(patched([&](Bytes &b) { put64(b, last.rel_at, 1ull << 32); }), GPT_ERR_FORMAT, lastn.c_str(), "offset 2^32");
+    expect_reject(patched([&](Bytes &b) { put64(b, t1.rel_at, t0.rel); }), GPT_ERR_FORMAT, "overlap", "same offset");
+    expect_reject(patched([&](Bytes &b) { put64(b, t1.rel_at, t0.rel + 256); }), GPT_ERR_FORMAT,
+                  ("tensors '" + n0 + "' and '" + n1 + "' overlap").c_str(), "partial overlap");
+    (void)h;
+}
+
+// ------------------------------------------------------------------ model-level checks
+
+void test_reject_model_config(void **) {
+    auto rng = rng_for("reject_model_config");
+    const gpt::ModelConfig c = small_config();
+    expect_load_ok(model_file(rng, c, {}), "base model");
+    namespace k = gpt::keys;
+    const MetaValue u0 = MetaValue::of_u32(0), u2 = MetaValue::of_u32(2), u3 = MetaValue::of_u32(3),
+                    u7 = MetaValue::of_u32(7), big = MetaValue::of_u32(0xffffffffu), big2 = MetaValue::of_u32(1u << 31),
+                    f0 = MetaValue::of_f32(0.0f), fneg = MetaValue::of_f32(-1e-5f), fnan = MetaValue::of_f32(NAN),
+                    finf = MetaValue::of_f32(INFINITY), fbig = MetaValue::of_f32(2.0f), mamba = MetaValue::of_str("mamba"),
+                    u64 = MetaValue::of_u64(16), s16 = MetaValue::of_str("16"), bos = MetaValue::of_i32(37),
+                    eos = MetaValue::of_i32(-2), tokfoo = MetaValue::of_str("foo");
+    struct Case {
+        const char *what;
+        std::vector<std::pair<std::string, const MetaValue *>> edits;
+        gpt_status want;
+        const char *needle;
+    } cases[] = {
+        {"n_heads 3, n_kv_heads 2", {{k::kNHeads, &u3}, {k::kNKvHeads, &u2}}, GPT_ERR_FORMAT,
+         "n_heads (3) is not a multiple of n_kv_heads (2)"},
+        {"n_kv_heads > n_heads", {{k::kNKvHeads, &u3}}, GPT_ERR_FORMAT, "model.n_kv_heads is 3, outside [1, 2]"},
+        {"n_layers 0", {{k::kNLayers, &u0}}, GPT_ERR_FORMAT, "model.n_layers is 0, outside"},
+        {"d_model 0", {{k::kDModel, &u0}}, GPT_ERR_FORMAT, "model.d_model is 0, outside"},
+        {"n_heads 0", {{k::kNHeads, &u0}}, GPT_ERR_FORMAT, "model.n_heads is 0, outside"},
+        {"n_kv_heads 0", {{k::kNKvHeads, &u0}}, GPT_ERR_FORMAT, "model.n_kv_heads is 0, outside"},
+        {"head_dim 0", {{k::kHeadDim, &u0}}, GPT_ERR_FORMAT, "model.head_dim is 0, outside"},
+        {"d_ff 0", {{k::kDFF, &u0}}, GPT_ERR_FORMAT, "model.d_ff is 0, outside"},
+        {"vocab_size 0", {{k::kVocabSize, &u0}}, GPT_ERR_FORMAT, "model.vocab_size is 0, outside"},
+        {"context_length 0", {{k::kContextLength, &u0}}, GPT_ERR_FORMAT, "model.context_length is 0, outside"},
+        {"d_model 2^32-1", {{k::kDModel, &big}}, GPT_ERR_FORMAT, "model.d_model is 4294967295, outside"},
+        {"n_layers 2^31", {{k::kNLayers, &big2}}, GPT_ERR_FORMAT, "model.n_layers is 2147483648, outside"},
+        {"vocab 2^32-1", {{k::kVocabSize, &big}}, GPT_ERR_FORMAT, "model.vocab_size is 4294967295, outside"},
+        {"d_ff 2^32-1", {{k::kDFF, &big}}, GPT_ERR_FORMAT, "model.d_ff is 4294967295, outside"},
+        {"context 2^31", {{k::kContextLength, &big2}}, GPT_ERR_FORMAT, "model.context_length is 2147483648, outside"},
+        {"odd head_dim (rope)", {{k::kHeadDim, &u7}}, GPT_ERR_FORMAT, "head_dim 7 must be even"},
+        {"norm_eps 0", {{k::kNormEps, &f0}}, GPT_ERR_FORMAT, "norm_eps 0 is not"},
+        {"norm_eps < 0", {{k::kNormEps, &fneg}}, GPT_ERR_FORMAT, "norm_eps -1e-05 is not"},
+        {"norm_eps NaN", {{k::kNormEps, &fnan}}, GPT_ERR_FORMAT, "norm_eps"},
+        {"norm_eps inf", {{k::kNormEps, &finf}}, GPT_ERR_FORMAT, "norm_eps"},
+        {"norm_eps 2", {{k::kNormEps, &fbig}}, GPT_ERR_FORMAT, "norm_eps 2 is not"},
+        {"rope_theta 0", {{k::kRopeTheta, &f0}}, GPT_ERR_FORMAT, "rope_theta 0 is not positive"},
+        {"rope_theta NaN", {{k::kRopeTheta, &fnan}}, GPT_ERR_FORMAT, "rope_theta"},
+        {"rope_theta -1e-5", {{k::kRopeTheta, &fneg}}, GPT_ERR_FORMAT, "rope_theta"},
+        {"unknown architecture", {{k::kArchitecture, &mamba}}, GPT_ERR_UNSUPPORTED, "unknown architecture 'mamba'"},
+        {"architecture missing", {{k::kArchitecture, nullptr}}, GPT_ERR_FORMAT, "'general.architecture' (str) is missing"},
+        {"d_ff missing", {{k::kDFF, nullptr}}, GPT_ERR_FORMAT, "'model.d_ff' (u32) is missing"},
+        {"norm_eps missing", {{k::kNormEps, nullptr}}, GPT_ERR_FORMAT, "'model.norm_eps' (f32) is missing"},
+        {"rope_theta missing", {{k::kRopeTheta, nullptr}}, GPT_ERR_FORMAT, "'model.rope_theta' (f32) is missing"},
+        {"d_model as u64", {{k::kDModel, &u64}}, GPT_ERR_FORMAT, "'model.d_model' has type u64, expected u32"},
+        {"d_model as str", {{k::kDModel, &s16}}, GPT_ERR_FORMAT, "'model.d_model' has type str, expected u32"},
+        {"architecture as u32", {{k::kArchitecture, &u3}}, GPT_ERR_FORMAT, "'general.architecture' has type u32, expected str"},
+        {"bos_id = vocab", {{k::kTokBos, &bos}}, GPT_ERR_FORMAT, "bos_id 37 out of range"},
+        {"eos_id -2", {{k::kTokEos, &eos}}, GPT_ERR_FORMAT, "eos_id -2 out of range"},
+        {"unknown tokenizer", {{k::kTokModel, &tokfoo}}, GPT_ERR_UNSUPPORTED, "unknown tokenizer.model 'foo'"},
+    };
+    for (const Case &cs : cases) expect_model_reject(model_file(rng, c, cs.edits), cs.want, cs.needle, cs.what);
+
+    // GPT-2 constraints.
+    fixture::Spec g;
+    g.arch = GPT_ARCH_GPT2;
+    g.n_layers = 1, g.d_model = 16, g.n_heads = 2, g.d_ff = 24, g.vocab_size = 37, g.context_length = 16;
+    const gpt::ModelConfig gc = fixture::config_of(g);
+    expect_load_ok(model_file(rng, gc, {}), "base gpt2 model");
+    const MetaValue u1 = MetaValue::of_u32(1), u4 = MetaValue::of_u32(4);
+    expect_model_reject(model_file(rng, gc, {{k::kNKvHeads, &u1}}), GPT_ERR_FORMAT, "gpt2 needs n_kv_heads == n_heads",
+                        "gpt2 with GQA");
+    expect_model_reject(model_file(rng, gc, {{k::kHeadDim, &u4}}), GPT_ERR_FORMAT, "head_dim * n_heads == d_model",
+                        "gpt2 head_dim mismatch");
+}
+
+void test_reject_model_tensors(void **) {
+    auto rng = rng_for("reject_model_tensors");
+    const gpt::ModelConfig c = small_config();
+    // Shape mismatch: every tensor in turn gets one more row.
+    gpt::ModelWeights owner;
+    for (const gpt::TensorSlot &s : gpt::tensor_slots(c, owner)) {
+        const std::string name = s.name;
+        const Bytes b = model_file(rng, c, {}, [&](gpt::TensorSlot &slot) {
+            if (slot.name == name) slot.shape[0] += 1;
+            return true;
+        });
+        std::string got, want;
+        for (size_t d = 0; d < s.shape.size(); d++) {
+            got += (d ? ", " : "") + std::to_string(s.shape[d] + (d == 0));
+            want += (d ? ", " : "") + std::to_string(s.shape[d]);
+        }
+        const std::string needle = "tensor '" + name + "' has shape [" + got + "], the config needs [" + want + "]";
+        expect_model_reject(b, GPT_ERR_FORMAT, needle.c_str(), "shape of " + name);
+        // Missing.
+        const Bytes m = model_file(rng, c, {}, [&](gpt::TensorSlot &slot) { return slot.name != name; });
+        expect_model_reject(m, GPT_ERR_FORMAT, ("tensor '" + name + "' is missing").c_str(), "missing " + name);
+    }
+    // A matrix stored as a vector (rank mismatch).
+    const Bytes r = model_file(rng, c, {}, [&](gpt::TensorSlot &slot) {
+        if (slot.name == "blk.0.attn_out.weight") slot.shape = {slot.shape[0] * slot.shape[1]};
+        return true;
+    });
+    expect_model_reject(r, GPT_ERR_FORMAT, "tensor 'blk.0.attn_out.weight' has shape [", "rank mismatch");
+    // Unexpected extras: an unknown tensor, a second layer's tensor, an lm_head with a tied head,
+    // a bias the config does not enable.
+    const float one = 1.0f;
+    expect_model_reject(model_file(rng, c, {}, nullptr, nullptr,
+                                   [&](Writer &w) { w.add_tensor("extra.weight", FileDType::F32, {1}, &one, 4); }),
+                        GPT_ERR_FORMAT, "unexpected tensor 'extra.weight' for a llama model", "extra tensor");
+    gpt::ModelConfig two = c;
+    two.n_layers = 2;
+    expect_model_reject(model_file(rng, c, {}, nullptr, &two), GPT_ERR_FORMAT, "unexpected tensor 'blk.1.", "extra layer");
+    gpt::ModelConfig untied = c, tied = c;
+    untied.tied_head = false;
+    tied.tied_head = true;
+    expect_model_reject(model_file(rng, tied, {}, nullptr, &untied), GPT_ERR_FORMAT, "unexpected tensor 'lm_head.weight'",
+                        "lm_head with a tied head");
+    expect_model_reject(model_file(rng, untied, {}, nullptr, &tied), GPT_ERR_FORMAT, "tensor 'lm_head.weight' is missing",
+                        "no lm_head, untied");
+    gpt::ModelConfig bias = c;
+    bias.qkv_bias = true;
+    expect_model_reject(model_file(rng, c, {}, nullptr, &bias), GPT_ERR_FORMAT, "unexpected tensor 'blk.0.attn_qkv.bias'",
+                        "qkv bias not in the config");
+    expect_model_reject(model_file(rng, bias, {}, nullptr, &c), GPT_ERR_FORMAT, "tensor 'blk.0.attn_qkv.bias' is missing",
+                        "qkv bias missing");
+    // A gpt2 file with llama tensors.
+    gpt::ModelConfig g2 = c;
+    g2.arch = GPT_ARCH_GPT2;
+    g2.n_kv_heads = g2.n_heads;
+    g2.head_dim = g2.d_model / g2.n_heads;
+    g2.qkv_bias = true;
+    g2.rope_theta = 0;
+    gpt::ModelConfig l2 = g2;
+    l2.arch = GPT_ARCH_LLAMA;
+    l2.rope_theta = 10000;
+    expect_model_reject(model_file(rng, g2, {}, nullptr, &l2), GPT_ERR_FORMAT, "tensor 'pos_emb.weight' is missing",
+                        "gpt2 config, llama tensors");
+}
+
+// ---------------------------------------------------------------- load paths (positive)
+
+std::vector<float> logits_of(gpt_model *m, const std::vector<int32_t> &toks, uint32_t vocab) {
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    cp.n_threads = 1;
+    gpt_ctx *ctx = nullptr;
+    assert_int_equal(gpt_ctx_create(m, &cp, &ctx), GPT_OK);
+    std::vector<float> out(toks.size() * vocab);
+    reference::poison(out.data(), out.size());
+    assert_int_equal(gpt_forward(ctx, toks.data(), 1, (uint32_t)toks.size(), GPT_FORWARD_ALL_LOGITS, out.data()), GPT_OK);
+    gpt_ctx_free(ctx);
+    return out;
+}
+
+void expect_same(const std::vector<float> &a, const std::vector<float> &b, const char *what) {
+    assert_int_equal(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); i++)
+        if (!(a[i] == b[i])) fail_msg("%s: logit %zu is %.9g, expected %.9g", what, i, a[i], b[i]);
+}
+
+// mmap, read(), borrowed, misaligned and copied buffers all load the same model; copies
+// do not depend on the caller's buffer, borrowed buffers do.
+void test_load_paths(void **) {
+    auto rng = rng_for("load_paths");
+    for (FileDType dt : {FileDType::F32, FileDType::F16, FileDType::BF16}) {
+        fixture::Spec s;
+        s.arch = GPT_ARCH_LLAMA;
+        s.n_layers = 1, s.d_model = 16, s.n_heads = 2, s.n_kv_heads = 1, s.head_dim = 8, s.d_ff = 24, s.vocab_size = 37;
+        s.context_length = 16, s.dtype = dt, s.seed = rng();
+        const fixture::Model fx = fixture::make(s);
+        const std::vector<int32_t> toks = {3, 1, 4, 1, 5, 9, 2, 6};
+        const std::vector<double> ref = reference::forward(fx, toks);
+        TempFile tmp(fx.file);
+
+        gpt_model_params p = cpu_params();
+        gpt_model *mapped = nullptr;
+        assert_int_equal(gpt_model_load(tmp.path.c_str(), &p, &mapped), GPT_OK);
+        const auto want = logits_of(mapped, toks, 37);
+        if (!reference::compare(want.data(), ref.data(), toks.size(), 37).within(1e-4, "mmap load vs reference"))
+            fail_msg("mmap-loaded model disagrees with the reference");
+        gpt_model_info info;
+        info.struct_size = sizeof info;
+        assert_int_equal(gpt_model_get_info(mapped, &info), GPT_OK);
+        assert_int_equal(info.file_dtype, (uint32_t)dt);
+        assert_int_equal(info.host_bytes, fx.file.size());
+        gpt_model_free(mapped);
+
+        p.flags = GPT_MODEL_NO_MMAP;
+        gpt_model *read = nullptr;
+        assert_int_equal(gpt_model_load(tmp.path.c_str(), &p, &read), GPT_OK);
+        expect_same(logits_of(read, toks, 37), want, "read() load");
+        gpt_model_free(read);
+
+        p.flags = GPT_MODEL_SKIP_CHECKSUMS | GPT_MODEL_NO_MMAP;
+        assert_int_equal(gpt_model_load(tmp.path.c_str(), &p, &read), GPT_OK);
+        expect_same(logits_of(read, toks, 37), want, "read() load, checksums skipped");
+        gpt_model_free(read);
+
+        // Misaligned buffers are copied: the caller may scribble over and free them.
+        for (size_t mis : {1ul, 2ul, 4ul, 8ul, 16ul, 32ul, 63ul}) {
+            for (uint32_t flags : {0u, (uint32_t)GPT_MODEL_COPY_BUFFER}) {
+                auto *buf = new Buffer(fx.file, mis);
+                p.flags = flags;
+                gpt_model *m = nullptr;
+                assert_int_equal(gpt_model_load_from_memory(buf->data, buf->size, &p, &m), GPT_OK);
+                std::memset(buf->data, 0xff, buf->size);
+                delete buf;
+                expect_same(logits_of(m, toks, 37), want, "misaligned buffer");
+                gpt_model_free(m);
+            }
+        }
+        // An aligned buffer with COPY_BUFFER: independent of the caller's bytes.
+        {
+            auto *buf = new Buffer(fx.file, 0);
+            p.flags = GPT_MODEL_COPY_BUFFER;
+            gpt_model *m = nullptr;
+            assert_int_equal(gpt_model_load_from_memory(buf->data, buf->size, &p, &m), GPT_OK);
+            std::memset(buf->data, 0, buf->size);
+            delete buf;
+            expect_same(logits_of(m, toks, 37), want, "COPY_BUFFER");
+            gpt_model_free(m);
+        }
+        // An aligned buffer without it is borrowed: changing the embedding of a token the
+        // caller owns changes the logits (the documented contract: keep it unchanged).
+        {
+            Buffer buf(fx.file, 0);
+            p.flags = 0;
+            gpt_model *m = nullptr;
+            assert_int_equal(gpt_model_load_from_memory(buf.data, buf.size, &p, &m), GPT_OK);
+            expect_same(logits_of(m, toks, 37), want, "borrowed buffer");
+            const Header h = header_of(fx.file);
+            const auto entries = table_entries(fx.file);
+            const TensorPos &emb = table_entry(entries, "tok_emb.weight");
+            const size_t row_bytes = 16 * (dt == FileDType::F32 ? 4 : 2);
+            std::memset(buf.data + h.data_off + emb.rel + toks[0] * row_bytes, 0, row_bytes);
+            const auto changed = logits_of(m, toks, 37);
+            bool differs = false;
+            for (size_t i = 0; i < changed.size(); i++) differs |= changed[i] != want[i];
+            assert_true(differs);
+            gpt_model_free(m);
+        }
+    }
+}
+
+void test_load_io_errors(void **) {
+    gpt_model_params p = cpu_params();
+    gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
+    assert_int_equal(gpt_model_load("/nonexistent/dir/model.gpt", &p, &m), GPT_ERR_IO);
+    assert_null(m);
+    assert_non_null(std::strstr(gpt_last_error(), "/nonexistent/dir/model.gpt: cannot open"));
+    m = reinterpret_cast<gpt_model *>(0x1);
+    assert_int_equal(gpt_model_load("/tmp", &p, &m), GPT_ERR_IO);
+    assert_null(m);
+    assert_non_null(std::strstr(gpt_last_error(), "/tmp: not a regular file"));
+    Caught c = catch_error([] { WeightFile::open("/nonexistent.gpt", ReadOptions()); });
+    assert_true(c.thrown && c.status == GPT_ERR_IO);
+    c = catch_error([] { WeightFile::from_memory(nullptr, 128, false, ReadOptions()); });
+    assert_true(c.thrown && c.status == GPT_ERR_INVALID_ARG);
+}
+
+} // namespace
+
+int main(void) {
+    reference::test_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_minimal_entries),
+        cmocka_unit_test(test_writer_rejects_bad_input),
+        cmocka_unit_test(test_writer_atomic_file),
+        cmocka_unit_test(test_reject_truncated),
+        cmocka_unit_test(test_reject_magic_version),
+        cmocka_unit_test(test_reject_checksums),
+        cmocka_unit_test(test_reject_header_fields),
+        cmocka_unit_test(test_reject_metadata_encoding),
+        cmocka_unit_test(test_reject_table_encoding),
+        cmocka_unit_test(test_reject_model_config),
+        cmocka_unit_test(test_reject_model_tensors),
+        cmocka_unit_test(test_load_paths),
+        cmocka_unit_test(test_load_io_errors),
+    };
+    return cmocka_run_group_tests_name("format", tests, nullptr, nullptr);
+}
