@@ -101,7 +101,8 @@ typedef enum gpt_status {
     GPT_ERR_DEVICE = -7,        /* a CUDA or cuBLAS call failed */
     GPT_ERR_CONTEXT_FULL = -8,  /* the tokens would not fit in the context's max_seq */
     GPT_ERR_ABORTED = -9,       /* the abort callback asked to stop */
-    GPT_ERR_INTERNAL = -10      /* a bug in the library; please report it */
+    GPT_ERR_INTERNAL = -10,     /* a bug in the library; please report it */
+    GPT_ERR_BUFFER_TOO_SMALL = -11 /* an output buffer is too small; the needed size was reported */
 } gpt_status;
 
 /* A static, never-NULL English name for a status ("GPT_ERR_FORMAT: ..."). */
@@ -310,6 +311,51 @@ typedef int (*gpt_token_fn)(int32_t token, void *user);
 GPT_API gpt_status gpt_generate(gpt_ctx *ctx, const int32_t *prompt, uint32_t n_prompt,
                                 const gpt_sampling_params *sampling, gpt_token_fn on_token, void *user,
                                 int32_t *out, uint32_t cap, uint32_t *n_out);
+
+/* -------------------------------------------------------------------------- tokenizer */
+
+/* The model's tokenizer, when its file carries one (GPT_MODEL_INFO_HAS_TOKENIZER); the calls
+ * below return GPT_ERR_UNSUPPORTED otherwise. Sizing, for tokenize, detokenize and
+ * token_to_piece alike: the needed count is always written to the OUT count; a NULL buffer
+ * with capacity 0 is a size query (GPT_OK); a buffer too small gives
+ * GPT_ERR_BUFFER_TOO_SMALL (its contents are then unspecified). Text is UTF-8; any bytes are
+ * accepted. */
+
+/* gpt_tokenize flags */
+#define GPT_TOKENIZE_ADD_BOS 0x1u       /* prepend the BOS token */
+#define GPT_TOKENIZE_NO_BOS 0x2u        /* never prepend it (default: as the model's tokenizer does) */
+#define GPT_TOKENIZE_PARSE_SPECIAL 0x4u /* special-token strings in the text ("<|endoftext|>")
+                                           become their ids instead of plain text */
+
+GPT_API gpt_status gpt_tokenize(const gpt_model *model, const char *text, size_t text_len, uint32_t flags,
+                                int32_t *tokens, uint32_t cap, uint32_t *n_tokens);
+
+/* gpt_detokenize / gpt_token_to_piece / gpt_detokenizer_create flags */
+#define GPT_DETOKENIZE_RENDER_SPECIAL 0x1u /* write control tokens' text ("</s>") instead of nothing */
+
+/* Token ids -> UTF-8 bytes, with the tokenizer's decoding rules. A NUL is written after the
+ * bytes when there is room; *n_bytes never counts it. */
+GPT_API gpt_status gpt_detokenize(const gpt_model *model, const int32_t *tokens, uint32_t n_tokens, uint32_t flags,
+                                  char *buf, size_t cap, size_t *n_bytes);
+
+/* The bytes one token stands for in running text (may be part of a UTF-8 character). */
+GPT_API gpt_status gpt_token_to_piece(const gpt_model *model, int32_t token, uint32_t flags, char *buf, size_t cap,
+                                      size_t *n_bytes);
+
+/* Streaming detokenizer: feed generated tokens one by one and print what comes back; it never
+ * splits a UTF-8 character (incomplete bytes wait for the next token), and the bytes of every
+ * push and the final flush equal gpt_detokenize of the same tokens. One per stream; it uses
+ * its model, which must outlive it. */
+typedef struct gpt_detokenizer gpt_detokenizer;
+
+GPT_API gpt_status gpt_detokenizer_create(const gpt_model *model, uint32_t flags, gpt_detokenizer **out);
+GPT_API void gpt_detokenizer_free(gpt_detokenizer *d);
+/* Writes the bytes completed by token (possibly none). On GPT_ERR_BUFFER_TOO_SMALL the token
+ * is not consumed: call again with a buffer of *n_bytes. No NUL is written. */
+GPT_API gpt_status gpt_detokenizer_push(gpt_detokenizer *d, int32_t token, char *buf, size_t cap, size_t *n_bytes);
+/* Writes whatever is held back (an incomplete sequence at the end of a stream, as-is) and
+ * starts a new stream. Same sizing rule as push. */
+GPT_API gpt_status gpt_detokenizer_flush(gpt_detokenizer *d, char *buf, size_t cap, size_t *n_bytes);
 
 #ifdef __cplusplus
 }

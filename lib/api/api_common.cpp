@@ -46,6 +46,7 @@ const char *gpt_status_str(int status) {
     case GPT_ERR_CONTEXT_FULL: return "GPT_ERR_CONTEXT_FULL: context is full";
     case GPT_ERR_ABORTED: return "GPT_ERR_ABORTED: aborted";
     case GPT_ERR_INTERNAL: return "GPT_ERR_INTERNAL: internal error";
+    case GPT_ERR_BUFFER_TOO_SMALL: return "GPT_ERR_BUFFER_TOO_SMALL: output buffer too small";
     }
     return "unknown status";
 }

@@ -26,6 +26,17 @@ public:
     void reset();
     size_t pending() const { return held_.size(); }
 
+    // The stream state, so a caller can undo a push whose output it could not take.
+    struct State {
+        bool started;
+        std::string held;
+    };
+    State state() const { return State{started_, held_}; }
+    void restore(const State &s) {
+        started_ = s.started;
+        held_ = s.held;
+    }
+
 private:
     const Tokenizer &tok_;
     bool render_special_;
