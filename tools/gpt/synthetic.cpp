@@ -20,6 +20,8 @@ const std::vector<SyntheticShape> &synthetic_shapes() {
         {"gpt2-medium", "gpt2", 24, 1024, 16, 16, 4096, 50257, 1024, true, true, 0},
         {"tinyllama-1.1b", "llama", 22, 2048, 32, 4, 5632, 32000, 16384, false, false, 10000.0f},
         {"qwen2-7b", "llama", 28, 3584, 28, 4, 18944, 152064, 32768, false, true, 1000000.0f},
+        // llama2.c's stories15M (the CPU baseline of ../shared/reference/baselines.md).
+        {"stories15m", "llama", 6, 288, 6, 6, 768, 32000, 256, true, false, 10000.0f},
         // minGPT-style small GPTs of the seed documents (vocab of GPT-2).
         {"nano", "gpt2", 3, 48, 3, 3, 192, 50257, 1024, true, true, 0},
         {"micro", "gpt2", 4, 128, 4, 4, 512, 50257, 1024, true, true, 0},
