@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""compare_pytorch.py - libgpt vs PyTorch/transformers on identical shapes, in one run.
+
+Run on the GPU machine from the repository root, after building with CUDA:
+
+    python3 bench/compare_pytorch.py --gpt build/tools/gpt --out OUTDIR [--quick]
+
+For each workload it times PyTorch eager (transformers, random weights built from the same
+config, fp16 unless stated, SDPA attention, cuDNN attention off because it rebuilds a graph
+for every new cache length) and then `gpt bench --synthetic NAME --json` on the same shape,
+and prints the ratio. PyTorch timings use CUDA events around warmed-up runs (median of
+repeats); decode is timed per token over the same cache positions as ours. Writes
+OUTDIR/results.json, OUTDIR/performance_table.md (pasted into docs/PERFORMANCE.md) and
+OUTDIR/performance.png (the chart).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import transformers
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+SHAPES = {
+    "gpt2-124m": ("gpt2", dict(n_layer=12, n_embd=768, n_head=12, vocab_size=50257, n_positions=1024)),
+    "tinyllama-1.1b": ("llama", dict(hidden_size=2048, num_hidden_layers=22, num_attention_heads=32, num_key_value_heads=4,
+                                     intermediate_size=5632, vocab_size=32000, max_position_embeddings=16384)),
+    "qwen2-7b": ("qwen2", dict(hidden_size=3584, num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4,
+                               intermediate_size=18944, vocab_size=152064, max_position_embeddings=32768,
+                               rope_theta=1e6)),
+    "nano": ("gpt2", dict(n_layer=3, n_embd=48, n_head=3, vocab_size=50257, n_positions=1024)),
+    "micro": ("gpt2", dict(n_layer=4, n_embd=128, n_head=4, vocab_size=50257, n_positions=1024)),
+    "mini": ("gpt2", dict(n_layer=6, n_embd=192, n_head=6, vocab_size=50257, n_positions=1024)),
+    "tile-small": ("gpt2", dict(n_layer=4, n_embd=64, n_head=4, vocab_size=50257, n_positions=1024)),
+    "tile-medium": ("gpt2", dict(n_layer=6, n_embd=128, n_head=4, vocab_size=50257, n_positions=1024)),
+    "tile-large": ("gpt2", dict(n_layer=8, n_embd=256, n_head=8, vocab_size=50257, n_positions=1024)),
+}
+
+
+def build(name, dtype):
+    kind, cfg = SHAPES[name]
+    if kind == "gpt2":
+        model = GPT2LMHeadModel(GPT2Config(**cfg, attn_implementation="sdpa"))
+    elif kind == "llama":
+        model = LlamaForCausalLM(LlamaConfig(**cfg, attn_implementation="sdpa"))
+    else:
+        model = Qwen2ForCausalLM(Qwen2Config(**cfg, attn_implementation="sdpa"))
+    return model.to(device="cuda", dtype=dtype).eval()
+
+
+def events_ms(fn, reps, warmup=3):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+@torch.inference_mode()
+def torch_prefill(model, n, vocab, reps=10):
+    ids = torch.randint(0, vocab, (1, n), device="cuda")
+    return events_ms(lambda: model(ids, use_cache=False, logits_to_keep=1), reps)
+
+
+@torch.inference_mode()
+def torch_decode(model, pos, steps, vocab):
+    """Median ms per greedy decode step from cache position pos (prompt of pos tokens)."""
+    ids = torch.randint(0, vocab, (1, max(pos, 1)), device="cuda")
+    def run():
+        out = model(ids, use_cache=True, logits_to_keep=1)
+        cache = out.past_key_values
+        tok = out.logits[:, -1:].argmax(-1)
+        times = []
+        for _ in range(steps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            out = model(tok, past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            tok = out.logits[:, -1:].argmax(-1)
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        return times
+    run()  # warm up over the same cache positions
+    return statistics.median(run()[5:])
+
+
+@torch.inference_mode()
+def torch_forward(model, batch, tokens, vocab, reps=20):
+    ids = torch.randint(0, vocab, (batch, tokens), device="cuda")
+    return events_ms(lambda: model(ids, use_cache=False).logits, reps)
+
+
+def ours(gpt, name, args):
+    cmd = [gpt, "bench", "--synthetic", name, "--json"] + args
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpt", default="build/tools/gpt")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true", help="skip the 7B shape")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    torch.manual_seed(0)
+    rows = []
+
+    def record(workload, torch_ms, our_ms, unit="ms/token", target=None, note=""):
+        ratio = torch_ms / our_ms if our_ms > 0 else float("nan")
+        rows.append(dict(workload=workload, pytorch=torch_ms, libgpt=our_ms, ratio=ratio, unit=unit, target=target, note=note))
+        print(f"{workload:52s} pytorch {torch_ms:9.3f}  libgpt {our_ms:9.4f} {unit:9s} x{ratio:6.1f}"
+              + (f"  target {target}" if target else ""), flush=True)
+
+    # Decode and prefill, fp16, batch 1.
+    for name, targets in [("gpt2-124m", (0.20, 250000)), ("tinyllama-1.1b", (0.65, None)), ("qwen2-7b", (4.0, 35000))]:
+        if a.quick and name == "qwen2-7b":
+            continue
+        vocab = SHAPES[name][1]["vocab_size"]
+        model = build(name, torch.float16)
+        pos = 100 if name != "gpt2-124m" else 16
+        t_dec = torch_decode(model, pos, 64, vocab)
+        t_pre = torch_prefill(model, 512, vocab)
+        t_dec_long = {}
+        if name != "gpt2-124m":
+            for p in (2048, 8192):
+                t_dec_long[p] = torch_decode(model, p, 32, vocab)
+        del model
+        torch.cuda.empty_cache()
+        o = ours(a.gpt, name, ["--prefill", "512", "--decode", "128", "--pos", str(pos)])
+        record(f"{name} fp16 decode from position {pos}", t_dec, o["decode"]["median_ms"], target=f"<= {targets[0]} ms")
+        record(f"{name} fp16 prefill 512 (ms)", t_pre, o["prefill"]["median_ms"], unit="ms",
+               target=f">= {targets[1]} tok/s" if targets[1] else None,
+               note=f"libgpt {o['prefill']['tokens_per_s']:.0f} tok/s")
+        for p, t in t_dec_long.items():
+            ol = ours(a.gpt, name, ["--prefill", "0", "--decode", "32", "--pos", str(p)])
+            record(f"{name} fp16 decode from position {p}", t, ol["decode"]["median_ms"])
+        if name == "gpt2-124m":
+            rows[-1]["load_to_first_token_ms"] = o["load_to_first_token_ms"]
+
+    # Small GPTs: full fp32 logits forward.
+    for name, (b, t) in [("nano", (4, 64)), ("tile-small", (4, 64)), ("micro", (4, 64)), ("tile-medium", (4, 64)),
+                         ("mini", (4, 64)), ("tile-large", (4, 64)), ("tile-medium", (8, 128))]:
+        vocab = SHAPES[name][1]["vocab_size"]
+        model = build(name, torch.float32)
+        t_fwd = torch_forward(model, b, t, vocab)
+        del model
+        o = ours(a.gpt, name, ["--dtype", "f32", "--prefill", "0", "--decode", "0", "--forward", f"{b}x{t}", "--reps", "20"])
+        record(f"{name} fp32 forward {b}x{t}, all logits", t_fwd, o["forward"]["median_ms"], unit="ms", target="x >= 8")
+
+    # Batched decode, TinyLlama shape.
+    for B in (1, 8, 32):
+        o = ours(a.gpt, "tinyllama-1.1b", ["--prefill", "0", "--decode", "64", "--batch", str(B), "--pos", "100"])
+        rows.append(dict(workload=f"tinyllama-1.1b fp16 batch {B} decode step", libgpt=o["decode"]["median_ms"], unit="ms/step",
+                         tokens_per_s=o["decode"]["tokens_per_s"]))
+        print(f"tinyllama batch {B}: {o['decode']['median_ms']:.3f} ms/step, {o['decode']['tokens_per_s']:.0f} tok/s", flush=True)
+
+    meta = dict(date=time.strftime("%Y-%m-%d"), gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
+                transformers=transformers.__version__, cuda=torch.version.cuda,
+                driver=subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                      capture_output=True, text=True).stdout.strip())
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    with open(os.path.join(a.out, "performance_table.md"), "w") as f:
+        f.write(f"Measured {meta['date']} on {meta['gpu']} (driver {meta['driver']}), PyTorch {meta['torch']} "
+                f"(CUDA {meta['cuda']}), transformers {meta['transformers']}; same run, same shapes, random weights.\n\n")
+        f.write("| workload | PyTorch eager | libgpt | speed-up | target |\n|---|---|---|---|---|\n")
+        for r in rows:
+            if "pytorch" in r:
+                f.write(f"| {r['workload']} | {r['pytorch']:.3f} {r['unit']} | {r['libgpt']:.4f} {r['unit']} | "
+                        f"{r['ratio']:.1f}x | {r.get('target') or ''} {r.get('note') or ''} |\n")
+            else:
+                f.write(f"| {r['workload']} | | {r['libgpt']:.3f} {r['unit']} ({r['tokens_per_s']:.0f} tok/s) | | |\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        cmp_rows = [r for r in rows if "pytorch" in r]
+        fig, ax = plt.subplots(figsize=(10, 0.45 * len(cmp_rows) + 1))
+        ax.barh([r["workload"] for r in cmp_rows], [r["ratio"] for r in cmp_rows], color="#3b7")
+        ax.axvline(1, color="k", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("speed-up over PyTorch eager (same run, same shapes)")
+        ax.invert_yaxis()
+        fig.tight_layout()
+        fig.savefig(os.path.join(a.out, "performance.png"), dpi=110)
+    except Exception as e:  # the table is what matters
+        print("chart skipped:", e)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
