@@ -53,6 +53,7 @@ struct StepInput {
     const uint32_t *start_pos = nullptr; // [batch]: cache position of each sequence's first new token
     bool all_logits = false;            // logits for every row, else each sequence's last row
     uint32_t logits_seq_stride = 0;     // all_logits: rows between sequences in the host buffer
+    float *host_all_logits = nullptr;   // all_logits: this step's first row in the caller's buffer
 };
 
 struct AttentionSpec {
@@ -85,7 +86,8 @@ public:
     virtual void begin_step(const StepInput &in) = 0;
     // Runs `ops` (the architecture's op sequence for the staged step). A backend may record
     // them once per step shape and replay the record (CUDA graphs): ops must then depend on
-    // nothing but the step shape. `replayable` says whether that is allowed for this call.
+    // nothing but the step shape (a replay skips the host side of ops, the abort hook too).
+    // `replayable` says whether that is allowed for this call.
     virtual void run(const std::function<void()> &ops, bool replayable) = 0;
 
     virtual void embed(const Weight &tok, const Weight *pos) = 0;

@@ -98,11 +98,12 @@ void Context::step(const int32_t *tokens, uint32_t batch, uint32_t n_total, uint
     in.start_pos = step_pos_;
     in.all_logits = all_logits;
     in.logits_seq_stride = n_total;
+    in.host_all_logits = host_all_logits ? host_all_logits + (uint64_t)t0 * model_.config().vocab_size : nullptr;
     exec_->begin_step(in);
     AbortHook hook(this);
     ForwardArgs args;
-    args.hook = replayable ? nullptr : &hook; // no host callbacks inside a recorded step
-    args.host_all_logits = host_all_logits ? host_all_logits + (uint64_t)t0 * model_.config().vocab_size : nullptr;
+    args.hook = &hook; // a replayed recording skips it: aborts are then seen between steps
+    args.host_all_logits = in.host_all_logits;
     exec_->run([&] { model_forward(model_.config(), model_.weights(), *exec_, args); }, replayable);
 }
 
@@ -121,7 +122,7 @@ void Context::forward(const int32_t *tokens, uint32_t batch, uint32_t n_tokens, 
     for (uint32_t t0 = 0; t0 < n_tokens; t0 += per_step) {
         const uint32_t nt = std::min(per_step, n_tokens - t0);
         check_abort();
-        step(tokens, batch, n_tokens, t0, nt, all, all ? logits : nullptr, nt == 1 && !all);
+        step(tokens, batch, n_tokens, t0, nt, all, all ? logits : nullptr, true);
     }
     if (logits && !all) exec_->read_logits(logits);
     // Success: the new tokens now belong to the sequences.

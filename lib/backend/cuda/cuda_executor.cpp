@@ -29,10 +29,14 @@ namespace gpt::cuda {
 
 namespace {
 
+constexpr size_t kMaxGraphs = 16;  // recorded step shapes kept per context (least recently used go)
+constexpr uint32_t kGemvRows = 2;  // the GEMV for 1-2 rows; cuBLAS (tensor cores) beyond (measured)
+
 class CudaExecutor final : public Executor {
 public:
     CudaExecutor(int device, const ModelConfig &c, const ExecParams &p)
-        : device_(device), c_(c), p_(p), plan_(c, p), graphs_(p.max_batch + 1, nullptr) {
+        : device_(device), c_(c), p_(p), plan_(c, p) {
+        graphs_.reserve(kMaxGraphs);
         GPT_CUDA_CHECK(cudaSetDevice(device_));
         try {
             const uint64_t before = allocation_count();
@@ -81,31 +85,26 @@ public:
         }
     }
 
+    // Steps run eagerly the first time their shape (batch, tokens, all-logits) is seen. A
+    // decode shape is captured into a CUDA graph at once, any other shape the second time it
+    // comes (repeated scoring or benchmark batches); later steps of that shape replay it.
+    // A full-logits head writes into the caller's buffer, so it runs after the graph.
     void run(const std::function<void()> &ops, bool replayable) override {
-        const bool graph = replayable && p_.use_graphs && in_.n_tokens == 1 && !in_.all_logits;
-        if (!graph) {
+        if (!replayable || !p_.use_graphs) {
             ops();
             return;
         }
-        cudaGraphExec_t &exec = graphs_[in_.batch];
-        if (!exec) {
-            GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-            cudaGraph_t g = nullptr;
-            try {
-                ops();
-            } catch (...) {
-                cudaStreamEndCapture(stream_, &g);
-                if (g) cudaGraphDestroy(g);
-                cudaGetLastError();
-                throw;
-            }
-            GPT_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
-            cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
-            cudaGraphDestroy(g);
-            if (e != cudaSuccess) exec = nullptr;
-            GPT_CUDA_CHECK(e);
+        Graph &g = graph_for(in_.batch, in_.n_tokens, in_.all_logits);
+        const bool decode = in_.n_tokens == 1 && !in_.all_logits;
+        if (!g.exec && (decode || g.runs >= 1)) capture(g, ops);
+        g.runs++;
+        if (!g.exec) {
+            ops();
+            return;
         }
-        GPT_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+        GPT_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+        if (in_.all_logits && in_.host_all_logits) all_logits(g.head, in_.host_all_logits);
+        else have_last_ = true;
     }
 
     void embed(const Weight &tok, const Weight *pos) override {
@@ -197,11 +196,46 @@ public:
     }
 
     void logits(const Weight &head, float *host_all) override {
-        const uint64_t d = c_.d_model, v = c_.vocab_size, a = dtype_bytes(p_.compute);
+        const uint64_t d = c_.d_model, a = dtype_bytes(p_.compute);
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
         if (in_.all_logits && host_all) {
             flush_delta();
+            if (capturing_) { // the caller's buffer changes between calls: run the head after the graph
+                captured_head_ = head;
+                return;
+            }
+            all_logits(head, host_all);
+            return;
+        }
+        flush_delta();
+        // Each sequence's last row: every n_tokens-th row of H, starting at row n_tokens - 1.
+        const void *last = h + (uint64_t)(in_.n_tokens - 1) * d * a;
+        const uint64_t ld = (uint64_t)in_.n_tokens * d;
+        if (in_.batch <= kGemvRows && gemv_supported(in_.batch, (uint32_t)d, ld, (int)p_.compute)) {
+            GemvArgs g{};
+            g.x = last;
+            g.ldx = ld;
+            g.w = head.data;
+            g.y = lg;
+            g.y_f32 = 1;
+            g.rows = in_.batch;
+            g.n = (uint32_t)head.rows;
+            g.k = (uint32_t)head.cols;
+            g.dtype = (int)p_.compute;
+            GPT_CUDA_CHECK(launch_gemv(g, stream_));
+        } else {
+            gemm(cublas_, head, last, p_.compute, ld, lg, DType::F32, in_.batch, p_.allow_tf32);
+        }
+        have_last_ = true;
+    }
+
+    // Every row's logits, to host or device memory.
+    void all_logits(const Weight &head, float *host_all) {
+        const uint64_t d = c_.d_model, v = c_.vocab_size, a = dtype_bytes(p_.compute);
+        uint8_t *h = dev(plan_.h);
+        float *lg = dev<float>(plan_.logits);
+        {
             // A caller buffer in this GPU's memory takes the GEMM's output directly.
             cudaPointerAttributes attr{};
             const bool on_device = cudaPointerGetAttributes(&attr, host_all) == cudaSuccess &&
@@ -229,28 +263,7 @@ public:
             // caller may read its logits once we return.
             GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
             have_last_ = false;
-            return;
         }
-        flush_delta();
-        // Each sequence's last row: every n_tokens-th row of H, starting at row n_tokens - 1.
-        const void *last = h + (uint64_t)(in_.n_tokens - 1) * d * a;
-        const uint64_t ld = (uint64_t)in_.n_tokens * d;
-        if (gemv_supported(in_.batch, (uint32_t)d, ld, (int)p_.compute)) {
-            GemvArgs g{};
-            g.x = last;
-            g.ldx = ld;
-            g.w = head.data;
-            g.y = lg;
-            g.y_f32 = 1;
-            g.rows = in_.batch;
-            g.n = (uint32_t)head.rows;
-            g.k = (uint32_t)head.cols;
-            g.dtype = (int)p_.compute;
-            GPT_CUDA_CHECK(launch_gemv(g, stream_));
-        } else {
-            gemm(cublas_, head, last, p_.compute, ld, lg, DType::F32, in_.batch, p_.allow_tf32);
-        }
-        have_last_ = true;
     }
 
     void read_logits(float *host_out) override {
@@ -316,6 +329,56 @@ private:
         }
         return nullptr;
     }
+    struct Graph {
+        uint32_t batch = 0, n_tokens = 0;
+        bool all_logits = false;
+        uint32_t runs = 0;
+        uint64_t last_use = 0;
+        cudaGraphExec_t exec = nullptr;
+        Weight head; // for a full-logits shape: the head the graph leaves to run afterwards
+    };
+
+    Graph &graph_for(uint32_t batch, uint32_t n_tokens, bool all) {
+        Graph *lru = nullptr;
+        for (Graph &g : graphs_) {
+            if (g.batch == batch && g.n_tokens == n_tokens && g.all_logits == all) {
+                g.last_use = ++clock_;
+                return g;
+            }
+            if (!lru || g.last_use < lru->last_use) lru = &g;
+        }
+        if (graphs_.size() < kMaxGraphs) {
+            graphs_.push_back(Graph{});
+            lru = &graphs_.back();
+        } else if (lru->exec) {
+            GPT_CUDA_CHECK(cudaGraphExecDestroy(lru->exec)); // not running: begin_step synchronised
+        }
+        *lru = Graph{batch, n_tokens, all, 0, ++clock_, nullptr, Weight{}};
+        return *lru;
+    }
+
+    void capture(Graph &g, const std::function<void()> &ops) {
+        GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+        cudaGraph_t graph = nullptr;
+        capturing_ = true;
+        try {
+            ops();
+        } catch (...) {
+            capturing_ = false;
+            cudaStreamEndCapture(stream_, &graph);
+            if (graph) cudaGraphDestroy(graph);
+            cudaGetLastError();
+            throw;
+        }
+        capturing_ = false;
+        GPT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+        cudaError_t e = cudaGraphInstantiate(&g.exec, graph, 0);
+        cudaGraphDestroy(graph);
+        if (e != cudaSuccess) g.exec = nullptr;
+        GPT_CUDA_CHECK(e);
+        g.head = captured_head_;
+    }
+
     // Adds a residual delta left by a GEMM when no norm follows to absorb it.
     void flush_delta() {
         if (!pending_delta_) return;
@@ -327,7 +390,7 @@ private:
     // needs the cuBLAS path.
     bool try_gemv(Act in, const Weight &w, GemvArgs &g) {
         flush_delta();
-        if (!gemv_supported(rows_, (uint32_t)w.cols, w.cols, (int)p_.compute)) return false;
+        if (rows_ > kGemvRows || !gemv_supported(rows_, (uint32_t)w.cols, w.cols, (int)p_.compute)) return false;
         g.x = buf(in);
         g.ldx = w.cols;
         g.w = w.data;
@@ -348,7 +411,7 @@ private:
     void release() {
         cudaSetDevice(device_);
         for (auto &g : graphs_)
-            if (g) cudaGraphExecDestroy(g);
+            if (g.exec) cudaGraphExecDestroy(g.exec);
         if (cublas_) cublasDestroy(cublas_);
         if (stream_) cudaStreamDestroy(stream_);
         device_free(dev_);
@@ -365,7 +428,10 @@ private:
     uint8_t *dev_ = nullptr, *host_ = nullptr;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
-    std::vector<cudaGraphExec_t> graphs_; // [batch] decode graphs
+    std::vector<Graph> graphs_; // recorded step shapes, at most kMaxGraphs
+    uint64_t clock_ = 0;
+    bool capturing_ = false;
+    Weight captured_head_;
     uint32_t n_sms_ = 1;
     uint64_t allocations_ = 0;
     StepInput in_{};

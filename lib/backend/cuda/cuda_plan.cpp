@@ -25,8 +25,9 @@ CudaPlan::CudaPlan(const ModelConfig &c, const ExecParams &p) {
     logits_rows = std::max<uint32_t>(p.max_batch, std::min<uint64_t>(rows, (16ull << 20) / c.vocab_size));
     // Key splits for decode attention: at the longest context each split holds ~128 keys, so
     // the kv heads x splits blocks fill the GPU; short contexts leave most splits empty.
-    // (128 keys per split measured faster than 512 at positions 0 and 8192, see PERFORMANCE.md.)
-    max_splits = std::clamp<uint32_t>((p.max_seq + 127) / 128, 1, 32);
+    // (128 keys per split measured faster than 512 at positions 0 and 8192; 256 matches 128 at
+    // long contexts through the cap and spares short ones a split and a merge; PERFORMANCE.md.)
+    max_splits = std::clamp<uint32_t>((p.max_seq + 255) / 256, 1, 32);
     const uint64_t a = dtype_bytes(p.compute), kv = dtype_bytes(p.kv), d = c.d_model;
     Carver dev;
     x = dev.take(4 * rows * d);
