@@ -32,7 +32,7 @@ void deliver(const std::string &bytes, char *buf, size_t cap, size_t *n_bytes, b
     if (!buf) gpt::fail(GPT_ERR_INVALID_ARG, "buf is NULL but cap is %zu", cap);
     if (bytes.size() > cap)
         gpt::fail(GPT_ERR_BUFFER_TOO_SMALL, "output needs %zu bytes, the buffer holds %zu", bytes.size(), cap);
-    std::memcpy(buf, bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(buf, bytes.data(), bytes.size());
     if (nul && bytes.size() < cap) buf[bytes.size()] = '\0';
 }
 
@@ -61,7 +61,7 @@ gpt_status gpt_tokenize(const gpt_model *model, const char *text, size_t text_le
         if (!tokens && cap == 0) return;
         if (!tokens) gpt::fail(GPT_ERR_INVALID_ARG, "tokens is NULL but cap is %u", cap);
         if (ids.size() > cap) gpt::fail(GPT_ERR_BUFFER_TOO_SMALL, "text gives %zu tokens, the buffer holds %u", ids.size(), cap);
-        std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
+        if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t)); // empty: data() may be NULL
     });
 }
 
@@ -112,6 +112,7 @@ gpt_status gpt_detokenizer_push(gpt_detokenizer *d, int32_t token, char *buf, si
             d->impl.restore(before); // the token is not consumed
             throw;
         }
+        if (!buf && cap == 0) d->impl.restore(before); // a size query consumes nothing either
     });
 }
 
@@ -126,6 +127,7 @@ gpt_status gpt_detokenizer_flush(gpt_detokenizer *d, char *buf, size_t cap, size
             d->impl.restore(before);
             throw;
         }
+        if (!buf && cap == 0) d->impl.restore(before); // a size query keeps the held bytes
     });
 }
 
