@@ -1,0 +1,69 @@
+/* layout.c - prints the size of each public params struct and the offset of each of its
+ * fields as the C compiler lays them out, one "name value" per line, for the Python
+ * binding's layout test (bindings/python/tests/test_libgpt.py compares them with ctypes). */
+#include "gpt.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define SIZE(s) printf("%s %zu\n", #s, sizeof(s))
+#define FIELD(s, f) printf("%s.%s %zu\n", #s, #f, offsetof(s, f))
+
+int main(void) {
+    SIZE(gpt_model_params);
+    FIELD(gpt_model_params, struct_size);
+    FIELD(gpt_model_params, device);
+    FIELD(gpt_model_params, weight_dtype);
+    FIELD(gpt_model_params, flags);
+
+    SIZE(gpt_model_info);
+    FIELD(gpt_model_info, struct_size);
+    FIELD(gpt_model_info, arch);
+    FIELD(gpt_model_info, n_layers);
+    FIELD(gpt_model_info, d_model);
+    FIELD(gpt_model_info, n_heads);
+    FIELD(gpt_model_info, n_kv_heads);
+    FIELD(gpt_model_info, head_dim);
+    FIELD(gpt_model_info, d_ff);
+    FIELD(gpt_model_info, vocab_size);
+    FIELD(gpt_model_info, context_length);
+    FIELD(gpt_model_info, file_dtype);
+    FIELD(gpt_model_info, weight_dtype);
+    FIELD(gpt_model_info, device);
+    FIELD(gpt_model_info, bos_token);
+    FIELD(gpt_model_info, eos_token);
+    FIELD(gpt_model_info, flags);
+    FIELD(gpt_model_info, norm_eps);
+    FIELD(gpt_model_info, rope_theta);
+    FIELD(gpt_model_info, n_params);
+    FIELD(gpt_model_info, host_bytes);
+    FIELD(gpt_model_info, device_bytes);
+    FIELD(gpt_model_info, name);
+
+    SIZE(gpt_ctx_params);
+    FIELD(gpt_ctx_params, struct_size);
+    FIELD(gpt_ctx_params, max_batch);
+    FIELD(gpt_ctx_params, max_seq);
+    FIELD(gpt_ctx_params, max_step_tokens);
+    FIELD(gpt_ctx_params, compute_dtype);
+    FIELD(gpt_ctx_params, kv_dtype);
+    FIELD(gpt_ctx_params, n_threads);
+    FIELD(gpt_ctx_params, flags);
+    FIELD(gpt_ctx_params, abort_fn);
+    FIELD(gpt_ctx_params, abort_user);
+
+    SIZE(gpt_sampling_params);
+    FIELD(gpt_sampling_params, struct_size);
+    FIELD(gpt_sampling_params, temperature);
+    FIELD(gpt_sampling_params, top_k);
+    FIELD(gpt_sampling_params, top_p);
+    FIELD(gpt_sampling_params, min_p);
+    FIELD(gpt_sampling_params, repetition_penalty);
+    FIELD(gpt_sampling_params, repetition_last_n);
+    FIELD(gpt_sampling_params, flags);
+    FIELD(gpt_sampling_params, seed);
+    FIELD(gpt_sampling_params, stop_tokens);
+    FIELD(gpt_sampling_params, n_stop_tokens);
+    FIELD(gpt_sampling_params, reserved);
+    return 0;
+}

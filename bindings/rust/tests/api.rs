@@ -1,0 +1,336 @@
+//! Tests of the safe API against the shared library on the CPU.
+//!
+//! The model: GPT_TEST_MODEL (meson's test sets it to a fixture written by libgpt.fixture);
+//! else a fixture written now with `python3 -m libgpt.fixture` from ../python; else the
+//! tests skip with a message. GPT_TEST_LAYOUT (bindings/python/tests/layout.c, built by
+//! meson) enables the field-offset check.
+use libgpt::{status, CtxParams, Device, Model, ModelParams, SamplingParams};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+fn model_path() -> Option<PathBuf> {
+    static PATH: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
+    let mut guard = PATH.lock().unwrap_or_else(|e| e.into_inner());
+    guard
+        .get_or_insert_with(|| {
+            if let Some(p) = std::env::var_os("GPT_TEST_MODEL") {
+                return Some(PathBuf::from(p));
+            }
+            let out = std::env::temp_dir().join(format!("libgpt-rust-test-{}.gpt", std::process::id()));
+            let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../python");
+            let ok = Command::new("python3")
+                .args(["-m", "libgpt.fixture"])
+                .arg(&out)
+                .env("PYTHONPATH", &python)
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if ok {
+                Some(out)
+            } else {
+                eprintln!("SKIP: no GPT_TEST_MODEL and `python3 -m libgpt.fixture` failed");
+                None
+            }
+        })
+        .clone()
+}
+
+macro_rules! model_or_skip {
+    () => {
+        match model_path() {
+            Some(p) => Model::load_with(&p, &ModelParams::new().device(Device::Cpu)).expect("load the test model"),
+            None => return,
+        }
+    };
+}
+
+#[test]
+fn version_and_params() {
+    assert!(!libgpt::version().is_empty());
+    assert_eq!(libgpt::version_number() / 10000, libgpt::sys::GPT_VERSION_MAJOR);
+    assert!(libgpt::build_info().contains("cpu"));
+    // The *_init functions set struct_size to the C sizeof: the Rust mirrors have that size.
+    let mp = ModelParams::new();
+    assert_eq!(
+        mp.raw.struct_size as usize,
+        std::mem::size_of::<libgpt::sys::gpt_model_params>()
+    );
+    assert_eq!(mp.raw.device, libgpt::sys::GPT_DEVICE_AUTO);
+    let cp = CtxParams::new();
+    assert_eq!(
+        cp.raw.struct_size as usize,
+        std::mem::size_of::<libgpt::sys::gpt_ctx_params>()
+    );
+    assert_eq!(cp.raw.max_batch, 1);
+    let sp = SamplingParams::new().as_raw();
+    assert_eq!(
+        sp.struct_size as usize,
+        std::mem::size_of::<libgpt::sys::gpt_sampling_params>()
+    );
+    assert_eq!(sp.top_k, 40);
+}
+
+#[test]
+fn struct_layout_matches_c() {
+    use libgpt::sys::*;
+    use std::ptr::addr_of;
+    let exe = match std::env::var_os("GPT_TEST_LAYOUT") {
+        Some(e) => e,
+        None => {
+            eprintln!("SKIP: GPT_TEST_LAYOUT not set");
+            return;
+        }
+    };
+    let out = Command::new(exe).output().expect("run the layout program");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let c: std::collections::HashMap<String, usize> = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+        })
+        .collect();
+    macro_rules! layout {
+        ($ty:ident { $($f:ident),* }) => {{
+            assert_eq!(std::mem::size_of::<$ty>(), c[stringify!($ty)], "sizeof {}", stringify!($ty));
+            let v = std::mem::MaybeUninit::<$ty>::uninit();
+            let base = v.as_ptr() as usize;
+            let mut n = 0;
+            $(
+                let off = unsafe { addr_of!((*v.as_ptr()).$f) } as usize - base;
+                assert_eq!(off, c[concat!(stringify!($ty), ".", stringify!($f))], "{}.{}", stringify!($ty), stringify!($f));
+                n += 1;
+            )*
+            let c_fields = c.keys().filter(|k| k.starts_with(concat!(stringify!($ty), "."))).count();
+            assert_eq!(n, c_fields, "{}: field count", stringify!($ty));
+        }};
+    }
+    layout!(gpt_model_params {
+        struct_size,
+        device,
+        weight_dtype,
+        flags
+    });
+    layout!(gpt_model_info {
+        struct_size,
+        arch,
+        n_layers,
+        d_model,
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        d_ff,
+        vocab_size,
+        context_length,
+        file_dtype,
+        weight_dtype,
+        device,
+        bos_token,
+        eos_token,
+        flags,
+        norm_eps,
+        rope_theta,
+        n_params,
+        host_bytes,
+        device_bytes,
+        name
+    });
+    layout!(gpt_ctx_params {
+        struct_size,
+        max_batch,
+        max_seq,
+        max_step_tokens,
+        compute_dtype,
+        kv_dtype,
+        n_threads,
+        flags,
+        abort_fn,
+        abort_user
+    });
+    layout!(gpt_sampling_params {
+        struct_size,
+        temperature,
+        top_k,
+        top_p,
+        min_p,
+        repetition_penalty,
+        repetition_last_n,
+        flags,
+        seed,
+        stop_tokens,
+        n_stop_tokens,
+        reserved
+    });
+}
+
+#[test]
+fn model_info_and_tokenizer() {
+    let model = model_or_skip!();
+    let info = model.info();
+    assert!(info.vocab_size() > 0);
+    assert!(info.has_tokenizer());
+    assert_eq!(info.device(), Device::Cpu);
+    assert!(info.arch() == "llama" || info.arch() == "gpt2");
+    for text in ["the Lord and the", "h\u{e9}llo \u{2713} \u{65e5}\u{672c}", ""] {
+        let ids = model.tokenize(text).unwrap();
+        assert_eq!(model.detokenize(&ids).unwrap(), text);
+        let mut d = model.detokenizer().unwrap();
+        let mut s = String::new();
+        for &t in &ids {
+            s += &d.push(t).unwrap();
+        }
+        s += &d.flush().unwrap();
+        assert_eq!(s, text);
+    }
+    let long = "the Lord and ".repeat(300);
+    assert_eq!(model.detokenize(&model.tokenize(&long).unwrap()).unwrap(), long);
+    let raw = b"\xff\xfe abc";
+    assert_eq!(
+        model.detokenize_bytes(&model.tokenize(raw).unwrap(), 0).unwrap(),
+        raw.to_vec()
+    );
+    let err = model.detokenize(&[model.vocab_size() as i32]).unwrap_err();
+    assert_eq!(err.status, status::INVALID_ARG);
+}
+
+#[test]
+fn errors_carry_status_and_message() {
+    let err = Model::load("/nonexistent/dir/model.gpt").unwrap_err();
+    assert_eq!(err.status, status::IO);
+    assert_eq!(err.status_name(), "GPT_ERR_IO");
+    assert!(err.message.contains("model.gpt"), "{}", err.message);
+    assert!(err.to_string().starts_with("GPT_ERR_IO: "));
+    let err = Model::from_bytes(b"definitely not a model", &ModelParams::new()).unwrap_err();
+    assert_eq!(err.status, status::FORMAT);
+}
+
+#[test]
+fn forward_and_generate() {
+    let model = model_or_skip!();
+    let v = model.vocab_size() as usize;
+    let prompt = model.tokenize("the Lord").unwrap();
+    let mut ctx = model.context(&CtxParams::new().max_seq(64)).unwrap();
+    let last = ctx.forward(&prompt).unwrap();
+    assert_eq!(last.len(), v);
+    assert_eq!(ctx.seq_len(0), prompt.len() as u32);
+    ctx.reset();
+    let all = ctx.forward_all(&prompt).unwrap();
+    assert_eq!(all.len(), v * prompt.len());
+    for (a, b) in all[(prompt.len() - 1) * v..].iter().zip(&last) {
+        assert!((a - b).abs() < 1e-4);
+    }
+
+    // Greedy generation is the argmax of forward's logits.
+    ctx.reset();
+    let greedy = SamplingParams::new().temperature(0.0).ignore_eos(true);
+    let mut seen = Vec::new();
+    let toks = ctx
+        .generate(&prompt, 8, &greedy, |t| {
+            seen.push(t);
+            true
+        })
+        .unwrap();
+    assert_eq!(toks.len(), 8);
+    assert_eq!(seen, toks);
+    let argmax = last
+        .iter()
+        .enumerate()
+        .fold(0, |best, (i, &x)| if x > last[best] { i } else { best });
+    assert_eq!(toks[0] as usize, argmax);
+    assert_eq!(ctx.seq_len(0), (prompt.len() + 8 - 1) as u32);
+
+    // Stopping from the callback, stop tokens, seeds.
+    ctx.reset();
+    let mut n = 0;
+    let three = ctx
+        .generate(&prompt, 8, &greedy, |_| {
+            n += 1;
+            n < 3
+        })
+        .unwrap();
+    assert_eq!(three, toks[..3].to_vec());
+    ctx.reset();
+    let stopped = ctx
+        .generate(&prompt, 8, &greedy.clone().stop_tokens(&[toks[1]]), |_| true)
+        .unwrap();
+    assert_eq!(stopped, toks[..2].to_vec());
+    let sampled = SamplingParams::new()
+        .temperature(1.0)
+        .top_k(0)
+        .top_p(1.0)
+        .min_p(0.0)
+        .seed(9)
+        .ignore_eos(true);
+    ctx.reset();
+    let a = ctx.generate(&prompt, 16, &sampled, |_| true).unwrap();
+    ctx.reset();
+    let b = ctx.generate(&prompt, 16, &sampled, |_| true).unwrap();
+    assert_eq!(a, b);
+
+    // Errors on a context: the context's message.
+    let mut tiny = model.context(&CtxParams::new().max_seq(2)).unwrap();
+    let err = tiny.forward(&[1, 2, 3]).unwrap_err();
+    assert_eq!(err.status, status::CONTEXT_FULL);
+    assert!(err.message.contains("max_seq"), "{}", err.message);
+    assert_eq!(
+        tiny.forward_batch(&[1, 2], 2, 0, None).unwrap_err().status,
+        status::INVALID_ARG
+    );
+    let mut small = [0f32; 3];
+    assert_eq!(
+        tiny.forward_batch(&[1], 1, 0, Some(&mut small)).unwrap_err().status,
+        status::INVALID_ARG
+    );
+}
+
+#[test]
+fn panic_in_callback_is_resumed() {
+    let model = model_or_skip!();
+    let mut ctx = model.context(&CtxParams::new().max_seq(32)).unwrap();
+    let prompt = model.tokenize("the").unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ctx.generate(&prompt, 8, &SamplingParams::new().temperature(0.0), |_| panic!("boom"))
+            .ok();
+    }));
+    assert!(r.is_err());
+    // The context is still usable.
+    ctx.reset();
+    assert_eq!(ctx.forward(&prompt).unwrap().len(), model.vocab_size() as usize);
+}
+
+#[test]
+fn from_bytes_and_threads() {
+    let path = match model_path() {
+        Some(p) => p,
+        None => return,
+    };
+    let bytes = std::fs::read(&path).unwrap();
+    let params = ModelParams::new().device(Device::Cpu);
+    let model = Arc::new(Model::from_bytes(&bytes, &params).unwrap());
+    drop(bytes);
+    let sampling = SamplingParams::new().temperature(0.8).seed(3).ignore_eos(true);
+    let handles: Vec<_> = (0..3)
+        .map(|_| {
+            let model = Arc::clone(&model);
+            let sampling = sampling.clone();
+            std::thread::spawn(move || {
+                let mut ctx = model.context(&CtxParams::new().max_seq(32)).unwrap();
+                let prompt = model.tokenize("the Lord").unwrap();
+                ctx.generate(&prompt, 10, &sampling, |_| true).unwrap()
+            })
+        })
+        .collect();
+    let results: Vec<Vec<i32>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(results[0].len(), 10);
+    assert!(results.iter().all(|r| r == &results[0]));
+    // A context moves to another thread (Send).
+    let model2 = Model::load_with(&path, &params).unwrap();
+    let ctx = model2.context(&CtxParams::new().max_seq(16)).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut ctx = ctx;
+            ctx.forward(&[1, 2]).unwrap();
+        });
+    });
+}
