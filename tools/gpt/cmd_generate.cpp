@@ -167,6 +167,7 @@ int cmd_generate(int argc, char **argv) {
         gpt_detokenizer_free(stream.detok);
     }
     std::printf("\n");
+    std::fflush(stdout); // the statistics go to stderr: keep them after the text
     if (st != GPT_OK) std::fprintf(stderr, "gpt generate: %s\n  %s\n", gpt_status_str(st), gpt_ctx_last_error(ctx));
     if (n_out > 0) {
         const double first = stream.first_token_time - t0;
