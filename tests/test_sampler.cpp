@@ -1,0 +1,630 @@
+// test_sampler.cpp - the sampler against a brute-force re-implementation of its documented
+// steps (lib/sampler/sampler.h), exact candidate sets and their order, greedy ties, the
+// repetition penalty, distributions of 10^5 draws, and determinism of gpt_generate.
+#include "gpt.h"
+
+#include "backend/backend.h"
+#include "fixture.h"
+#include "reference.h"
+#include "sampler/rng.h"
+#include "sampler/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+extern "C" {
+#include <cmocka.h>
+}
+
+namespace {
+
+// The sampler under test with its scratch, poisoned before each call.
+struct Sampler {
+    std::vector<float> values;
+    std::vector<int32_t> index;
+    explicit Sampler(size_t vocab) : values(vocab), index(vocab) {}
+    int32_t operator()(const std::vector<float> &logits, const gpt::SampleSpec &spec, float u,
+                       const std::vector<int32_t> &recent = {}) {
+        std::fill(values.begin(), values.end(), std::nanf(""));
+        std::fill(index.begin(), index.end(), -7);
+        gpt::SamplerScratch s;
+        s.values = values.data();
+        s.index = index.data();
+        gpt::SampleRow row;
+        row.uniform = u;
+        row.recent = recent.data();
+        row.n_recent = (uint32_t)recent.size();
+        return gpt::sample_row(logits.data(), (uint32_t)logits.size(), spec, row, s);
+    }
+};
+
+// ------------------------------------------------------------------- brute force
+
+// The kept tokens in sampling order with their renormalised probabilities; greedy: one
+// token with probability 1.
+struct Candidates {
+    std::vector<int32_t> ids;
+    std::vector<double> probs;
+    bool ambiguous = false; // a cut lies too close to a threshold to call (the case is redrawn)
+};
+
+std::vector<double> penalised(const std::vector<float> &logits, float penalty, const std::vector<int32_t> &recent) {
+    std::vector<double> v(logits.begin(), logits.end());
+    std::set<int32_t> seen;
+    for (int32_t t : recent) {
+        if (t < 0 || (size_t)t >= v.size() || !seen.insert(t).second) continue; // each distinct token once
+        v[t] = v[t] > 0 ? v[t] / penalty : v[t] * penalty;
+    }
+    return v;
+}
+
+Candidates brute_force(const std::vector<float> &logits, const gpt::SampleSpec &s, const std::vector<int32_t> &recent) {
+    Candidates c;
+    const size_t V = logits.size();
+    std::vector<double> v = penalised(logits, s.repetition_penalty, recent);
+    if (s.temperature <= 0) {
+        size_t best = 0;
+        for (size_t i = 0; i < V; i++)
+            if (v[i] > v[best]) best = i; // first (lowest id) of equal maxima
+        c.ids = {(int32_t)best};
+        c.probs = {1.0};
+        return c;
+    }
+    for (auto &x : v) x /= s.temperature;
+    std::vector<int32_t> order(V);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
+    const size_t k = s.top_k > 0 && s.top_k < V ? s.top_k : V;
+    order.resize(k);
+    std::vector<double> p(k);
+    double sum = 0;
+    for (size_t i = 0; i < k; i++) sum += p[i] = std::exp(v[order[i]] - v[order[0]]);
+    for (auto &x : p) x /= sum;
+    size_t n = k;
+    if (s.top_p < 1) {
+        double cum = 0;
+        for (size_t i = 0; i < k; i++) {
+            cum += p[i];
+            if (std::fabs(cum - s.top_p) < 1e-5) c.ambiguous = true;
+            if (cum >= s.top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    if (s.min_p > 0) {
+        const double floor = s.min_p * p[0];
+        size_t m = 1;
+        for (size_t i = 1; i < n; i++) {
+            if (std::fabs(p[i] - floor) < 1e-6 * p[0]) c.ambiguous = true;
+        }
+        while (m < n && p[m] >= floor) m++;
+        n = m;
+    }
+    double total = 0;
+    for (size_t i = 0; i < n; i++) total += p[i];
+    for (size_t i = 0; i < n; i++) {
+        c.ids.push_back(order[i]);
+        c.probs.push_back(p[i] / total);
+    }
+    return c;
+}
+
+std::string spec_str(const gpt::SampleSpec &s, size_t n_recent) {
+    char b[200];
+    std::snprintf(b, sizeof b, "T=%g top_k=%u top_p=%g min_p=%g penalty=%g recent=%zu", (double)s.temperature, s.top_k,
+                  (double)s.top_p, (double)s.min_p, (double)s.repetition_penalty, n_recent);
+    return b;
+}
+
+// Every kept token is drawn for a uniform in the middle of its interval, in order; the
+// ends of [0, 1) give the first and the last kept token.
+void check_against_brute_force(Sampler &sampler, const std::vector<float> &logits, const gpt::SampleSpec &s,
+                               const std::vector<int32_t> &recent, const Candidates &c) {
+    double cum = 0;
+    for (size_t i = 0; i < c.ids.size(); i++) {
+        const double p = c.probs[i];
+        if (p > 1e-5) {
+            const float u = (float)(cum + p / 2);
+            const int32_t got = sampler(logits, s, u, recent);
+            if (got != c.ids[i])
+                fail_msg("%s: u=%.8f gave token %d, the brute force keeps token %d (rank %zu of %zu, p=%.6g) there",
+                         spec_str(s, recent.size()).c_str(), (double)u, got, c.ids[i], i, c.ids.size(), p);
+        }
+        cum += p;
+    }
+    const int32_t first = sampler(logits, s, 0.0f, recent);
+    if (first != c.ids[0]) fail_msg("%s: u=0 gave %d, expected %d", spec_str(s, recent.size()).c_str(), first, c.ids[0]);
+    if (c.probs.back() > 1e-5) {
+        const int32_t last = sampler(logits, s, std::nextafter(1.0f, 0.0f), recent);
+        if (last != c.ids.back())
+            fail_msg("%s: u=1-ulp gave %d, expected the last kept token %d", spec_str(s, recent.size()).c_str(), last,
+                     c.ids.back());
+    }
+}
+
+std::vector<float> random_logits(std::mt19937_64 &rng, size_t V, float scale) {
+    std::normal_distribution<float> nd(0.0f, scale);
+    std::vector<float> l(V);
+    for (auto &x : l) x = nd(rng);
+    return l;
+}
+
+// ------------------------------------------------------------------------- tests
+
+void test_greedy_is_argmax_lowest_id(void **) {
+    std::mt19937_64 rng(reference::sub_seed("greedy_is_argmax"));
+    for (int trial = 0; trial < 200; trial++) {
+        const size_t V = 2 + rng() % 300;
+        auto logits = random_logits(rng, V, 3.0f);
+        // Several equal maxima at random places (sometimes just one).
+        const float top = *std::max_element(logits.begin(), logits.end()) + 0.5f + (float)(rng() % 5);
+        std::set<size_t> at;
+        const size_t n_top = 1 + rng() % 4;
+        while (at.size() < std::min(n_top, V)) at.insert(rng() % V);
+        for (size_t i : at) logits[i] = top;
+        const int32_t want = (int32_t)*at.begin();
+        Sampler sampler(V);
+        gpt::SampleSpec s;
+        for (float t : {0.0f, -1.0f}) {
+            s.temperature = t;
+            s.top_k = (uint32_t)(rng() % 3); // ignored when greedy
+            for (float u : {0.0f, 0.5f, 0.999f})
+                if (sampler(logits, s, u) != want)
+                    fail_msg("greedy (T=%g) over %zu tokens gave %d, the lowest of %zu maxima is %d", (double)t, V,
+                             sampler(logits, s, u), at.size(), want);
+        }
+        // top_k = 1 at any temperature is the same argmax.
+        s.temperature = 0.7f;
+        s.top_k = 1;
+        if (sampler(logits, s, 0.9f) != want) fail_msg("top_k=1 did not give the lowest-id maximum %d", want);
+        // min_p = 1 keeps only the maxima: the draw picks among them, lowest id first.
+        s.top_k = 0;
+        s.min_p = 1.0f;
+        std::vector<int32_t> tops(at.begin(), at.end());
+        const size_t j = rng() % tops.size();
+        const float u = (float)((j + 0.5) / tops.size());
+        if (sampler(logits, s, u) != tops[j]) fail_msg("min_p=1: u=%g gave %d, expected %d", (double)u, sampler(logits, s, u), tops[j]);
+    }
+}
+
+void test_semantics_match_brute_force(void **) {
+    std::mt19937_64 rng(reference::sub_seed("semantics_match_brute_force"));
+    const float temps[] = {0.0f, 0.25f, 0.7f, 1.0f, 1.6f, 4.0f};
+    const float top_ps[] = {1.0f, 0.95f, 0.8f, 0.5f, 0.2f, 1e-6f};
+    const float min_ps[] = {0.0f, 0.01f, 0.05f, 0.3f, 1.0f};
+    const float penalties[] = {1.0f, 1.3f, 2.0f, 0.8f};
+    int checked = 0;
+    for (int trial = 0; trial < 3000 && checked < 1500; trial++) {
+        const size_t V = 2 + rng() % 60;
+        gpt::SampleSpec s;
+        s.temperature = temps[rng() % 6];
+        const uint32_t ks[] = {0, 1, 2, 3, 5, (uint32_t)V - 1, (uint32_t)V, (uint32_t)V + 3};
+        s.top_k = ks[rng() % 8];
+        s.top_p = top_ps[rng() % 6];
+        s.min_p = min_ps[rng() % 5];
+        s.repetition_penalty = penalties[rng() % 4];
+        const auto logits = random_logits(rng, V, 0.5f + (float)(rng() % 4));
+        std::vector<int32_t> recent(rng() % 12);
+        for (auto &t : recent) t = (int32_t)(rng() % (V + 2)) - 1; // duplicates, -1 and V (ignored)
+        const Candidates c = brute_force(logits, s, recent);
+        if (c.ambiguous) continue;
+        Sampler sampler(V);
+        check_against_brute_force(sampler, logits, s, recent, c);
+        checked++;
+    }
+    assert_true(checked >= 1000);
+    std::printf("# %d random settings checked against the brute force\n", checked);
+}
+
+// Hand-made cases where each step's exact rule decides the outcome.
+void test_semantics_edges(void **) {
+    Sampler sampler(6);
+    gpt::SampleSpec s;
+    s.temperature = 1.0f;
+    // Probabilities 0.4, 0.3, 0.2, 0.1 (logits are their logs), ids shuffled.
+    const std::vector<float> l = {std::log(0.2f), std::log(0.4f), -100.0f, std::log(0.1f), std::log(0.3f), -100.0f};
+    auto kept = [&](const gpt::SampleSpec &sp) {
+        std::set<int32_t> ids;
+        for (int i = 0; i < 2000; i++) ids.insert(sampler(l, sp, (i + 0.5f) / 2000.0f));
+        return ids;
+    };
+    // top_p: the shortest prefix whose mass reaches top_p (0.4 + 0.3 = 0.7 >= 0.65).
+    s.top_p = 0.65f;
+    assert_true(kept(s) == (std::set<int32_t>{1, 4}));
+    s.top_p = 0.75f; // needs 0.9: three tokens
+    assert_true(kept(s) == (std::set<int32_t>{1, 4, 0}));
+    s.top_p = 0.3f; // the first alone reaches it
+    assert_true(kept(s) == (std::set<int32_t>{1}));
+    // min_p relative to the best: 0.3 / 0.4 = 0.75 >= 0.7 kept, 0.2 / 0.4 = 0.5 not.
+    s.top_p = 1.0f;
+    s.min_p = 0.7f;
+    assert_true(kept(s) == (std::set<int32_t>{1, 4}));
+    s.min_p = 0.45f;
+    assert_true(kept(s) == (std::set<int32_t>{1, 4, 0}));
+    // top_k then top_p on the renormalised top-k: top 2 are 4/7 and 3/7; top_p 0.5 keeps one.
+    s.min_p = 0.0f;
+    s.top_k = 2;
+    s.top_p = 0.5f;
+    assert_true(kept(s) == (std::set<int32_t>{1}));
+    s.top_p = 0.6f; // 4/7 = 0.571 < 0.6: both
+    assert_true(kept(s) == (std::set<int32_t>{1, 4}));
+    // Temperature flattens: at T = 1000 the four real tokens are nearly uniform.
+    s.top_k = 0;
+    s.top_p = 1.0f;
+    s.temperature = 1000.0f;
+    const int32_t mid = sampler(l, s, 0.5f);
+    assert_true(mid == 1 || mid == 4 || mid == 0 || mid == 3 || mid == 2 || mid == 5);
+
+    // Repetition penalty: once per distinct token however often it recurs; > 0 divided,
+    // < 0 multiplied.
+    gpt::SampleSpec g;
+    g.temperature = 0.0f;
+    g.repetition_penalty = 1.1f;
+    const std::vector<float> pos = {3.0f, 0.0f, 2.5f, -5.0f};
+    assert_int_equal(sampler(pos, g, 0.5f, {0, 0, 0}), 0); // 3/1.1 = 2.73 > 2.5 (twice would be 2.48)
+    g.repetition_penalty = 1.3f;
+    assert_int_equal(sampler(pos, g, 0.5f, {0}), 2); // 3/1.3 = 2.31 < 2.5
+    const std::vector<float> neg = {-1.0f, -1.05f, -3.0f, -4.0f};
+    g.repetition_penalty = 1.04f;
+    assert_int_equal(sampler(neg, g, 0.5f, {0, 0}), 0); // -1.04 > -1.05 (twice would be -1.08)
+    g.repetition_penalty = 1.1f;
+    assert_int_equal(sampler(neg, g, 0.5f, {0}), 1); // -1.1 < -1.05
+    g.repetition_penalty = 0.5f; // < 1 favours recent tokens
+    assert_int_equal(sampler(neg, g, 0.5f, {3}), 0); // -4 * 0.5 = -2: still below -1
+    assert_int_equal(sampler(neg, g, 0.5f, {1}), 1); // -1.05 * 0.5 = -0.525 > -1
+    assert_int_equal(sampler(neg, g, 0.5f, {0, 1}), 0); // -0.5 > -0.525
+    const std::vector<float> mixed = {1.0f, 1.8f, 0.0f, 0.0f};
+    assert_int_equal(sampler(mixed, g, 0.5f, {0}), 0); // 1 / 0.5 = 2 > 1.8
+    // Out-of-range recent ids are ignored.
+    g.repetition_penalty = 100.0f;
+    assert_int_equal(sampler(pos, g, 0.5f, {-1, 4, 1000}), 0);
+}
+
+// 10^5 draws with the library's own random numbers match the distribution the settings
+// define (chi-square with 4 degrees of freedom; 25 is exceeded with probability 4e-5).
+void test_distribution(void **) {
+    const uint64_t seed = reference::sub_seed("distribution");
+    std::mt19937_64 rng(seed);
+    const double base[5] = {0.1, 0.2, 0.3, 0.15, 0.25};
+    struct Setting {
+        float temperature;
+        uint32_t top_k;
+        const char *what;
+    } settings[] = {{1.0f, 0, "T=1"}, {2.0f, 0, "T=2"}, {0.5f, 0, "T=0.5"}, {1.0f, 3, "top_k=3"}};
+    for (const auto &st : settings) {
+        // A random assignment of the five probabilities to ids 0..4 of a vocabulary of 9
+        // whose other tokens are impossible.
+        std::vector<int> perm = {0, 1, 2, 3, 4};
+        std::shuffle(perm.begin(), perm.end(), rng);
+        const float shift = std::uniform_real_distribution<float>(-5, 5)(rng);
+        std::vector<float> logits(9, -1e4f);
+        for (int i = 0; i < 5; i++) logits[perm[i]] = (float)std::log(base[i]) + shift;
+        // Expected probabilities: p^(1/T), renormalised, top_k applied.
+        std::vector<double> p(5);
+        for (int i = 0; i < 5; i++) p[i] = std::pow(base[i], 1.0 / st.temperature);
+        if (st.top_k) {
+            std::vector<double> sorted = p;
+            std::sort(sorted.rbegin(), sorted.rend());
+            for (auto &x : p)
+                if (x < sorted[st.top_k - 1]) x = 0;
+        }
+        const double sum = std::accumulate(p.begin(), p.end(), 0.0);
+        for (auto &x : p) x /= sum;
+
+        gpt::SampleSpec s;
+        s.temperature = st.temperature;
+        s.top_k = st.top_k;
+        Sampler sampler(9);
+        gpt::Rng r(rng());
+        const int N = 100000;
+        std::vector<int> count(9, 0);
+        for (int i = 0; i < N; i++) {
+            const float u = r.next_float();
+            assert_true(u >= 0.0f && u < 1.0f);
+            count[sampler(logits, s, u)]++;
+        }
+        double chi2 = 0;
+        int dof = -1;
+        for (int i = 0; i < 5; i++) {
+            const double e = p[i] * N;
+            const int c = count[perm[i]];
+            if (e == 0) {
+                if (c) fail_msg("%s: token %d drawn %d times, expected never", st.what, perm[i], c);
+                continue;
+            }
+            chi2 += (c - e) * (c - e) / e;
+            dof++;
+        }
+        for (int i = 5; i < 9; i++) assert_int_equal(count[i], 0);
+        // Critical values with tail probability ~4e-5 for 2 and 4 degrees of freedom.
+        const double bound = dof == 4 ? 25.0 : dof == 2 ? 20.0 : 30.0;
+        std::printf("# %s: chi-square %.2f with %d dof (bound %.0f)\n", st.what, chi2, dof, bound);
+        if (chi2 > bound) fail_msg("%s: chi-square %.2f exceeds %.1f", st.what, chi2, bound);
+    }
+}
+
+// sample_row is a pure function of its inputs: the same logits, settings, recent tokens
+// and uniform give the same token whatever the scratch held before.
+void test_sample_row_deterministic(void **) {
+    std::mt19937_64 rng(reference::sub_seed("sample_row_deterministic"));
+    for (int trial = 0; trial < 300; trial++) {
+        const size_t V = 2 + rng() % 200;
+        const auto logits = random_logits(rng, V, 2.0f);
+        gpt::SampleSpec s;
+        s.temperature = (float)(rng() % 4) * 0.5f;
+        s.top_k = (uint32_t)(rng() % 8);
+        s.top_p = (rng() % 2) ? 1.0f : 0.7f;
+        s.min_p = (rng() % 2) ? 0.0f : 0.05f;
+        s.repetition_penalty = (rng() % 2) ? 1.0f : 1.5f;
+        std::vector<int32_t> recent(rng() % 10);
+        for (auto &t : recent) t = (int32_t)(rng() % V);
+        gpt::SampleRow row;
+        row.uniform = std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+        row.recent = recent.data();
+        row.n_recent = (uint32_t)recent.size();
+        int32_t first = -1;
+        for (int rep = 0; rep < 3; rep++) {
+            std::vector<float> values(V);
+            std::vector<int32_t> index(V);
+            for (auto &x : values) x = (float)(rng() % 1000) - 500.0f; // stale garbage
+            for (auto &x : index) x = (int32_t)(rng() % (2 * V));
+            gpt::SamplerScratch sc{values.data(), index.data()};
+            const int32_t t = gpt::sample_row(logits.data(), (uint32_t)V, s, row, sc);
+            assert_true(t >= 0 && (size_t)t < V);
+            if (rep == 0) first = t;
+            else if (t != first) fail_msg("sample_row gave %d, then %d for the same inputs", first, t);
+        }
+    }
+}
+
+// The random numbers: splitmix64, deterministic per seed, uniform in [0, 1) in steps of 2^-24.
+void test_rng(void **) {
+    gpt::Rng a(42), b(42), c(43);
+    for (int i = 0; i < 1000; i++) {
+        const float x = a.next_float();
+        assert_true(x == b.next_float());
+        assert_true(x >= 0.0f && x < 1.0f);
+        assert_true(x * 16777216.0f == std::floor(x * 16777216.0f));
+    }
+    int same = 0;
+    gpt::Rng a2(42);
+    for (int i = 0; i < 100; i++) same += a2.next_u64() == c.next_u64();
+    assert_true(same < 2);
+    // splitmix64's published first output for seed 0.
+    gpt::Rng z(0);
+    assert_true(z.next_u64() == 0xe220a8397b1dcdafull);
+}
+
+// --------------------------------------------------------------- through gpt_generate
+
+struct GenModel {
+    fixture::Model fx;
+    gpt_model *model = nullptr;
+};
+GenModel *g_gen;
+
+int setup_gen(void **) {
+    fixture::Spec s;
+    s.arch = GPT_ARCH_LLAMA;
+    s.n_layers = 2, s.d_model = 32, s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 8, s.d_ff = 48, s.vocab_size = 67;
+    s.context_length = 128;
+    s.seed = reference::sub_seed("sampler model");
+    s.scale = 0.15f; // flatter logits: many tokens plausible at T = 1
+    g_gen = new GenModel{fixture::make(s), nullptr};
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = GPT_DEVICE_CPU;
+    if (gpt_model_load_from_memory(g_gen->fx.file.data(), g_gen->fx.file.size(), &mp, &g_gen->model) != GPT_OK) {
+        std::printf("load failed: %s\n", gpt_last_error());
+        return -1;
+    }
+    return 0;
+}
+int teardown_gen(void **) {
+    gpt_model_free(g_gen->model);
+    delete g_gen;
+    return 0;
+}
+
+gpt_ctx *new_ctx() {
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    cp.n_threads = 2;
+    gpt_ctx *ctx = nullptr;
+    assert_int_equal(gpt_ctx_create(g_gen->model, &cp, &ctx), GPT_OK);
+    return ctx;
+}
+
+std::vector<int32_t> generate(gpt_ctx *ctx, const std::vector<int32_t> &prompt, const gpt_sampling_params &sp, uint32_t cap) {
+    std::vector<int32_t> out(cap, -1);
+    uint32_t n = 0;
+    const gpt_status st = gpt_generate(ctx, prompt.data(), (uint32_t)prompt.size(), &sp, nullptr, nullptr, out.data(), cap, &n);
+    if (st != GPT_OK) fail_msg("gpt_generate: %s: %s", gpt_status_str(st), gpt_ctx_last_error(ctx));
+    out.resize(n);
+    return out;
+}
+
+gpt_sampling_params broad(uint64_t seed) {
+    gpt_sampling_params sp;
+    gpt_sampling_params_init(&sp);
+    sp.temperature = 1.5f;
+    sp.top_k = 0;
+    sp.top_p = 1.0f;
+    sp.min_p = 0.0f;
+    sp.seed = seed;
+    sp.flags = GPT_SAMPLING_IGNORE_EOS;
+    return sp;
+}
+
+void test_generate_deterministic(void **) {
+    std::mt19937_64 rng(reference::sub_seed("generate_deterministic"));
+    const std::vector<int32_t> prompt = {(int32_t)(rng() % 67), (int32_t)(rng() % 67), (int32_t)(rng() % 67)};
+    const uint32_t cap = 24;
+    std::vector<std::vector<int32_t>> runs;
+    for (int i = 0; i < 4; i++) {
+        const uint64_t seed = rng();
+        gpt_ctx *a = new_ctx(), *b = new_ctx();
+        const auto x = generate(a, prompt, broad(seed), cap);
+        const auto y = generate(b, prompt, broad(seed), cap);
+        assert_int_equal(x.size(), cap);
+        assert_true(x == y); // two contexts
+        gpt_ctx_reset(a);
+        assert_true(generate(a, prompt, broad(seed), cap) == x); // the same context again
+        // The default settings (top_k 40, top_p 0.95, min_p 0.05, T 0.8) too.
+        gpt_sampling_params d;
+        gpt_sampling_params_init(&d);
+        d.seed = seed;
+        d.flags = GPT_SAMPLING_IGNORE_EOS;
+        gpt_ctx_reset(a);
+        gpt_ctx_reset(b);
+        assert_true(generate(a, prompt, d, cap) == generate(b, prompt, d, cap));
+        gpt_ctx_free(a);
+        gpt_ctx_free(b);
+        runs.push_back(x);
+    }
+    // Different seeds give different texts (24 tokens at T = 1.5 over 67 tokens).
+    for (size_t i = 0; i < runs.size(); i++)
+        for (size_t j = i + 1; j < runs.size(); j++)
+            if (runs[i] == runs[j]) fail_msg("seeds %zu and %zu generated the same %u tokens", i, j, cap);
+    // Greedy ignores the seed.
+    gpt_sampling_params g = broad(1);
+    g.temperature = 0.0f;
+    gpt_ctx *a = new_ctx();
+    const auto g1 = generate(a, prompt, g, 12);
+    gpt_ctx_reset(a);
+    g.seed = 99;
+    assert_true(generate(a, prompt, g, 12) == g1);
+    gpt_ctx_free(a);
+}
+
+// gpt_generate = one Rng(seed) draw per token, the sampler on the last logits with the
+// repetition window over the cached history (prompt included), the token appended.
+// Replayed here with gpt_forward, gpt::Rng and the brute force.
+void test_generate_replay(void **) {
+    std::mt19937_64 rng(reference::sub_seed("generate_replay"));
+    const uint32_t V = 67, cap = 20;
+    for (int trial = 0; trial < 6; trial++) {
+        gpt_sampling_params sp = broad(rng());
+        sp.temperature = trial % 3 == 0 ? 0.0f : 0.9f;
+        sp.top_k = trial % 2 ? 10 : 0;
+        sp.top_p = trial >= 3 ? 0.9f : 1.0f;
+        sp.min_p = trial == 5 ? 0.02f : 0.0f;
+        sp.repetition_penalty = trial == 1 ? 1.0f : 1.8f;
+        sp.repetition_last_n = (uint32_t)(trial * 3);
+        std::vector<int32_t> prompt(1 + rng() % 6);
+        for (auto &t : prompt) t = (int32_t)(rng() % V);
+
+        gpt_ctx *ctx = new_ctx();
+        const auto out = generate(ctx, prompt, sp, cap);
+        assert_int_equal(out.size(), cap);
+        gpt_ctx_free(ctx);
+
+        gpt_ctx *re = new_ctx();
+        std::vector<float> logits(V);
+        reference::poison(logits.data(), V);
+        assert_int_equal(gpt_forward(re, prompt.data(), 1, (uint32_t)prompt.size(), 0, logits.data()), GPT_OK);
+        std::vector<int32_t> hist = prompt;
+        gpt::Rng r(sp.seed);
+        gpt::SampleSpec s;
+        s.temperature = sp.temperature;
+        s.top_k = sp.top_k;
+        s.top_p = sp.top_p;
+        s.min_p = sp.min_p;
+        s.repetition_penalty = sp.repetition_penalty;
+        for (uint32_t i = 0; i < cap; i++) {
+            const float u = r.next_float();
+            const size_t w = std::min<size_t>(hist.size(), sp.repetition_last_n);
+            const std::vector<int32_t> recent(hist.end() - w, hist.end());
+            const Candidates c = brute_force(logits, s, recent);
+            double cum = 0;
+            int32_t want = c.ids.back();
+            for (size_t j = 0; j < c.ids.size(); j++) {
+                cum += c.probs[j];
+                if (cum > u) {
+                    want = c.ids[j];
+                    break;
+                }
+            }
+            if (out[i] != want && !c.ambiguous && std::fabs(cum - u) > 1e-5)
+                fail_msg("trial %d token %u: generate gave %d, the replay %d (%s)", trial, i, out[i], want,
+                         spec_str(s, recent.size()).c_str());
+            hist.push_back(out[i]);
+            reference::poison(logits.data(), V);
+            assert_int_equal(gpt_forward(re, &out[i], 1, 1, 0, logits.data()), GPT_OK);
+        }
+        gpt_ctx_free(re);
+    }
+}
+
+// Invalid sampling settings are refused with a message naming the field.
+void test_sampling_params_validation(void **) {
+    gpt_ctx *ctx = new_ctx();
+    const int32_t prompt[2] = {1, 2};
+    int32_t out[4];
+    struct Case {
+        const char *what;
+        void (*edit)(gpt_sampling_params &);
+        const char *needle;
+    } cases[] = {
+        {"temperature NaN", [](gpt_sampling_params &p) { p.temperature = NAN; }, "temperature"},
+        {"temperature inf", [](gpt_sampling_params &p) { p.temperature = INFINITY; }, "temperature"},
+        {"top_p 0", [](gpt_sampling_params &p) { p.top_p = 0.0f; }, "top_p"},
+        {"top_p > 1", [](gpt_sampling_params &p) { p.top_p = 1.01f; }, "top_p"},
+        {"top_p NaN", [](gpt_sampling_params &p) { p.top_p = NAN; }, "top_p"},
+        {"min_p < 0", [](gpt_sampling_params &p) { p.min_p = -0.1f; }, "min_p"},
+        {"min_p > 1", [](gpt_sampling_params &p) { p.min_p = 1.5f; }, "min_p"},
+        {"penalty 0", [](gpt_sampling_params &p) { p.repetition_penalty = 0.0f; }, "repetition_penalty"},
+        {"penalty < 0", [](gpt_sampling_params &p) { p.repetition_penalty = -1.0f; }, "repetition_penalty"},
+        {"penalty NaN", [](gpt_sampling_params &p) { p.repetition_penalty = NAN; }, "repetition_penalty"},
+        {"window too long", [](gpt_sampling_params &p) { p.repetition_last_n = 1u << 20; }, "repetition_last_n"},
+        {"stop tokens NULL", [](gpt_sampling_params &p) { p.n_stop_tokens = 2; }, "stop_tokens"},
+        {"unknown flag", [](gpt_sampling_params &p) { p.flags = 0x80; }, "flags"},
+    };
+    for (const Case &c : cases) {
+        gpt_sampling_params sp;
+        gpt_sampling_params_init(&sp);
+        c.edit(sp);
+        uint32_t n = 77;
+        const gpt_status st = gpt_generate(ctx, prompt, 2, &sp, nullptr, nullptr, out, 4, &n);
+        if (st != GPT_ERR_INVALID_ARG || !std::strstr(gpt_ctx_last_error(ctx), c.needle) ||
+            !std::strstr(gpt_last_error(), c.needle))
+            fail_msg("%s: %s \"%s\"", c.what, gpt_status_str(st), gpt_ctx_last_error(ctx));
+        assert_int_equal(n, 0);
+        assert_int_equal(gpt_ctx_seq_len(ctx, 0), 0); // refused before the prompt ran
+    }
+    gpt_ctx_free(ctx);
+}
+
+} // namespace
+
+int main(void) {
+    reference::test_seed();
+    const struct CMUnitTest sampler_tests[] = {
+        cmocka_unit_test(test_greedy_is_argmax_lowest_id),
+        cmocka_unit_test(test_semantics_match_brute_force),
+        cmocka_unit_test(test_semantics_edges),
+        cmocka_unit_test(test_distribution),
+        cmocka_unit_test(test_sample_row_deterministic),
+        cmocka_unit_test(test_rng),
+    };
+    const struct CMUnitTest generate_tests[] = {
+        cmocka_unit_test(test_generate_deterministic),
+        cmocka_unit_test(test_generate_replay),
+        cmocka_unit_test(test_sampling_params_validation),
+    };
+    int failed = cmocka_run_group_tests_name("sampler", sampler_tests, nullptr, nullptr);
+    failed += cmocka_run_group_tests_name("sampler_generate", generate_tests, setup_gen, teardown_gen);
+    return failed;
+}
