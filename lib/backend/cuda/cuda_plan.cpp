@@ -1,6 +1,7 @@
 // cuda_plan.cpp - sizes every buffer from the config and the context params alone.
 #include "backend/cuda/cuda_plan.h"
 
+#include "core/error.h"
 #include "sample.cuh"
 
 #include <algorithm>
@@ -38,7 +39,17 @@ CudaPlan::CudaPlan(const ModelConfig &c, const ExecParams &p) {
     ff = dev.take(a * rows * c.d_ff);
     delta = dev.take(a * rows * d);
     logits = dev.take(4ull * logits_rows * c.vocab_size);
-    kv_bytes_per_layer = kv * p.max_batch * c.n_kv_heads * (uint64_t)p.max_seq * c.head_dim;
+    // The KV cache is the one product that can leave uint64 within the config and params
+    // limits; a wrapped size would allocate a small arena and write past it.
+    uint64_t per_layer = kv, all_layers = 0;
+    bool big = false;
+    for (uint64_t f : {(uint64_t)p.max_batch, (uint64_t)c.n_kv_heads, (uint64_t)p.max_seq, (uint64_t)c.head_dim})
+        big |= mul_overflows(per_layer, f, &per_layer);
+    big |= mul_overflows(per_layer, c.n_layers, &all_layers) || all_layers > (1ull << 60);
+    if (big)
+        fail(GPT_ERR_OUT_OF_MEMORY, "a context of %u layers x %u sequences x %u kv heads x %u positions x %u dims needs a "
+                                    "KV cache of more than 2^60 bytes", c.n_layers, p.max_batch, c.n_kv_heads, p.max_seq, c.head_dim);
+    kv_bytes_per_layer = per_layer;
     k_cache = dev.take(kv_bytes_per_layer * c.n_layers);
     v_cache = dev.take(kv_bytes_per_layer * c.n_layers);
     const uint64_t rope = c.arch == GPT_ARCH_LLAMA ? 4ull * p.max_seq * (c.head_dim / 2) : 0;
