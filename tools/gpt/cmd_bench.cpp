@@ -42,7 +42,7 @@ struct Options {
     int32_t device = GPT_DEVICE_AUTO;
     uint32_t prefill = 512, decode = 128, batch = 1, pos = 0, reps = 10, warmup = 3, threads = 0;
     uint32_t fwd_batch = 0, fwd_tokens = 0; // --forward BxT
-    bool json = false, graphs = true, tf32 = false;
+    bool json = false, graphs = true, tf32 = false, verify = true;
 };
 
 void usage() {
@@ -61,6 +61,7 @@ void usage() {
                 "  --threads N        CPU threads\n"
                 "  --tf32             allow TF32 for f32 GEMMs\n"
                 "  --no-graphs        decode without CUDA graphs\n"
+                "  --no-verify        load MODEL without checking its crc32s (as GPT_MODEL_SKIP_CHECKSUMS)\n"
                 "  --json             one JSON object on stdout\n");
 }
 
@@ -88,6 +89,7 @@ Options parse(int argc, char **argv) {
         else if (a == "--threads") o.threads = (uint32_t)parse_uint(a, next());
         else if (a == "--tf32") o.tf32 = true;
         else if (a == "--no-graphs") o.graphs = false;
+        else if (a == "--no-verify") o.verify = false;
         else if (a == "--json") o.json = true;
         else if (a == "--forward") {
             const char *v = next();
@@ -142,8 +144,9 @@ int cmd_bench(int argc, char **argv) {
         image = build_synthetic(*s, o.dtype == GPT_DTYPE_AUTO ? (uint32_t)GPT_DTYPE_F16 : o.dtype, 1234);
         gen_s = now_seconds() - t;
         mp.flags |= GPT_MODEL_SKIP_CHECKSUMS;
-    } else if (o.dtype_given) {
-        mp.weight_dtype = o.dtype;
+    } else {
+        if (o.dtype_given) mp.weight_dtype = o.dtype;
+        if (!o.verify) mp.flags |= GPT_MODEL_SKIP_CHECKSUMS;
     }
 
     // Load -> context -> first token: what a user waits for before text appears.
