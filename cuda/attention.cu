@@ -250,6 +250,12 @@ __global__ void attention_combine_kernel(AttentionArgs a) {
 
 cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
+    if (attention_tc_eligible(a)) return launch_attention_tc(a, stream);
+    return launch_attention_cuda_cores(a, stream);
+}
+
+cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t stream) {
+    if (a.rows == 0) return cudaSuccess;
     const uint32_t group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
     if (hd > 256 || group > kMaxSlots || a.n_splits == 0 || a.rows_per_seq == 0 || a.rows % a.rows_per_seq != 0)
         return cudaErrorInvalidValue;

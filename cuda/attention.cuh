@@ -26,3 +26,11 @@ struct AttentionArgs {
 // head_dim <= 256, n_heads / n_kv_heads <= 64 and their product <= 16384; rows a multiple
 // of rows_per_seq.
 cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream);
+
+// The tensor-core variant for prefill (attention_tc.cu): fp16/bf16 activations and cache of
+// the same type, head_dim 64 or 128, one split, compute capability 8.0+. launch_attention
+// picks it whenever eligible; it is exposed so tests can compare the two.
+bool attention_tc_eligible(const AttentionArgs &a);
+cudaError_t launch_attention_tc(const AttentionArgs &a, cudaStream_t stream);
+// The CUDA-core kernel alone (any supported shape).
+cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t stream);

@@ -318,7 +318,7 @@ void test_gpu_swiglu_embed(void **) {
 // two sequences at different lengths, against cpu::rope_rotate_half + cpu::attend.
 void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint32_t hd, bool rope, uint32_t n_splits,
                     uint32_t n_new) {
-    const uint32_t max_batch = 2, max_seq = 300, qkv_dim = (n_heads + 2 * n_kv) * hd;
+    const uint32_t max_batch = 2, max_seq = 400, qkv_dim = (n_heads + 2 * n_kv) * hd;
     const uint32_t start[2] = {(uint32_t)(g_rng() % 200), (uint32_t)(g_rng() % 200)};
     const uint32_t rows = 2 * n_new;
     auto qkv = randn(rows * qkv_dim);
@@ -439,6 +439,14 @@ void test_gpu_attention(void **) {
         const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
         attention_case(act, kvt, 8, 2, 128, true, 32, 1);
         attention_case(act, kvt, 7, 1, 12, true, 32, 1);
+    }
+    // Prefill long enough for the tensor-core kernel (fp16/bf16, head_dim 64/128): partial and
+    // full 64-row tiles, over caches that already hold earlier positions.
+    for (DType act : {DType::F16, DType::BF16}) {
+        for (uint32_t n_new : {16u, 70u, 130u}) {
+            attention_case(act, act, 8, 2, 128, true, 1, n_new);
+            attention_case(act, act, 4, 4, 64, false, 1, n_new);
+        }
     }
     attention_case(DType::F32, DType::F16, 8, 4, 64, true, 3, 4); // f32 compute, f16 cache
     attention_case(DType::BF16, DType::BF16, 8, 4, 64, true, 3, 4);
