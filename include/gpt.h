@@ -146,7 +146,9 @@ typedef struct gpt_model gpt_model; /* weights, hyperparameters and tokenizer; i
 typedef struct gpt_ctx gpt_ctx;     /* KV cache and scratch for one thread of work */
 
 /* gpt_model_params.flags */
-#define GPT_MODEL_SKIP_CHECKSUMS 0x1u /* trust the data: skip crc32 checks (faster load) */
+#define GPT_MODEL_SKIP_CHECKSUMS 0x1u /* trust the data: skip the tensors' crc32 and NaN/Inf
+                                         checks (faster load; header, metadata and table
+                                         crc32s are always checked) */
 #define GPT_MODEL_NO_MMAP 0x2u        /* read the file into memory instead of mapping it */
 #define GPT_MODEL_COPY_BUFFER 0x4u    /* load_from_memory: copy the buffer instead of borrowing it */
 
@@ -162,7 +164,9 @@ GPT_API void gpt_model_params_init(gpt_model_params *params);
 
 /* Loads a weight file (see docs/FORMAT.md). params may be NULL for the defaults. The file
  * is mapped read-only; on a GPU the weights are copied to device memory in one allocation
- * and the mapping is released. */
+ * and the mapping is released. Unless GPT_MODEL_SKIP_CHECKSUMS is set, a tensor holding NaN
+ * or infinity is refused with GPT_ERR_FORMAT naming it (checked in the crc32 pass); with
+ * the flag such weights load and give non-finite logits. */
 GPT_API gpt_status gpt_model_load(const char *path, const gpt_model_params *params, gpt_model **out);
 
 /* Loads from a weight file image in memory. Unless GPT_MODEL_COPY_BUFFER is set the model
@@ -350,11 +354,12 @@ typedef struct gpt_detokenizer gpt_detokenizer;
 
 GPT_API gpt_status gpt_detokenizer_create(const gpt_model *model, uint32_t flags, gpt_detokenizer **out);
 GPT_API void gpt_detokenizer_free(gpt_detokenizer *d);
-/* Writes the bytes completed by token (possibly none). On GPT_ERR_BUFFER_TOO_SMALL the token
- * is not consumed: call again with a buffer of *n_bytes. No NUL is written. */
+/* Writes the bytes completed by token (possibly none). On GPT_ERR_BUFFER_TOO_SMALL, on a
+ * size query (NULL, 0) and on any failure the token is not consumed: call again with a
+ * buffer of *n_bytes. No NUL is written. */
 GPT_API gpt_status gpt_detokenizer_push(gpt_detokenizer *d, int32_t token, char *buf, size_t cap, size_t *n_bytes);
 /* Writes whatever is held back (an incomplete sequence at the end of a stream, as-is) and
- * starts a new stream. Same sizing rule as push. */
+ * starts a new stream. Same sizing rule as push (a size query keeps the bytes held). */
 GPT_API gpt_status gpt_detokenizer_flush(gpt_detokenizer *d, char *buf, size_t cap, size_t *n_bytes);
 
 #ifdef __cplusplus

@@ -4,15 +4,32 @@
 #include "backend/backend.h"
 #include "model/config.h"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace gpt::api {
 
 static thread_local std::string t_last_error;
 
-void set_last_error(gpt_ctx *ctx, const char *message) {
-    t_last_error = message;
-    if (ctx) ctx->last_error = message;
+// Stores a message without letting an allocation failure out: this runs in the guard's catch
+// blocks, in noexcept code, where a bad_alloc would terminate the host process. Out of memory
+// for the text itself, it keeps the part that fits the storage the string already has.
+static void store_message(std::string &dst, const char *message) noexcept {
+    try {
+        dst = message;
+    } catch (...) {
+        try {
+            dst.assign(message, std::min(std::strlen(message), dst.capacity())); // within capacity: no allocation
+        } catch (...) {
+            dst.clear();
+        }
+    }
+}
+
+void set_last_error(gpt_ctx *ctx, const char *message) noexcept {
+    store_message(t_last_error, message);
+    if (ctx) store_message(ctx->last_error, message);
 }
 
 } // namespace gpt::api
@@ -29,7 +46,11 @@ const char *gpt_version_string(void) {
 
 const char *gpt_build_info(void) {
     static thread_local std::string s;
-    s = std::string("libgpt ") + gpt_version_string() + "; cpu; " + gpt::cuda_build_info();
+    try {
+        s = std::string("libgpt ") + gpt_version_string() + "; cpu; " + gpt::cuda_build_info();
+    } catch (...) { // out of memory: no exception may leave a C function
+        return "libgpt " GPT_STR(GPT_VERSION_MAJOR) "." GPT_STR(GPT_VERSION_MINOR) "." GPT_STR(GPT_VERSION_PATCH);
+    }
     return s.c_str();
 }
 

@@ -46,6 +46,7 @@ gpt_status gpt_model_load(const char *path, const gpt_model_params *params, gpt_
         if (!path_) gpt::fail(GPT_ERR_INVALID_ARG, "path is NULL");
         gpt::format::ReadOptions o;
         o.verify_checksums = !(p.flags & GPT_MODEL_SKIP_CHECKSUMS);
+        o.check_finite = o.verify_checksums; // NaN/Inf weights: GPT_ERR_FORMAT, in the crc pass
         o.use_mmap = !(p.flags & GPT_MODEL_NO_MMAP);
         return gpt::format::WeightFile::open(path_, o);
     }, nullptr, 0, path);
@@ -55,6 +56,7 @@ gpt_status gpt_model_load_from_memory(const void *data, size_t size, const gpt_m
     return load_common(out, params, [](const gpt_model_params &p, const void *d, size_t n, const char *) {
         gpt::format::ReadOptions o;
         o.verify_checksums = !(p.flags & GPT_MODEL_SKIP_CHECKSUMS);
+        o.check_finite = o.verify_checksums;
         return gpt::format::WeightFile::from_memory(d, n, (p.flags & GPT_MODEL_COPY_BUFFER) != 0, o);
     }, data, size, nullptr);
 }

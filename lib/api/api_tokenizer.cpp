@@ -104,30 +104,32 @@ void gpt_detokenizer_free(gpt_detokenizer *d) {
 gpt_status gpt_detokenizer_push(gpt_detokenizer *d, int32_t token, char *buf, size_t cap, size_t *n_bytes) {
     return guarded(nullptr, [&] {
         if (!d) gpt::fail(GPT_ERR_INVALID_ARG, "detokenizer is NULL");
-        const gpt::Detokenizer::State before = d->impl.state();
-        const std::string bytes = d->impl.push(token);
+        // The token is consumed only when its bytes are delivered: a buffer too small, a size
+        // query (NULL, 0) or an allocation failure part way leaves the stream as it was.
+        gpt::Detokenizer::State before = d->impl.state();
         try {
+            const std::string bytes = d->impl.push(token);
             deliver(bytes, buf, cap, n_bytes, false);
         } catch (...) {
-            d->impl.restore(before); // the token is not consumed
+            d->impl.restore(std::move(before));
             throw;
         }
-        if (!buf && cap == 0) d->impl.restore(before); // a size query consumes nothing either
+        if (!buf && cap == 0) d->impl.restore(std::move(before));
     });
 }
 
 gpt_status gpt_detokenizer_flush(gpt_detokenizer *d, char *buf, size_t cap, size_t *n_bytes) {
     return guarded(nullptr, [&] {
         if (!d) gpt::fail(GPT_ERR_INVALID_ARG, "detokenizer is NULL");
-        const gpt::Detokenizer::State before = d->impl.state();
-        const std::string bytes = d->impl.flush();
+        gpt::Detokenizer::State before = d->impl.state();
         try {
+            const std::string bytes = d->impl.flush();
             deliver(bytes, buf, cap, n_bytes, false);
         } catch (...) {
-            d->impl.restore(before);
+            d->impl.restore(std::move(before));
             throw;
         }
-        if (!buf && cap == 0) d->impl.restore(before); // a size query keeps the held bytes
+        if (!buf && cap == 0) d->impl.restore(std::move(before)); // a size query keeps the held bytes
     });
 }
 

@@ -7,6 +7,7 @@
 #include "runtime/context.h"
 #include "runtime/model.h"
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -23,7 +24,8 @@ struct gpt_ctx {
 
 namespace gpt::api {
 
-void set_last_error(gpt_ctx *ctx, const char *message);
+// Never throws (an allocation failure keeps a shortened message).
+void set_last_error(gpt_ctx *ctx, const char *message) noexcept;
 
 // Runs f(); maps gpt::Error, std::bad_alloc and anything else to a status.
 template <typename F> gpt_status guarded(gpt_ctx *ctx, F &&f) noexcept {
@@ -37,8 +39,9 @@ template <typename F> gpt_status guarded(gpt_ctx *ctx, F &&f) noexcept {
         set_last_error(ctx, "out of host memory");
         return GPT_ERR_OUT_OF_MEMORY;
     } catch (const std::exception &e) {
-        std::string m = std::string("internal error: ") + e.what();
-        set_last_error(ctx, m.c_str());
+        char m[512]; // no allocation in here: a bad_alloc would escape this noexcept function
+        std::snprintf(m, sizeof m, "internal error: %s", e.what());
+        set_last_error(ctx, m);
         return GPT_ERR_INTERNAL;
     } catch (...) {
         set_last_error(ctx, "internal error: unknown exception");

@@ -32,6 +32,10 @@ const char *dtype_name(FileDType t);
 
 struct ReadOptions {
     bool verify_checksums = true;
+    // With verify_checksums: also reject tensors holding NaN or infinity (GPT_ERR_FORMAT), in
+    // the same pass as the crc32. Model loading sets it; the container format itself allows
+    // any bytes.
+    bool check_finite = false;
     bool use_mmap = true;
 };
 
@@ -54,7 +58,10 @@ public:
     const uint8_t *data(const TensorEntry &t) const { return base_ + t.offset; }
 
     // Recomputes every tensor's crc32; throws GPT_ERR_CHECKSUM naming the first mismatch.
-    void verify_checksums() const;
+    // With check_finite it also looks for NaN and infinity in the values, in the same pass,
+    // and throws GPT_ERR_FORMAT naming the first tensor holding one (a checksum cannot catch
+    // weights that were written that way).
+    void verify_checksums(bool check_finite = false) const;
     // Drops the file bytes (after weights were copied elsewhere); data() is invalid afterwards.
     void release_data();
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace gpt {
 
@@ -32,9 +33,9 @@ public:
         std::string held;
     };
     State state() const { return State{started_, held_}; }
-    void restore(const State &s) {
+    void restore(State &&s) noexcept { // moves: cannot fail, so it can undo a failed push
         started_ = s.started;
-        held_ = s.held;
+        held_ = std::move(s.held);
     }
 
 private:

@@ -2,6 +2,7 @@
 #include "convert/hf_config.h"
 
 #include "convert/fs_util.h"
+#include "convert/json_excerpt.h"
 #include "core/error.h"
 
 #include <nlohmann/json.hpp>
@@ -28,7 +29,7 @@ public:
         if (!has(key)) fail(GPT_ERR_FORMAT, "%s: \"%s\" is missing", src_.c_str(), key);
         const json &v = j_[key];
         if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > 0x7fffffff)
-            fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a positive integer, not %s", src_.c_str(), key, v.dump().c_str());
+            fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a positive integer, not %s", src_.c_str(), key, json_excerpt(v).c_str());
         return (uint32_t)v.get<int64_t>();
     }
     uint32_t u32_or(const char *key, uint32_t def) const { return has(key) ? u32(key) : def; }
@@ -36,19 +37,19 @@ public:
     double num_or(const char *key, double def) const {
         if (!has(key)) return def;
         const json &v = j_[key];
-        if (!v.is_number()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a number, not %s", src_.c_str(), key, v.dump().c_str());
+        if (!v.is_number()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a number, not %s", src_.c_str(), key, json_excerpt(v).c_str());
         return v.get<double>();
     }
     bool bool_or(const char *key, bool def) const {
         if (!has(key)) return def;
         const json &v = j_[key];
-        if (!v.is_boolean()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be true or false, not %s", src_.c_str(), key, v.dump().c_str());
+        if (!v.is_boolean()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be true or false, not %s", src_.c_str(), key, json_excerpt(v).c_str());
         return v.get<bool>();
     }
     std::string str_or(const char *key, const std::string &def) const {
         if (!has(key)) return def;
         const json &v = j_[key];
-        if (!v.is_string()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a string, not %s", src_.c_str(), key, v.dump().c_str());
+        if (!v.is_string()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a string, not %s", src_.c_str(), key, json_excerpt(v).c_str());
         return v.get<std::string>();
     }
     // A token id, a list of them, or null.
@@ -57,7 +58,7 @@ public:
         if (!has(key)) return out;
         const json &v = j_[key];
         auto one = [&](const json &x) {
-            if (!x.is_number_integer()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a token id or a list of them, not %s", src_.c_str(), key, v.dump().c_str());
+            if (!x.is_number_integer()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a token id or a list of them, not %s", src_.c_str(), key, json_excerpt(v).c_str());
             out.push_back(x.get<int64_t>());
         };
         if (v.is_array())
@@ -90,7 +91,7 @@ float finite_f32(double v, const char *key, const std::string &src) {
 void read_rope_dict(const Fields &f, const char *key, float *theta, const std::string &src) {
     if (!f.has(key)) return;
     const json &r = f.at(key);
-    if (!r.is_object()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be an object, not %s", src.c_str(), key, r.dump().c_str());
+    if (!r.is_object()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be an object, not %s", src.c_str(), key, json_excerpt(r).c_str());
     Fields rf(r, src);
     std::string type = "default";
     if (rf.has("rope_type")) type = rf.str_or("rope_type", type);

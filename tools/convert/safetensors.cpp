@@ -2,6 +2,7 @@
 #include "convert/safetensors.h"
 
 #include "convert/fs_util.h"
+#include "convert/json_excerpt.h"
 #include "core/error.h"
 
 #include <nlohmann/json.hpp>
@@ -111,8 +112,8 @@ StHeader parse_safetensors_header(const uint8_t *bytes, size_t json_len, uint64_
         uint64_t nbytes = st_dtype_size(t.dtype);
         for (const json &d : *sh) {
             uint64_t x;
-            if (!as_u64(d, &x)) fail(GPT_ERR_FORMAT, "%s: tensor '%s': shape %s is not a list of non-negative integers", src, n, sh->dump().c_str());
-            if (mul_overflows(nbytes, x, &nbytes)) fail(GPT_ERR_FORMAT, "%s: tensor '%s': shape %s overflows", src, n, sh->dump().c_str());
+            if (!as_u64(d, &x)) fail(GPT_ERR_FORMAT, "%s: tensor '%s': shape %s is not a list of non-negative integers", src, n, json_excerpt(*sh).c_str());
+            if (mul_overflows(nbytes, x, &nbytes)) fail(GPT_ERR_FORMAT, "%s: tensor '%s': shape %s overflows", src, n, json_excerpt(*sh).c_str());
             t.shape.push_back(x);
         }
 

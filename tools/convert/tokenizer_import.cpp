@@ -110,14 +110,21 @@ void read_vocab(const std::string &path, const json &vocab, std::vector<std::pai
 // Flattens a Sequence component ("normalizers" / "pretokenizers" / "processors" /
 // "decoders") into its parts.
 void flatten(const json *c, const char *list_key, std::vector<const json *> &out) {
-    if (!c) return;
-    if (get_str(*c, "type") == "Sequence") {
-        if (const json *parts = get(*c, list_key))
-            if (parts->is_array())
-                for (const json &p : *parts) flatten(&p, list_key, out);
-        return;
+    // Depth first, in order, with an explicit stack: a hostile file's Sequence nested a
+    // hundred thousand deep must not overflow the call stack.
+    std::vector<const json *> todo;
+    if (c) todo.push_back(c);
+    while (!todo.empty()) {
+        const json *x = todo.back();
+        todo.pop_back();
+        if (get_str(*x, "type") == "Sequence") {
+            if (const json *parts = get(*x, list_key))
+                if (parts->is_array())
+                    for (auto it = parts->rbegin(); it != parts->rend(); ++it) todo.push_back(&*it);
+            continue;
+        }
+        out.push_back(x);
     }
-    out.push_back(c);
 }
 
 PreTokenizer pattern_kind(const std::string &path, const std::string &pattern, ImportNotes *notes) {

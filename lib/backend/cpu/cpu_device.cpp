@@ -22,6 +22,9 @@ using cpu::ThreadPool;
 // Byte sizes of everything an executor allocates, from the config and params alone: the
 // plan that create_executor carves and that gpt_ctx_estimate_memory reports.
 struct CpuPlan {
+    // Bound on the KV cache's float count: keeps the byte total (two caches plus far smaller
+    // buffers, times 4) far from 2^64.
+    static constexpr uint64_t kMaxFloats = 1ull << 58;
     uint64_t rows, logits_rows, kv_floats, scratch_per_thread;
     uint64_t x, h, qkv, att, gu, ff, delta, logits, k_cache, v_cache, rope, score_scratch, sample_values,
         sample_index, tokens, positions, seqs;
@@ -39,7 +42,18 @@ struct CpuPlan {
         ff = rows * c.d_ff;
         delta = rows * d;
         logits = logits_rows * (uint64_t)c.vocab_size;
-        kv_floats = (uint64_t)c.n_layers * p.max_batch * c.n_kv_heads * p.max_seq * c.head_dim;
+        // The KV cache is the one product that can leave uint64 within the config and params
+        // limits (2^10 layers x 2^12 sequences x 2^10 kv heads x 2^22 positions x 2^10 dims):
+        // a wrapped size would allocate a small arena and write past it.
+        bool big = false;
+        kv_floats = c.n_layers;
+        for (uint64_t f : {(uint64_t)p.max_batch, (uint64_t)c.n_kv_heads, (uint64_t)p.max_seq, (uint64_t)c.head_dim})
+            big |= mul_overflows(kv_floats, f, &kv_floats);
+        if (big || kv_floats > kMaxFloats)
+            fail(GPT_ERR_OUT_OF_MEMORY,
+                 "a context of %u layers x %u sequences x %u kv heads x %u positions x %u dims needs a KV cache of more "
+                 "than 2^60 bytes",
+                 c.n_layers, p.max_batch, c.n_kv_heads, p.max_seq, c.head_dim);
         k_cache = v_cache = kv_floats;
         rope = c.arch == GPT_ARCH_LLAMA ? 2ull * p.max_seq * (c.head_dim / 2) : 0;
         // Per thread: attention scores over max_seq keys, one widened weight row.

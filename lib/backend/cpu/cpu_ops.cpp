@@ -15,6 +15,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GPT_X86_SIMD 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -79,7 +80,12 @@ __attribute__((target("avx2,fma,f16c"))) static float dot_16_avx2(const float *a
 }
 
 static bool have_avx2_f16c() {
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 (ECX bit 29): clang (14) has no "f16c" for __builtin_cpu_supports.
+    static const bool yes = [] {
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && ((ecx >> 29) & 1u);
+        return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }();
     return yes;
 }
 #endif
