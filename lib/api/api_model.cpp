@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 using gpt::api::guarded;
 
@@ -28,7 +29,23 @@ static gpt_status load_common(gpt_model **out, const gpt_model_params *given,
         const gpt_model_params p = gpt::api::read_params(given, model_defaults(), "gpt_model_params");
         const uint32_t known = GPT_MODEL_SKIP_CHECKSUMS | GPT_MODEL_NO_MMAP | GPT_MODEL_COPY_BUFFER;
         if (p.flags & ~known) gpt::fail(GPT_ERR_INVALID_ARG, "unknown gpt_model_params.flags 0x%x", p.flags & ~known);
+        // Creating the CUDA context takes a good part of a second: let it happen on another
+        // thread while this one reads and checks the file.
+        std::thread warm;
+        if (p.device != GPT_DEVICE_CPU) {
+            try {
+                warm = std::thread([device = p.device] { gpt::cuda_warm_up(device); });
+            } catch (...) { // no thread: the context is simply created later
+            }
+        }
+        struct Join {
+            std::thread &t;
+            ~Join() {
+                if (t.joinable()) t.join();
+            }
+        } join{warm};
         auto file = open(p, data, size, path);
+        if (warm.joinable()) warm.join();
         auto m = std::make_unique<gpt_model>();
         m->impl = gpt::Model::load(std::move(file), p);
         *out = m.release();

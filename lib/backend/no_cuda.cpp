@@ -9,6 +9,7 @@ std::unique_ptr<Device> make_cuda_device(int ordinal) {
     fail(GPT_ERR_UNSUPPORTED, "CUDA device %d requested, but this libgpt was built without CUDA", ordinal);
 }
 int cuda_device_count() { return 0; }
+void cuda_warm_up(int) noexcept {}
 const char *cuda_build_info() { return "cuda: not built"; }
 
 } // namespace gpt

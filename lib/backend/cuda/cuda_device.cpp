@@ -152,6 +152,16 @@ int cuda_device_count() {
     return n;
 }
 
+void cuda_warm_up(int device) noexcept {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        return;
+    }
+    const int d = device == GPT_DEVICE_AUTO ? 0 : device;
+    if (d < 0 || d >= n || cudaSetDevice(d) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+}
+
 const char *cuda_build_info() {
     static std::string s;
     if (s.empty()) {
