@@ -7,6 +7,9 @@
 //   softmax: one warp per slot folds the tile into its running max and sum
 //   values:  one thread per (slot, 4 dims) accumulates p . v in registers
 // Decode splits the keys over several blocks (blockIdx.y) and attention_combine merges them.
+// The split length follows the key count (read on the device, so one captured graph serves
+// every position): ceil(n_keys / n_splits) rounded up to 16 keys; trailing splits that get
+// no keys exit at once and the combine step reads only the splits in use.
 #include "attention.cuh"
 #include "common.cuh"
 
@@ -19,6 +22,26 @@ namespace {
 constexpr uint32_t kTile = 64;      // keys per tile
 constexpr uint32_t kMaxOut4 = 8;    // float4 outputs per thread
 constexpr uint32_t kMaxSlots = 64;
+constexpr uint32_t kMaxSplits = 256;
+constexpr uint32_t kSplitGrain = 16; // keys
+
+__device__ __forceinline__ uint32_t split_chunk(uint32_t n_keys, uint32_t n_splits) {
+    return ceil_div(ceil_div(n_keys, n_splits), kSplitGrain) * kSplitGrain;
+}
+
+// Rows per block: several when the group is small (prefill of MHA models), within 16 slots.
+__host__ __device__ inline uint32_t rows_per_block_for(uint32_t group, uint32_t rows_per_seq) {
+    const uint32_t r = group >= 16 ? 1u : 16u / group;
+    return r < rows_per_seq ? r : (rows_per_seq ? rows_per_seq : 1u);
+}
+
+// The keys a block serving row r attends over: up to the last position of its row group
+// (rows of a sequence have rising positions).
+__device__ __forceinline__ uint32_t group_keys(const AttentionArgs &a, uint32_t r, uint32_t rows_per_block) {
+    const uint32_t b = r / a.rows_per_seq, i = r % a.rows_per_seq;
+    const uint32_t last = min((i / rows_per_block + 1) * rows_per_block, a.rows_per_seq) - 1;
+    return (uint32_t)a.positions[b * a.rows_per_seq + last] + 1;
+}
 
 // Shared-memory layout; rows padded to a multiple of 4 floats (+4) so float4 reads by
 // consecutive keys fall in different banks.
@@ -76,10 +99,10 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
     const uint32_t slots = nr * group;
     Smem s = carve(smem, rows_per_block * group, hd);
 
-    // Keys: up to the last row's position (rows of a sequence have rising positions).
-    const uint32_t n_keys = (uint32_t)a.positions[r0 + nr - 1] + 1, seq = (uint32_t)a.seqs[r0];
-    const uint32_t chunk = (n_keys + a.n_splits - 1) / a.n_splits;
-    const uint32_t k_begin = min(n_keys, split * chunk), k_end = min(n_keys, k_begin + chunk);
+    const uint32_t n_keys = group_keys(a, r0, rows_per_block), seq = (uint32_t)a.seqs[r0];
+    const uint32_t chunk = split_chunk(n_keys, a.n_splits);
+    if (split * chunk >= n_keys) return; // a split beyond the keys: the combine step skips it
+    const uint32_t k_begin = split * chunk, k_end = min(n_keys, k_begin + chunk);
 
     const uint32_t qkv_stride = (a.n_heads + 2 * a.n_kv_heads) * hd;
     // q rows (zero-padded to a multiple of 4), pre-scaled.
@@ -220,29 +243,46 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
     }
 }
 
-// Merges the splits of one (row, head): softmax-weighted by each split's max and sum.
+// Merges the splits in use of one (row, head), each weighted by exp(its max - the max).
 template <typename T>
-__global__ void attention_combine_kernel(AttentionArgs a) {
+__global__ void __launch_bounds__(128) attention_combine_kernel(AttentionArgs a, uint32_t rows_per_block) {
+    __shared__ float weight[kMaxSplits];
+    __shared__ float reduce[2][4];
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t r = blockIdx.x / a.n_heads, head = blockIdx.x % a.n_heads, hd = a.head_dim;
-    if (r >= a.rows) return;
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const uint32_t n_keys = group_keys(a, r, rows_per_block);
+    const uint32_t n_used = ceil_div(n_keys, split_chunk(n_keys, a.n_splits));
     const uint64_t slot0 = ((uint64_t)r * a.n_heads + head) * a.n_splits;
+    const float *ml = a.partial_ml + slot0 * 2;
+
     float m = -INFINITY;
-    for (uint32_t s = 0; s < a.n_splits; s++) m = fmaxf(m, a.partial_ml[(slot0 + s) * 2]);
+    for (uint32_t s = threadIdx.x; s < n_used; s += blockDim.x) m = fmaxf(m, ml[2 * s]);
+    m = warp_max(m);
+    if (lane == 0) reduce[0][warp] = m;
+    __syncthreads();
+    m = fmaxf(fmaxf(reduce[0][0], reduce[0][1]), fmaxf(reduce[0][2], reduce[0][3]));
     float l = 0.0f;
-    for (uint32_t s = 0; s < a.n_splits; s++) {
-        const float ms = a.partial_ml[(slot0 + s) * 2];
-        if (ms != -INFINITY) l += a.partial_ml[(slot0 + s) * 2 + 1] * __expf(ms - m);
+    for (uint32_t s = threadIdx.x; s < n_used; s += blockDim.x) {
+        const float ms = ml[2 * s];
+        // A split whose keys were all masked for this row keeps max -inf and weighs nothing.
+        const float w = ms == -INFINITY ? 0.0f : __expf(ms - m);
+        weight[s] = w;
+        l += w * ml[2 * s + 1];
     }
+    l = warp_sum(l);
+    if (lane == 0) reduce[1][warp] = l;
+    __syncthreads();
+    l = reduce[1][0] + reduce[1][1] + reduce[1][2] + reduce[1][3];
+    const float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
+
+    const float *po = a.partial_o + slot0 * hd;
     T *out = (T *)a.out + ((uint64_t)r * a.n_heads + head) * hd;
     for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
         float v = 0.0f;
-        for (uint32_t s = 0; s < a.n_splits; s++) {
-            const float ms = a.partial_ml[(slot0 + s) * 2];
-            if (ms != -INFINITY) v += a.partial_o[(slot0 + s) * hd + d] * __expf(ms - m);
-        }
-        out[d] = from_f32<T>(l > 0.0f ? v / l : 0.0f);
+        for (uint32_t s = 0; s < n_used; s++) v += weight[s] * po[(uint64_t)s * hd + d];
+        out[d] = from_f32<T>(v * inv_l);
     }
 }
 
@@ -257,10 +297,10 @@ cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream) {
 cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     const uint32_t group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
-    if (hd > 256 || group > kMaxSlots || a.n_splits == 0 || a.rows_per_seq == 0 || a.rows % a.rows_per_seq != 0)
+    if (hd > 256 || group > kMaxSlots || a.n_splits == 0 || a.n_splits > kMaxSplits || a.rows_per_seq == 0 ||
+        a.rows % a.rows_per_seq != 0)
         return cudaErrorInvalidValue;
-    // Several rows per block when the group is small (prefill of MHA models), within 16 slots.
-    const uint32_t rows_per_block = std::max(1u, std::min(a.rows_per_seq, 16u / group));
+    const uint32_t rows_per_block = rows_per_block_for(group, a.rows_per_seq);
     const uint32_t slots = rows_per_block * group, hd4 = (hd + 3) / 4;
     uint32_t threads = 128;
     while (threads * kMaxOut4 < slots * hd4) threads += 128;
@@ -278,7 +318,7 @@ cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t str
             e2 = launch_pdl(attention_kernel<T, K>, grid, threads, smem, stream, a, rows_per_block);
         });
         if (e == cudaSuccess && e2 == cudaSuccess && a.n_splits > 1)
-            e2 = launch_pdl(attention_combine_kernel<T>, a.rows * a.n_heads, 128, 0, stream, a);
+            e2 = launch_pdl(attention_combine_kernel<T>, a.rows * a.n_heads, 128, 0, stream, a, rows_per_block);
     });
     return e != cudaSuccess ? e : e2;
 }

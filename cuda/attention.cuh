@@ -23,8 +23,8 @@ struct AttentionArgs {
     int act_dtype, kv_dtype;
 };
 
-// head_dim <= 256, n_heads / n_kv_heads <= 64 and their product <= 16384; rows a multiple
-// of rows_per_seq.
+// head_dim <= 256, n_heads / n_kv_heads <= 64 and their product <= 16384, n_splits <= 256;
+// rows a multiple of rows_per_seq.
 cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream);
 
 // The tensor-core variant for prefill (attention_tc.cu): fp16/bf16 activations and cache of

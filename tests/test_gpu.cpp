@@ -424,7 +424,7 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
 void test_gpu_attention(void **) {
     SKIP_WITHOUT_GPU();
     for (DType act : {DType::F32, DType::F16, DType::BF16})
-        for (uint32_t splits : {1u, 7u}) {
+        for (uint32_t splits : {1u, 7u, 200u}) {
             const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
             attention_case(act, kvt, 4, 4, 64, false, splits, 5);   // GPT-2-like
             attention_case(act, kvt, 8, 2, 128, true, splits, 3);   // GQA
@@ -434,11 +434,14 @@ void test_gpu_attention(void **) {
             attention_case(act, kvt, 32, 1, 64, true, splits, 1);   // 32 query heads per kv head
             attention_case(act, kvt, 4, 2, 256, true, splits, 2);   // largest head_dim
         }
-    // Decode (one new token per sequence) with many splits, some empty at this length.
+    // Decode (one new token per sequence) with many splits, some empty at this length, up
+    // to the kernel's limit of 256.
     for (DType act : {DType::F32, DType::F16, DType::BF16}) {
         const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
-        attention_case(act, kvt, 8, 2, 128, true, 32, 1);
-        attention_case(act, kvt, 7, 1, 12, true, 32, 1);
+        for (uint32_t splits : {32u, 100u, 256u}) {
+            attention_case(act, kvt, 8, 2, 128, true, splits, 1);
+            attention_case(act, kvt, 7, 1, 12, true, splits, 1);
+        }
     }
     // Prefill long enough for the tensor-core kernel (fp16/bf16, head_dim 64/128): partial and
     // full 64-row tiles, over caches that already hold earlier positions.

@@ -48,9 +48,6 @@ public:
             GPT_CUDA_CHECK(cublasSetStream(cublas_, stream_));
             GPT_CUDA_CHECK(cublasSetWorkspace(cublas_, dev(plan_.cublas_ws), plan_.cublas_ws.bytes));
             GPT_CUDA_CHECK(cublasSetMathMode(cublas_, p.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-            cudaDeviceProp prop;
-            GPT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
-            n_sms_ = (uint32_t)prop.multiProcessorCount;
             if (c.arch == GPT_ARCH_LLAMA) upload_rope_tables();
         } catch (...) {
             release();
@@ -186,9 +183,9 @@ public:
         a.n_kv_heads = c_.n_kv_heads;
         a.head_dim = c_.head_dim;
         a.max_seq = p_.max_seq;
-        // Split the keys when the rows alone cannot fill the GPU (decode); the partial buffers
-        // hold max_batch rows, which every decode step fits.
-        a.n_splits = (rows_ <= p_.max_batch && rows_ * c_.n_kv_heads < 2 * n_sms_) ? plan_.max_splits : 1;
+        // Split the keys when the rows alone cannot fill the GPU (decode steps: the partial
+        // buffers are sized for up to max_batch rows).
+        a.n_splits = rows_ <= p_.max_batch ? plan_.decode_splits(rows_) : 1;
         a.scale = 1.0f / std::sqrt((float)c_.head_dim);
         a.act_dtype = (int)p_.compute;
         a.kv_dtype = (int)p_.kv;
@@ -432,7 +429,6 @@ private:
     uint64_t clock_ = 0;
     bool capturing_ = false;
     Weight captured_head_;
-    uint32_t n_sms_ = 1;
     uint64_t allocations_ = 0;
     StepInput in_{};
     uint32_t rows_ = 0;

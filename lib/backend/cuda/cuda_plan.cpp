@@ -24,11 +24,12 @@ CudaPlan::CudaPlan(const ModelConfig &c, const ExecParams &p) {
     // Decode needs max_batch rows of logits; all-logits calls are projected in groups of up to
     // 64 MiB of f32 logits (so the head GEMM is not cut into slivers).
     logits_rows = std::max<uint32_t>(p.max_batch, std::min<uint64_t>(rows, (16ull << 20) / c.vocab_size));
-    // Key splits for decode attention: at the longest context each split holds ~128 keys, so
-    // the kv heads x splits blocks fill the GPU; short contexts leave most splits empty.
-    // (128 keys per split measured faster than 512 at positions 0 and 8192; 256 matches 128 at
-    // long contexts through the cap and spares short ones a split and a merge; PERFORMANCE.md.)
-    max_splits = std::clamp<uint32_t>((p.max_seq + 255) / 256, 1, 32);
+    // Key splits for decode attention: enough blocks to fill the GPU at one row, never a
+    // split of fewer than ~64 keys at the longest context (PERFORMANCE.md, entry 7).
+    n_kv_heads = c.n_kv_heads;
+    max_splits = std::clamp<uint32_t>((p.max_seq + 63) / 64, 1, kAttentionMaxSplits);
+    uint64_t split_rows = 1; // max over decode steps of rows x splits
+    for (uint32_t r = 1; r <= p.max_batch; r++) split_rows = std::max<uint64_t>(split_rows, (uint64_t)r * decode_splits(r));
     const uint64_t a = dtype_bytes(p.compute), kv = dtype_bytes(p.kv), d = c.d_model;
     Carver dev;
     x = dev.take(4 * rows * d);
@@ -55,8 +56,8 @@ CudaPlan::CudaPlan(const ModelConfig &c, const ExecParams &p) {
     const uint64_t rope = c.arch == GPT_ARCH_LLAMA ? 4ull * p.max_seq * (c.head_dim / 2) : 0;
     rope_cos = dev.take(rope);
     rope_sin = dev.take(rope);
-    attn_o = dev.take(4ull * p.max_batch * c.n_heads * max_splits * c.head_dim);
-    attn_ml = dev.take(4ull * p.max_batch * c.n_heads * max_splits * 2);
+    attn_o = dev.take(4ull * split_rows * c.n_heads * c.head_dim);
+    attn_ml = dev.take(4ull * split_rows * c.n_heads * 2);
     tokens = dev.take(4ull * rows);
     positions = dev.take(4ull * rows);
     seqs = dev.take(4ull * rows);
@@ -77,6 +78,11 @@ CudaPlan::CudaPlan(const ModelConfig &c, const ExecParams &p) {
     h_n_recent = host.take(4ull * p.max_batch);
     h_sampled = host.take(4ull * p.max_batch);
     pinned_bytes = host.total;
+}
+
+uint32_t CudaPlan::decode_splits(uint32_t rows) const {
+    const uint32_t blocks = std::max(1u, rows * n_kv_heads);
+    return std::clamp<uint32_t>((kAttentionTargetBlocks + blocks - 1) / blocks, 1, max_splits);
 }
 
 } // namespace gpt::cuda

@@ -11,6 +11,10 @@ namespace gpt::cuda {
 
 inline constexpr uint32_t kMaxRecent = 4096;           // repetition window (gpt_generate's limit)
 inline constexpr uint64_t kCublasWorkspace = 32ull << 20; // cuBLAS on Hopper wants 32 MiB
+// Decode attention splits the keys until (rows x kv heads x splits) reaches this many blocks:
+// ~4 per SM on an H100/H200, so each block reads about one 64-key tile at long contexts.
+inline constexpr uint32_t kAttentionTargetBlocks = 512;
+inline constexpr uint32_t kAttentionMaxSplits = 256; // attention.cuh's limit
 
 struct Region {
     uint64_t offset = 0, bytes = 0;
@@ -19,7 +23,8 @@ struct Region {
 struct CudaPlan {
     uint32_t rows = 0;        // activation rows per step
     uint32_t logits_rows = 0; // rows of the f32 logits buffer
-    uint32_t max_splits = 1;  // attention key splits for decode
+    uint32_t max_splits = 1;  // attention key splits for decode (at one row)
+    uint32_t n_kv_heads = 1;
     // Device regions.
     Region x, h, qkv, att, gu, ff, delta, logits, k_cache, v_cache, rope_cos, rope_sin, attn_o, attn_ml, tokens,
         positions, seqs, uniform, recent, n_recent, sampled, sample_ws, cublas_ws;
@@ -30,6 +35,9 @@ struct CudaPlan {
     uint64_t kv_bytes_per_layer = 0; // one of K or V
 
     CudaPlan(const ModelConfig &c, const ExecParams &p);
+    // Key splits for a decode step of `rows` rows (rows <= max_batch); the partial-result
+    // buffers hold rows x splits for every such step.
+    uint32_t decode_splits(uint32_t rows) const;
 };
 
 } // namespace gpt::cuda
