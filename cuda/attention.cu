@@ -302,9 +302,11 @@ cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t str
         return cudaErrorInvalidValue;
     const uint32_t rows_per_block = rows_per_block_for(group, a.rows_per_seq);
     const uint32_t slots = rows_per_block * group, hd4 = (hd + 3) / 4;
-    uint32_t threads = 128;
-    while (threads * kMaxOut4 < slots * hd4) threads += 128;
-    if (threads > 512) return cudaErrorInvalidValue; // group x head_dim above 16384
+    // One float4 output per thread where 512 threads allow it (the value loop is the longest
+    // chain), up to kMaxOut4 beyond.
+    const uint32_t outputs = slots * hd4;
+    uint32_t threads = std::min(512u, (outputs + 127) / 128 * 128);
+    if (threads * kMaxOut4 < outputs) return cudaErrorInvalidValue; // group x head_dim above 16384
     const size_t smem = sizeof(float) * smem_floats(slots, hd);
     const uint32_t groups = (a.rows / a.rows_per_seq) * ((a.rows_per_seq + rows_per_block - 1) / rows_per_block);
     const dim3 grid(groups * a.n_kv_heads, a.n_splits);

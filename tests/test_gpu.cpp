@@ -221,7 +221,8 @@ void test_gpu_gemv(void **) {
             for (int mode = 0; mode < 5; mode++) {
                 const bool bias = mode == 1 || mode == 3, gelu = mode == 1, residual = mode == 3, f32_out = mode == 2,
                            swiglu = mode == 4;
-                const uint32_t k = mode == 3 ? 4096 : 136, n = mode == 2 ? 1003 : 77;
+                // k: several pipelined chunks (4096), a partial last chunk (1160), under one chunk (136).
+                const uint32_t k = mode == 3 ? 4096 : mode == 4 ? 1160 : 136, n = mode == 2 ? 1003 : 77;
                 const uint64_t ldx = mode == 2 ? 3 * k : k; // strided rows, as for the head
                 const uint32_t wrows = swiglu ? 2 * n : n;
                 auto x = randn(rows * ldx), w = randn((size_t)wrows * k, 0.2f), b = randn(n, 0.5f), res = randn(rows * n);
