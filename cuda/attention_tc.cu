@@ -128,6 +128,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tc_kernel(AttentionArgs
             ps[row * L::ld_p + lane] = from_f32<T>(p0);
             ps[row * L::ld_p + lane + 32] = from_f32<T>(p1);
             const float sum = warp_sum(p0 + p1);
+            __syncwarp(); // every lane has read m_run/l_run[row] before lane 0 replaces them
             if (lane == 0) {
                 l_run[row] = l_run[row] * corr + sum;
                 m_run[row] = m_new;
