@@ -9,6 +9,11 @@ namespace gpt::cuda {
 
 static std::atomic<uint64_t> g_allocations{0};
 
+std::shared_mutex &capture_mutex() {
+    static std::shared_mutex m;
+    return m;
+}
+
 void check(cudaError_t e, const char *call, const char *file, int line) {
     if (e == cudaSuccess) return;
     cudaGetLastError(); // clear a non-sticky error so the process stays usable
@@ -24,6 +29,7 @@ void check(cublasStatus_t s, const char *call, const char *file, int line) {
 
 void *device_alloc(uint64_t bytes, const char *what) {
     void *p = nullptr;
+    std::unique_lock<std::shared_mutex> lock(capture_mutex());
     cudaError_t e = cudaMalloc(&p, bytes ? bytes : 256);
     if (e != cudaSuccess) {
         cudaGetLastError();
@@ -39,6 +45,7 @@ void *device_alloc(uint64_t bytes, const char *what) {
 
 void *pinned_alloc(uint64_t bytes, const char *what) {
     void *p = nullptr;
+    std::unique_lock<std::shared_mutex> lock(capture_mutex());
     cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 64, cudaHostAllocDefault);
     if (e != cudaSuccess) {
         cudaGetLastError();
@@ -50,10 +57,14 @@ void *pinned_alloc(uint64_t bytes, const char *what) {
 }
 
 void device_free(void *p) {
-    if (p) cudaFree(p);
+    if (!p) return;
+    std::unique_lock<std::shared_mutex> lock(capture_mutex());
+    cudaFree(p);
 }
 void pinned_free(void *p) {
-    if (p) cudaFreeHost(p);
+    if (!p) return;
+    std::unique_lock<std::shared_mutex> lock(capture_mutex());
+    cudaFreeHost(p);
 }
 uint64_t allocation_count() { return g_allocations.load(); }
 

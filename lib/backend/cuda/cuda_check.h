@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <mutex>
+#include <shared_mutex>
 
 namespace gpt::cuda {
 
@@ -19,6 +21,14 @@ void *pinned_alloc(uint64_t bytes, const char *what);
 void device_free(void *p);
 void pinned_free(void *p);
 uint64_t allocation_count();
+
+// Stream capture and the calls that may synchronise the device (allocation, freeing, stream
+// and cuBLAS handle creation and destruction, synchronous copies) exclude each other across
+// all contexts of the process: such a call on one thread while another thread captures a
+// decode step invalidates that capture. Captures share the lock (take it with
+// std::shared_lock); the others take it alone (std::unique_lock). Held for microseconds
+// except while a context or a model is created or freed.
+std::shared_mutex &capture_mutex();
 
 } // namespace gpt::cuda
 

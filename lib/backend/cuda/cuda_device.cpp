@@ -85,7 +85,12 @@ public:
         });
         weights_ = static_cast<uint8_t *>(cuda::device_alloc(total, "the model weights"));
         bytes_ = total;
-        // Convert through a bounded host buffer, then copy.
+        // Convert through a bounded host buffer, then copy (synchronous copies: locked against
+        // other threads' captures, see capture_mutex).
+        auto upload = [](void *dst, const void *src, uint64_t n) {
+            std::unique_lock<std::shared_mutex> lock(cuda::capture_mutex());
+            GPT_CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+        };
         std::vector<uint8_t> staging;
         uint64_t off = 0;
         for_each_weight(*out, [&](Weight &w) {
@@ -94,14 +99,14 @@ public:
             const uint64_t nbytes = w.numel() * dtype_bytes(to);
             uint8_t *dst = weights_ + off;
             if (w.dtype == to) {
-                GPT_CUDA_CHECK(cudaMemcpy(dst, w.data, nbytes, cudaMemcpyHostToDevice));
+                upload(dst, w.data, nbytes);
             } else {
                 const uint64_t chunk = 1ull << 22; // elements per conversion pass
                 staging.resize(std::min(w.numel(), chunk) * dtype_bytes(to));
                 for (uint64_t i = 0; i < w.numel(); i += chunk) {
                     const uint64_t n = std::min(chunk, w.numel() - i);
                     convert(static_cast<const uint8_t *>(w.data) + i * dtype_bytes(w.dtype), w.dtype, staging.data(), to, n);
-                    GPT_CUDA_CHECK(cudaMemcpy(dst + i * dtype_bytes(to), staging.data(), n * dtype_bytes(to), cudaMemcpyHostToDevice));
+                    upload(dst + i * dtype_bytes(to), staging.data(), n * dtype_bytes(to));
                 }
             }
             w.data = dst;

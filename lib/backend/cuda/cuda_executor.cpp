@@ -43,6 +43,7 @@ public:
             dev_ = static_cast<uint8_t *>(device_alloc(plan_.device_bytes, "the context (KV cache, activations, workspaces)"));
             host_ = static_cast<uint8_t *>(pinned_alloc(plan_.pinned_bytes, "the context's staging buffers"));
             allocations_ = allocation_count() - before;
+            std::unique_lock<std::shared_mutex> lock(capture_mutex());
             GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
             GPT_CUDA_CHECK(cublasCreate(&cublas_));
             GPT_CUDA_CHECK(cublasSetStream(cublas_, stream_));
@@ -93,7 +94,12 @@ public:
         }
         Graph &g = graph_for(in_.batch, in_.n_tokens, in_.all_logits);
         const bool decode = in_.n_tokens == 1 && !in_.all_logits;
-        if (!g.exec && (decode || g.runs >= 1)) capture(g, ops);
+        if (!g.exec && (decode || g.runs >= 1) && !capture(g, ops)) {
+            // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
+            pending_delta_ = false;
+            ops();
+            return;
+        }
         g.runs++;
         if (!g.exec) {
             ops();
@@ -354,26 +360,42 @@ private:
         return *lru;
     }
 
-    void capture(Graph &g, const std::function<void()> &ops) {
-        GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    // Records ops into g. Returns false, with nothing run and no error left behind, when the
+    // capture was invalidated from outside (the caller then runs ops eagerly; the next step of
+    // this shape tries again).
+    bool capture(Graph &g, const std::function<void()> &ops) {
+        std::shared_lock<std::shared_mutex> lock(capture_mutex());
+        // Relaxed: under the other modes, a cudaMalloc or synchronisation on any other thread
+        // (the application's own CUDA work) counts as unsafe while this capture is open and
+        // invalidates it. This thread makes no such call meanwhile.
+        GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
         cudaGraph_t graph = nullptr;
         capturing_ = true;
         try {
             ops();
         } catch (...) {
+            // A launch fails once the capture is invalidated: then this is no error of the step.
             capturing_ = false;
-            cudaStreamEndCapture(stream_, &graph);
+            const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
             if (graph) cudaGraphDestroy(graph);
             cudaGetLastError();
+            if (end == cudaErrorStreamCaptureInvalidated) return false;
             throw;
         }
         capturing_ = false;
-        GPT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+        const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+        if (end == cudaErrorStreamCaptureInvalidated) {
+            if (graph) cudaGraphDestroy(graph);
+            cudaGetLastError();
+            return false;
+        }
+        GPT_CUDA_CHECK(end);
         cudaError_t e = cudaGraphInstantiate(&g.exec, graph, 0);
         cudaGraphDestroy(graph);
         if (e != cudaSuccess) g.exec = nullptr;
         GPT_CUDA_CHECK(e);
         g.head = captured_head_;
+        return true;
     }
 
     // Adds a residual delta left by a GEMM when no norm follows to absorb it.
@@ -407,10 +429,13 @@ private:
     }
     void release() {
         cudaSetDevice(device_);
-        for (auto &g : graphs_)
-            if (g.exec) cudaGraphExecDestroy(g.exec);
-        if (cublas_) cublasDestroy(cublas_);
-        if (stream_) cudaStreamDestroy(stream_);
+        {
+            std::unique_lock<std::shared_mutex> lock(capture_mutex());
+            for (auto &g : graphs_)
+                if (g.exec) cudaGraphExecDestroy(g.exec);
+            if (cublas_) cublasDestroy(cublas_);
+            if (stream_) cudaStreamDestroy(stream_);
+        }
         device_free(dev_);
         pinned_free(host_);
         cublas_ = nullptr;
