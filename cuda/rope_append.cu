@@ -1,7 +1,11 @@
-// rope_append.cu - one block per row. Rotate-half pairs (i, i + head_dim/2) use the same
+// rope_append.cu - blockIdx.x: the row; its work (every q/k rotation pair, every v element)
+// is spread over gridDim.y blocks, so a decode step's single row is not one block's serial
+// loop. Rotate-half pairs (i, i + head_dim/2) use the same
 // cos/sin tables as the CPU backend, so both rotate identically at any position.
 #include "rope_append.cuh"
 #include "common.cuh"
+
+#include <algorithm>
 
 using namespace gpt_cuda;
 
@@ -19,7 +23,8 @@ static __global__ void rope_append_kernel(RopeAppendArgs a) {
     K *kc = (K *)a.k_cache, *vc = (K *)a.v_cache;
     // Rotate q and k heads; k heads also go to the cache.
     const uint32_t n_pairs = (nh + nkv) * half;
-    for (uint32_t j = threadIdx.x; j < n_pairs; j += blockDim.x) {
+    const uint32_t first = blockIdx.y * blockDim.x + threadIdx.x, stride = gridDim.y * blockDim.x;
+    for (uint32_t j = first; j < n_pairs; j += stride) {
         const uint32_t h = j / half, i = j % half;
         T *v = row + h * hd;
         float x0 = to_f32(v[i]), x1 = to_f32(v[i + half]);
@@ -40,7 +45,7 @@ static __global__ void rope_append_kernel(RopeAppendArgs a) {
         }
     }
     const T *vsrc = row + (nh + nkv) * hd;
-    for (uint32_t j = threadIdx.x; j < nkv * hd; j += blockDim.x) {
+    for (uint32_t j = first; j < nkv * hd; j += stride) {
         const uint32_t g = j / hd, i = j % hd;
         vc[(((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd + i] = from_f32<K>(to_f32(vsrc[j]));
     }
@@ -48,12 +53,15 @@ static __global__ void rope_append_kernel(RopeAppendArgs a) {
 
 cudaError_t launch_rope_append(const RopeAppendArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
+    // Blocks per row: one rotation pair per thread (the v copy shares them), at most 32.
+    const uint32_t pairs = (a.n_heads + a.n_kv_heads) * (a.head_dim / 2);
+    const uint32_t per_row = std::min<uint32_t>(32, std::max<uint32_t>(1, ceil_div(pairs, 256)));
     cudaError_t e = cudaErrorInvalidValue, e2 = cudaSuccess;
     dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
         e = dispatch_dtype(a.kv_dtype, [&](auto ktag) {
             using K = decltype(ktag);
-            e2 = launch_pdl(rope_append_kernel<T, K>, a.rows, 256, 0, stream, a);
+            e2 = launch_pdl(rope_append_kernel<T, K>, dim3(a.rows, per_row), 256, 0, stream, a);
         });
     });
     return e != cudaSuccess ? e : e2;

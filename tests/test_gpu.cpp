@@ -149,7 +149,7 @@ void expect_close(const char *what, const std::vector<float> &got, const std::ve
 void test_gpu_add_norm(void **) {
     SKIP_WITHOUT_GPU();
     for (DType t : {DType::F32, DType::F16, DType::BF16})
-        for (uint32_t d : {77u, 1000u, 3001u})
+        for (uint32_t d : {77u, 1000u, 3001u, 9000u}) // 9000: wider than the register-resident path
             for (int rms : {0, 1}) {
                 const uint32_t rows = 5;
                 auto x = randn(rows * d), delta = randn(rows * d), w = randn(d, 0.5f), b = randn(d, 0.5f);
