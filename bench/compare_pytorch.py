@@ -107,6 +107,20 @@ def make_static_cache(model, max_len):
         return StaticCache(config=model.config, max_batch_size=1, max_cache_len=max_len, device="cuda", dtype=model.dtype)
 
 
+def capture_graph(fn):
+    """fn warmed up on a side stream (as capture requires), then captured: (graph, its output)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph, out
+
+
 @torch.inference_mode()
 def torch_decode_graphed(model, pos, steps, vocab):
     """Median ms per greedy decode step from position pos: StaticCache, the one-token step
@@ -122,15 +136,7 @@ def torch_decode_graphed(model, pos, steps, vocab):
     def step():
         return model(tok, past_key_values=cache, use_cache=True, cache_position=cache_pos).logits[:, -1:].argmax(-1)
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up before capture (writes the same cache slot)
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        nxt = step()
+    graph, nxt = capture_graph(step)  # the warm-up steps rewrite the same cache slot
     times = []
     for _ in range(steps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -147,15 +153,7 @@ def torch_decode_graphed(model, pos, steps, vocab):
 @torch.inference_mode()
 def torch_forward_graphed(model, batch, tokens, vocab, reps=20):
     ids = torch.randint(0, vocab, (batch, tokens), device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            model(ids, use_cache=False)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        model(ids, use_cache=False).logits
+    graph, _ = capture_graph(lambda: model(ids, use_cache=False).logits)
     return events_ms(graph.replay, reps)
 
 

@@ -220,28 +220,12 @@ fixture::Spec tiny_spec(uint64_t seed) {
 
 // A small SentencePiece-style tokenizer (<unk> <s> </s>, bytes, a few pieces with scores).
 gpt::TokenizerData small_spm() {
-    gpt::TokenizerData d;
-    d.kind = gpt::TokenizerKind::SPM;
-    d.add_space_prefix = true;
+    gpt::TokenizerData d = fixture::spm_base();
     d.add_bos = true;
-    d.unk_id = 0, d.bos_id = 1, d.eos_id = 2;
-    auto add = [&](const std::string &s, int32_t type, float score) {
-        d.tokens.push_back(s);
-        d.types.push_back(type);
-        d.scores.push_back(score);
-    };
-    add("<unk>", gpt::TOKEN_UNKNOWN, 0);
-    add("<s>", gpt::TOKEN_CONTROL, 0);
-    add("</s>", gpt::TOKEN_CONTROL, 0);
-    for (int b = 0; b < 256; b++) {
-        char name[8];
-        std::snprintf(name, sizeof name, "<0x%02X>", b);
-        add(name, gpt::TOKEN_BYTE, 0);
-    }
     float score = -1;
     for (const char *p : {"\xE2\x96\x81", "a", "b", "c", "e", "h", "t", "ab", "th", "he", "the", "\xE2\x96\x81t", "\xE2\x96\x81th",
                           "\xE2\x96\x81the", "\xC3\xA9", "abcdefghijklmnopqrstuvwxyz"})
-        add(p, gpt::TOKEN_NORMAL, score--); // the last (id 274) is longer than a short-string buffer
+        fixture::add_token(d, p, gpt::TOKEN_NORMAL, score--); // the last (id 274) is longer than a short-string buffer
     return d;
 }
 

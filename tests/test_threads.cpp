@@ -221,26 +221,10 @@ void test_create_and_free_while_running(void **) {
 
 // A SentencePiece-style tokenizer: <unk> <s> </s>, the 256 byte tokens, a few pieces.
 gpt::TokenizerData small_spm() {
-    gpt::TokenizerData d;
-    d.kind = gpt::TokenizerKind::SPM;
-    d.add_space_prefix = true;
-    d.unk_id = 0, d.bos_id = 1, d.eos_id = 2;
-    auto add = [&](const std::string &t, int32_t type, float score) {
-        d.tokens.push_back(t);
-        d.types.push_back(type);
-        d.scores.push_back(score);
-    };
-    add("<unk>", gpt::TOKEN_UNKNOWN, 0);
-    add("<s>", gpt::TOKEN_CONTROL, 0);
-    add("</s>", gpt::TOKEN_CONTROL, 0);
-    for (int b = 0; b < 256; b++) {
-        char name[8];
-        std::snprintf(name, sizeof name, "<0x%02X>", b);
-        add(name, gpt::TOKEN_BYTE, 0);
-    }
+    gpt::TokenizerData d = fixture::spm_base();
     float score = -1;
     for (const char *p : {"\xE2\x96\x81", "t", "h", "e", "a", "th", "he", "the", "\xE2\x96\x81t", "\xE2\x96\x81the"})
-        add(p, gpt::TOKEN_NORMAL, score--);
+        fixture::add_token(d, p, gpt::TOKEN_NORMAL, score--);
     return d;
 }
 

@@ -126,25 +126,10 @@ const gpt::TokenizerData &kjv_tokenizer() {
 
 const gpt::TokenizerData &spm_tokenizer() {
     static const gpt::TokenizerData t = [] {
-        gpt::TokenizerData d;
-        d.kind = gpt::TokenizerKind::SPM;
+        gpt::TokenizerData d = fixture::spm_base();
         d.pre = gpt::PreTokenizer::NONE;
-        d.add_space_prefix = true;
         d.add_bos = true;
-        d.unk_id = 0, d.bos_id = 1, d.eos_id = 2;
-        auto add = [&](const std::string &s, int32_t type, float score) {
-            d.tokens.push_back(s);
-            d.types.push_back(type);
-            d.scores.push_back(score);
-        };
-        add("<unk>", gpt::TOKEN_UNKNOWN, 0);
-        add("<s>", gpt::TOKEN_CONTROL, 0);
-        add("</s>", gpt::TOKEN_CONTROL, 0);
-        for (int b = 0; b < 256; b++) {
-            char name[8];
-            std::snprintf(name, sizeof name, "<0x%02X>", b);
-            add(name, gpt::TOKEN_BYTE, 0);
-        }
+        auto add = [&](const std::string &text, int32_t type, float score) { fixture::add_token(d, text, type, score); };
         const std::string sp = "\xE2\x96\x81"; // U+2581
         const char *pieces[] = {"e", "t", "a", "o", "i", "n", "s", "h", "r", "d", "l", "u", "w", "f", "g", "y", "b", "c",
                                 "he", "th", "in", "an", "er", "on", "re", "nd", "the", "ing", "and", "\xC3\xA9", "\xE6\x97\xA5",

@@ -14,6 +14,28 @@
 
 namespace fixture {
 
+void add_token(gpt::TokenizerData &d, const std::string &text, int32_t type, float score) {
+    d.tokens.push_back(text);
+    d.types.push_back(type);
+    d.scores.push_back(score);
+}
+
+gpt::TokenizerData spm_base() {
+    gpt::TokenizerData d;
+    d.kind = gpt::TokenizerKind::SPM;
+    d.add_space_prefix = true;
+    d.unk_id = 0, d.bos_id = 1, d.eos_id = 2;
+    add_token(d, "<unk>", gpt::TOKEN_UNKNOWN, 0);
+    add_token(d, "<s>", gpt::TOKEN_CONTROL, 0);
+    add_token(d, "</s>", gpt::TOKEN_CONTROL, 0);
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        add_token(d, name, gpt::TOKEN_BYTE, 0);
+    }
+    return d;
+}
+
 gpt::ModelConfig config_of(const Spec &s) {
     gpt::ModelConfig c;
     c.arch = s.arch;

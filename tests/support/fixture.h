@@ -36,6 +36,12 @@ struct Model {
 Model make(const Spec &s, const gpt::TokenizerData *tok = nullptr);
 gpt::ModelConfig config_of(const Spec &s);
 
+// The start of a SentencePiece-style tokenizer: kind SPM with a space prefix, ids 0 <unk>
+// (UNKNOWN), 1 <s> and 2 </s> (CONTROL, bos and eos), then the 256 byte tokens <0x00>..<0xFF>
+// (BYTE, id 3 + byte). Callers append their pieces with add_token and set the other flags.
+gpt::TokenizerData spm_base();
+void add_token(gpt::TokenizerData &d, const std::string &text, int32_t type, float score);
+
 // Writes bytes to a fresh temporary file; returns its path (caller removes it).
 std::string write_temp(const std::vector<uint8_t> &bytes, const char *suffix = ".gpt");
 
