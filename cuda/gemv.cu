@@ -1,6 +1,9 @@
-// gemv.cu - memory-bound matrix-vector products. Each warp owns one output column (two
-// weight rows with SwiGLU) and walks its weight row(s) with 16-byte loads, kUnroll loads in
-// flight per lane; the same x chunks are read for every row of the batch, so up to 8 rows
+// gemv.cu - memory-bound matrix-vector products. S warps of a block own one output column
+// (two weight rows with SwiGLU), each walking every S-th 2 KB stretch of the row(s) with
+// 16-byte loads, kUnroll loads in flight per lane; their sums meet in shared memory in a
+// fixed order. S > 1 for matrices with few, long rows (Qwen2-7B's down projection: 3,584
+// rows of 37 KB), which with one warp per row keep too few loads in flight to reach the
+// DRAM bandwidth. The same x chunks are read for every row of the batch, so up to 8 rows
 // cost one pass over the weights. The first weight loads are issued before waiting on the
 // previous kernel (weights are never written), so with programmatic dependent launch the
 // weight stream overlaps that kernel's tail.
@@ -13,6 +16,12 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kUnroll = 4;
+// Aim for this many warps in flight over the whole GPU (132 SMs x 64 resident warps = 8448
+// on an H100/H200): below it, split rows over more warps.
+constexpr uint64_t kTargetWarps = 16384;
+#ifndef GPT_GEMV_MAX_SPLIT
+#define GPT_GEMV_MAX_SPLIT 8
+#endif
 
 __device__ __forceinline__ float gelu_tanh(float v) {
     const float k = 0.7978845608028654f;
@@ -50,13 +59,13 @@ template <> struct Vec<__nv_bfloat16> {
     }
 };
 
-template <typename T, int R, bool PAIR>
+template <typename T, int R, bool PAIR, int S>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
     constexpr int N = Vec<T>::N;
     constexpr int W = PAIR ? 2 : 1; // weight rows per warp
-    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, part = warp % S;
     // Out-of-range warps load a valid row and write nothing (no early return before pdl_wait).
-    const uint32_t col_raw = blockIdx.x * kWarps + warp, col = col_raw < a.n ? col_raw : a.n - 1;
+    const uint32_t col_raw = blockIdx.x * (kWarps / S) + warp / S, col = col_raw < a.n ? col_raw : a.n - 1;
     const uint4 *wrow[W];
     wrow[0] = reinterpret_cast<const uint4 *>((const T *)a.w + (uint64_t)col * a.k);
     if (PAIR) wrow[W - 1] = reinterpret_cast<const uint4 *>((const T *)a.w + ((uint64_t)col + a.n) * a.k);
@@ -77,13 +86,15 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
                 wv[j][u] = i < kv ? __ldcs(wrow[j] + i) : make_uint4(0, 0, 0, 0); // streamed once: evict first
             }
     };
-    load(lane);
+    // This warp's stretches of 32 x kUnroll vectors: part, part + S, part + 2 S, ...
+    const uint32_t first = lane + 32 * kUnroll * part;
+    load(first);
     pdl_wait();
     pdl_launch_dependents();
     const T *x = (const T *)a.x;
     const uint64_t ldx = a.ldx;
-    for (uint32_t i0 = lane; i0 < kv; i0 += 32 * kUnroll) {
-        if (i0 != lane) load(i0);
+    for (uint32_t i0 = first; i0 < kv; i0 += 32 * kUnroll * S) {
+        if (i0 != first) load(i0);
 #pragma unroll
         for (int u = 0; u < kUnroll; u++) {
             const uint32_t i = i0 + 32 * u;
@@ -106,6 +117,24 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
     for (int j = 0; j < W; j++)
 #pragma unroll
         for (int r = 0; r < R; r++) acc[j][r] = warp_sum(acc[j][r]);
+    if (S > 1) { // the column's S partial sums, added in warp order
+        __shared__ float partial[kWarps][W][R];
+        if (lane == 0)
+#pragma unroll
+            for (int j = 0; j < W; j++)
+#pragma unroll
+                for (int r = 0; r < R; r++) partial[warp][j][r] = acc[j][r];
+        __syncthreads();
+        if (part != 0) return;
+#pragma unroll
+        for (int j = 0; j < W; j++)
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                float sum = partial[warp][j][r];
+                for (int p = 1; p < S; p++) sum += partial[warp + p][j][r];
+                acc[j][r] = sum;
+            }
+    }
     if (lane == 0 && col_raw < a.n) {
         const float b = a.bias ? a.bias[col] : 0.0f;
 #pragma unroll
@@ -124,25 +153,43 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
     }
 }
 
-template <typename T, bool PAIR> cudaError_t launch_rows(const GemvArgs &a, cudaStream_t s) {
-    const dim3 grid(ceil_div(a.n, kWarps));
+template <typename T, bool PAIR, int S> cudaError_t launch_rows(const GemvArgs &a, cudaStream_t s) {
+    const dim3 grid(ceil_div(a.n, kWarps / S));
     switch (a.rows) { // exact row counts: a kernel never reads rows it was not given
-    case 1: return launch_pdl(gemv_kernel<T, 1, PAIR>, grid, kWarps * 32, 0, s, a);
-    case 2: return launch_pdl(gemv_kernel<T, 2, PAIR>, grid, kWarps * 32, 0, s, a);
-    case 3: return launch_pdl(gemv_kernel<T, 3, PAIR>, grid, kWarps * 32, 0, s, a);
-    case 4: return launch_pdl(gemv_kernel<T, 4, PAIR>, grid, kWarps * 32, 0, s, a);
-    case 5: return launch_pdl(gemv_kernel<T, 5, PAIR>, grid, kWarps * 32, 0, s, a);
-    case 6: return launch_pdl(gemv_kernel<T, 6, PAIR>, grid, kWarps * 32, 0, s, a);
-    case 7: return launch_pdl(gemv_kernel<T, 7, PAIR>, grid, kWarps * 32, 0, s, a);
-    default: return launch_pdl(gemv_kernel<T, 8, PAIR>, grid, kWarps * 32, 0, s, a);
+    case 1: return launch_pdl(gemv_kernel<T, 1, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 2: return launch_pdl(gemv_kernel<T, 2, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 3: return launch_pdl(gemv_kernel<T, 3, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 4: return launch_pdl(gemv_kernel<T, 4, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 5: return launch_pdl(gemv_kernel<T, 5, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 6: return launch_pdl(gemv_kernel<T, 6, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 7: return launch_pdl(gemv_kernel<T, 7, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    default: return launch_pdl(gemv_kernel<T, 8, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    }
+}
+
+template <typename T, bool PAIR> cudaError_t launch_split(const GemvArgs &a, cudaStream_t s) {
+    switch (gemv_row_splits(a.n, a.k, a.dtype)) {
+    case 1: return launch_rows<T, PAIR, 1>(a, s);
+    case 2: return launch_rows<T, PAIR, 2>(a, s);
+    case 4: return launch_rows<T, PAIR, 4>(a, s);
+    default: return launch_rows<T, PAIR, 8>(a, s);
     }
 }
 
 template <typename T> cudaError_t launch_typed(const GemvArgs &a, cudaStream_t s) {
-    return a.swiglu ? launch_rows<T, true>(a, s) : launch_rows<T, false>(a, s);
+    return a.swiglu ? launch_split<T, true>(a, s) : launch_split<T, false>(a, s);
 }
 
 } // namespace
+
+uint32_t gemv_row_splits(uint32_t n, uint32_t k, int dtype) {
+    // Double the warps per column while the GPU would hold too few warps and each warp
+    // still gets at least two 16-byte loads per lane.
+    const uint32_t vectors = k / (16 / dtype_size(dtype));
+    uint32_t s = 1;
+    while (s < GPT_GEMV_MAX_SPLIT && (uint64_t)n * s < kTargetWarps && vectors / (2 * s) >= 64) s *= 2;
+    return s;
+}
 
 bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype) {
     const uint32_t per16 = 16 / dtype_size(dtype);

@@ -213,7 +213,7 @@ void test_gpu_gemm_bias_gelu(void **) {
 }
 
 // The decode GEMV for 1..8 rows in every mode: plain, bias+GELU, f32 output over strided
-// rows, residual accumulation, SwiGLU over paired gate/up rows.
+// rows, residual accumulation, SwiGLU over paired gate/up rows; rows split over 1-8 warps.
 void test_gpu_gemv(void **) {
     SKIP_WITHOUT_GPU();
     for (DType t : {DType::F32, DType::F16, DType::BF16})
@@ -221,8 +221,10 @@ void test_gpu_gemv(void **) {
             for (int mode = 0; mode < 5; mode++) {
                 const bool bias = mode == 1 || mode == 3, gelu = mode == 1, residual = mode == 3, f32_out = mode == 2,
                            swiglu = mode == 4;
-                // k: several pipelined chunks (4096), a partial last chunk (1160), under one chunk (136).
-                const uint32_t k = mode == 3 ? 4096 : mode == 4 ? 1160 : 136, n = mode == 2 ? 1003 : 77;
+                // k: several pipelined chunks (4096), a partial last chunk (1160), under one chunk (136);
+                // with n = 77 columns the rows are split over 8 warps (4096), 4 (2048 in f16/bf16,
+                // 8 in f32), 2 (1160 in f16/bf16, 4 in f32) or 1 (136).
+                const uint32_t k = mode == 3 ? 4096 : mode == 4 ? 1160 : mode == 1 ? 2048 : 136, n = mode == 2 ? 1003 : 77;
                 const uint64_t ldx = mode == 2 ? 3 * k : k; // strided rows, as for the head
                 const uint32_t wrows = swiglu ? 2 * n : n;
                 auto x = randn(rows * ldx), w = randn((size_t)wrows * k, 0.2f), b = randn(n, 0.5f), res = randn(rows * n);
