@@ -86,8 +86,6 @@ template <> __device__ __forceinline__ void widen16<__nv_bfloat16>(const uint4 &
 template <typename T, typename K>
 __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_t rows_per_block) {
     extern __shared__ __align__(16) float smem[];
-    pdl_wait();
-    pdl_launch_dependents();
     const uint32_t group = a.n_heads / a.n_kv_heads, hd = a.head_dim, hd4 = (hd + 3) / 4;
     const uint32_t g = blockIdx.x % a.n_kv_heads, row_group = blockIdx.x / a.n_kv_heads, split = blockIdx.y;
     // Row groups never cross a sequence: rows_per_seq rows per sequence.
@@ -101,7 +99,13 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
 
     const uint32_t n_keys = group_keys(a, r0, rows_per_block), seq = (uint32_t)a.seqs[r0];
     const uint32_t chunk = split_chunk(n_keys, a.n_splits);
-    if (split * chunk >= n_keys) return; // a split beyond the keys: the combine step skips it
+    // A split beyond the keys exits before waiting on the previous kernel, so at short
+    // contexts the hundreds of empty split blocks retire while that kernel still runs. The
+    // positions and sequences read so far were uploaded before the step's first kernel, which
+    // every later kernel waits for (each starts only after its predecessor's pdl_wait).
+    if (split * chunk >= n_keys) return; // the combine step skips it
+    pdl_wait();
+    pdl_launch_dependents();
     const uint32_t k_begin = split * chunk, k_end = min(n_keys, k_begin + chunk);
 
     const uint32_t qkv_stride = (a.n_heads + 2 * a.n_kv_heads) * hd;
