@@ -1,5 +1,7 @@
-// gemv.cu - memory-bound matrix-vector products. S warps of a block own one output column
-// (two weight rows with SwiGLU), each walking every S-th 2 KB stretch of the row(s) with
+// gemv.cu - memory-bound matrix-vector products. S warps of a block own one unit of output:
+// two adjacent columns for rows of 4 KB or more (one below), or one column over its paired
+// gate and up rows with SwiGLU; with two weight rows each x vector loaded serves two weight
+// vectors. Each warp walks every S-th 2 KB stretch of the row(s) with
 // 16-byte loads, kUnroll loads in flight per lane; their sums meet in shared memory in a
 // fixed order. S > 1 for matrices with few, long rows (Qwen2-7B's down projection: 3,584
 // rows of 37 KB), which with one warp per row keep too few loads in flight to reach the
@@ -21,6 +23,14 @@ constexpr int kUnroll = 4;
 constexpr uint64_t kTargetWarps = 16384;
 #ifndef GPT_GEMV_MAX_SPLIT
 #define GPT_GEMV_MAX_SPLIT 8
+#endif
+// Without SwiGLU a warp computes two adjacent columns when rows are at least this long (half
+// the x loads per weight byte: TinyLlama decode -6%); shorter rows keep one column per warp,
+// where the second column only lengthens each warp's tail (GPT-2 decode +3% with two).
+constexpr uint32_t kTwoColumnMinRowBytes = 4096;
+// The most columns per warp without SwiGLU (1 or 2); a build switch for A/B measurements.
+#ifndef GPT_GEMV_PLAIN_COLS
+#define GPT_GEMV_PLAIN_COLS 2
 #endif
 
 __device__ __forceinline__ float gelu_tanh(float v) {
@@ -59,16 +69,23 @@ template <> struct Vec<__nv_bfloat16> {
     }
 };
 
-template <typename T, int R, bool PAIR, int S>
+// W weight rows per warp: the unit's gate and up rows (PAIR) or W adjacent output columns.
+template <typename T, int R, int W, bool PAIR, int S>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
     constexpr int N = Vec<T>::N;
-    constexpr int W = PAIR ? 2 : 1; // weight rows per warp
+    static_assert(!PAIR || W == 2, "SwiGLU pairs a gate and an up row");
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, part = warp % S;
-    // Out-of-range warps load a valid row and write nothing (no early return before pdl_wait).
-    const uint32_t col_raw = blockIdx.x * (kWarps / S) + warp / S, col = col_raw < a.n ? col_raw : a.n - 1;
+    const uint32_t unit = blockIdx.x * (kWarps / S) + warp / S;
+    // Output column j of this warp (PAIR: the unit's one column). Columns past n load a valid
+    // row and write nothing (no early return before pdl_wait).
+    auto column = [&](int j) { return PAIR ? unit : unit * W + j; };
     const uint4 *wrow[W];
-    wrow[0] = reinterpret_cast<const uint4 *>((const T *)a.w + (uint64_t)col * a.k);
-    if (PAIR) wrow[W - 1] = reinterpret_cast<const uint4 *>((const T *)a.w + ((uint64_t)col + a.n) * a.k);
+#pragma unroll
+    for (int j = 0; j < W; j++) {
+        const uint32_t c = min(column(j), a.n - 1);
+        const uint64_t row = PAIR ? (uint64_t)c + (uint64_t)j * a.n : c;
+        wrow[j] = reinterpret_cast<const uint4 *>((const T *)a.w + row * a.k);
+    }
     const uint32_t kv = a.k / N; // 16-byte vectors per row
     float acc[W][R];
 #pragma unroll
@@ -135,14 +152,18 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
                 acc[j][r] = sum;
             }
     }
-    if (lane == 0 && col_raw < a.n) {
+    if (lane != 0) return;
+#pragma unroll
+    for (int j = 0; j < (PAIR ? 1 : W); j++) {
+        const uint32_t col = column(j);
+        if (col >= a.n) break;
         const float b = a.bias ? a.bias[col] : 0.0f;
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            float v = acc[0][r] + b;
+            float v = acc[j][r] + b;
             if (PAIR) {
                 // Gate and up are rounded to dtype first, as the unfused path stores them.
-                const float g = to_f32(from_f32<T>(v)), up = to_f32(from_f32<T>(acc[W - 1][r]));
+                const float g = to_f32(from_f32<T>(v)), up = to_f32(from_f32<T>(acc[1][r]));
                 v = g / (1.0f + __expf(-g)) * up;
             }
             if (a.gelu) v = gelu_tanh(v);
@@ -153,41 +174,44 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
     }
 }
 
-template <typename T, bool PAIR, int S> cudaError_t launch_rows(const GemvArgs &a, cudaStream_t s) {
-    const dim3 grid(ceil_div(a.n, kWarps / S));
+template <typename T, int W, bool PAIR, int S> cudaError_t launch_rows(const GemvArgs &a, uint32_t units, cudaStream_t s) {
+    const dim3 grid(ceil_div(units, kWarps / S));
     switch (a.rows) { // exact row counts: a kernel never reads rows it was not given
-    case 1: return launch_pdl(gemv_kernel<T, 1, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 2: return launch_pdl(gemv_kernel<T, 2, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 3: return launch_pdl(gemv_kernel<T, 3, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 4: return launch_pdl(gemv_kernel<T, 4, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 5: return launch_pdl(gemv_kernel<T, 5, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 6: return launch_pdl(gemv_kernel<T, 6, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 7: return launch_pdl(gemv_kernel<T, 7, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    default: return launch_pdl(gemv_kernel<T, 8, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 1: return launch_pdl(gemv_kernel<T, 1, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 2: return launch_pdl(gemv_kernel<T, 2, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 3: return launch_pdl(gemv_kernel<T, 3, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 4: return launch_pdl(gemv_kernel<T, 4, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 5: return launch_pdl(gemv_kernel<T, 5, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 6: return launch_pdl(gemv_kernel<T, 6, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    case 7: return launch_pdl(gemv_kernel<T, 7, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
+    default: return launch_pdl(gemv_kernel<T, 8, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
     }
 }
 
-template <typename T, bool PAIR> cudaError_t launch_split(const GemvArgs &a, cudaStream_t s) {
-    switch (gemv_row_splits(a.n, a.k, a.dtype)) {
-    case 1: return launch_rows<T, PAIR, 1>(a, s);
-    case 2: return launch_rows<T, PAIR, 2>(a, s);
-    case 4: return launch_rows<T, PAIR, 4>(a, s);
-    default: return launch_rows<T, PAIR, 8>(a, s);
+template <typename T, int W, bool PAIR> cudaError_t launch_split(const GemvArgs &a, cudaStream_t s) {
+    const uint32_t units = PAIR ? a.n : ceil_div(a.n, (uint32_t)W);
+    switch (gemv_row_splits(units, a.k, a.dtype)) {
+    case 1: return launch_rows<T, W, PAIR, 1>(a, units, s);
+    case 2: return launch_rows<T, W, PAIR, 2>(a, units, s);
+    case 4: return launch_rows<T, W, PAIR, 4>(a, units, s);
+    default: return launch_rows<T, W, PAIR, 8>(a, units, s);
     }
 }
 
 template <typename T> cudaError_t launch_typed(const GemvArgs &a, cudaStream_t s) {
-    return a.swiglu ? launch_split<T, true>(a, s) : launch_split<T, false>(a, s);
+    if (a.swiglu) return launch_split<T, 2, true>(a, s);
+    const bool two_columns = GPT_GEMV_PLAIN_COLS == 2 && (uint64_t)a.k * sizeof(T) >= kTwoColumnMinRowBytes;
+    return two_columns ? launch_split<T, 2, false>(a, s) : launch_split<T, 1, false>(a, s);
 }
 
 } // namespace
 
-uint32_t gemv_row_splits(uint32_t n, uint32_t k, int dtype) {
+uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype) {
     // Double the warps per column while the GPU would hold too few warps and each warp
     // still gets at least two 16-byte loads per lane.
     const uint32_t vectors = k / (16 / dtype_size(dtype));
     uint32_t s = 1;
-    while (s < GPT_GEMV_MAX_SPLIT && (uint64_t)n * s < kTargetWarps && vectors / (2 * s) >= 64) s *= 2;
+    while (s < GPT_GEMV_MAX_SPLIT && (uint64_t)units * s < kTargetWarps && vectors / (2 * s) >= 64) s *= 2;
     return s;
 }
 

@@ -1,7 +1,7 @@
 // gemv.cuh - projections for a few rows (decode): y[r][n] = x[r][:] . w[n][:] (+ bias[n]),
 // with the neighbouring elementwise work fused in: GELU, SwiGLU over paired gate/up rows, or
 // accumulation into the residual stream. Weights are streamed once with 16-byte loads,
-// several in flight per thread, one to eight warps per output column.
+// several in flight per thread, one or two weight rows per warp, one to eight warps per row(s).
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
@@ -22,8 +22,9 @@ struct GemvArgs {
     int dtype;
 };
 
-// Warps that share one output column (1, 2, 4 or 8): more for few, long weight rows.
-uint32_t gemv_row_splits(uint32_t n, uint32_t k, int dtype);
+// Warps that share one unit of output (one or two columns, or one SwiGLU column over its gate
+// and up rows): 1, 2, 4 or 8, more for few, long weight rows.
+uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype);
 // Whether launch_gemv handles these sizes (rows <= kGemvMaxRows, 16-byte aligned rows).
 bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype);
 cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);

@@ -213,7 +213,9 @@ void test_gpu_gemm_bias_gelu(void **) {
 }
 
 // The decode GEMV for 1..8 rows in every mode: plain, bias+GELU, f32 output over strided
-// rows, residual accumulation, SwiGLU over paired gate/up rows; rows split over 1-8 warps.
+// rows, residual accumulation, SwiGLU over paired gate/up rows; rows split over 1-8 warps;
+// without SwiGLU one column per warp (rows under 4 KB: modes 0 and 2) or two (modes 1
+// and 3, with an odd column count, so the last warp's second column lies past the end).
 void test_gpu_gemv(void **) {
     SKIP_WITHOUT_GPU();
     for (DType t : {DType::F32, DType::F16, DType::BF16})
