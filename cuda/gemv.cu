@@ -18,12 +18,23 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kUnroll = 4;
-// Aim for this many warps in flight over the whole GPU (132 SMs x 64 resident warps = 8448
-// on an H100/H200): below it, split rows over more warps.
-constexpr uint64_t kTargetWarps = 16384;
+// Split heuristic (gemv_row_splits), tunable at build time for A/B runs: aim for this many
+// warps over the whole GPU (132 SMs x 64 resident warps = 8448 on an H100/H200), splitting
+// rows over more warps below it, as long as each warp keeps at least kMinSplitVectors 16-byte
+// vectors of a row (3 loads per lane). Measured on an H200: 64 (2 loads per lane) left
+// TinyLlama decode 5% slower, 128 made GPT-2 5% slower, 32 slowed all three model shapes;
+// 8192 target warps measured the same, 32768 (with 32) slower still.
+#ifndef GPT_GEMV_TARGET_WARPS
+#define GPT_GEMV_TARGET_WARPS 16384
+#endif
+#ifndef GPT_GEMV_MIN_SPLIT_VECTORS
+#define GPT_GEMV_MIN_SPLIT_VECTORS 96
+#endif
 #ifndef GPT_GEMV_MAX_SPLIT
 #define GPT_GEMV_MAX_SPLIT 8
 #endif
+constexpr uint64_t kTargetWarps = GPT_GEMV_TARGET_WARPS;
+constexpr uint32_t kMinSplitVectors = GPT_GEMV_MIN_SPLIT_VECTORS;
 // Without SwiGLU a warp computes two adjacent columns when rows are at least this long (half
 // the x loads per weight byte: TinyLlama decode -6%); shorter rows keep one column per warp,
 // where the second column only lengthens each warp's tail (GPT-2 decode +3% with two).
@@ -207,11 +218,11 @@ template <typename T> cudaError_t launch_typed(const GemvArgs &a, cudaStream_t s
 } // namespace
 
 uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype) {
-    // Double the warps per column while the GPU would hold too few warps and each warp
-    // still gets at least two 16-byte loads per lane.
+    // Double the warps per unit while the GPU would hold too few warps and each warp still
+    // gets at least kMinSplitVectors of a row.
     const uint32_t vectors = k / (16 / dtype_size(dtype));
     uint32_t s = 1;
-    while (s < GPT_GEMV_MAX_SPLIT && (uint64_t)units * s < kTargetWarps && vectors / (2 * s) >= 64) s *= 2;
+    while (s < GPT_GEMV_MAX_SPLIT && (uint64_t)units * s < kTargetWarps && vectors / (2 * s) >= kMinSplitVectors) s *= 2;
     return s;
 }
 

@@ -218,15 +218,16 @@ void test_gpu_gemm_bias_gelu(void **) {
 // and 3, with an odd column count, so the last warp's second column lies past the end).
 void test_gpu_gemv(void **) {
     SKIP_WITHOUT_GPU();
+    uint32_t splits_seen = 0;
     for (DType t : {DType::F32, DType::F16, DType::BF16})
         for (uint32_t rows = 1; rows <= kGemvMaxRows; rows++)
             for (int mode = 0; mode < 5; mode++) {
                 const bool bias = mode == 1 || mode == 3, gelu = mode == 1, residual = mode == 3, f32_out = mode == 2,
                            swiglu = mode == 4;
-                // k: several pipelined chunks (4096), a partial last chunk (1160), under one chunk (136);
-                // with n = 77 columns the rows are split over 8 warps (4096), 4 (2048 in f16/bf16,
-                // 8 in f32), 2 (1160 in f16/bf16, 4 in f32) or 1 (136).
-                const uint32_t k = mode == 3 ? 4096 : mode == 4 ? 1160 : mode == 1 ? 2048 : 136, n = mode == 2 ? 1003 : 77;
+                // k: several pipelined chunks (6144), a partial last chunk (1160), under one chunk (136);
+                // with n = 77 columns the rows are split over 1 to 8 warps (checked below).
+                const uint32_t k = mode == 3 ? 6144 : mode == 4 ? 1160 : mode == 1 ? 2048 : 136, n = mode == 2 ? 1003 : 77;
+                splits_seen |= gemv_row_splits(n, k, (int)t);
                 const uint64_t ldx = mode == 2 ? 3 * k : k; // strided rows, as for the head
                 const uint32_t wrows = swiglu ? 2 * n : n;
                 auto x = randn(rows * ldx), w = randn((size_t)wrows * k, 0.2f), b = randn(n, 0.5f), res = randn(rows * n);
@@ -279,6 +280,7 @@ void test_gpu_gemv(void **) {
                 const double tol = t == DType::F32 ? 1e-5 : (f32_out || residual) ? 1e-3 : 1.5e-2;
                 expect_close(what, residual ? dr.download() : dy.download(), want, tol);
             }
+    assert_int_equal(splits_seen, 1 | 2 | 4 | 8); // every split count was exercised
 }
 
 void test_gpu_swiglu_embed(void **) {
