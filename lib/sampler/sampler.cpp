@@ -18,6 +18,13 @@ struct ByValueThenId {
 
 int32_t sample_row(const float *logits, uint32_t vocab, const SampleSpec &spec, const SampleRow &row,
                    SamplerScratch &scratch) {
+    if (spec.temperature <= 0.0f && spec.repetition_penalty == 1.0f) {
+        // Plain greedy: the logits are not changed, so skip the copy (1-2% of a small model's step).
+        uint32_t best = 0;
+        for (uint32_t i = 1; i < vocab; i++)
+            if (logits[i] > logits[best]) best = i;
+        return (int32_t)best;
+    }
     float *v = scratch.values;
     for (uint32_t i = 0; i < vocab; i++) v[i] = logits[i];
 

@@ -189,7 +189,9 @@ int cmd_bench(int argc, char **argv) {
     // per token, learned positions one row) plus the KV cache up to the position.
     const bool tied = info.flags & GPT_MODEL_INFO_TIED_HEAD;
     const double pos_bytes = info.arch == GPT_ARCH_GPT2 ? (double)info.context_length * info.d_model * dtype_bytes : 0;
-    const double weight_read = (double)info.device_bytes - (tied ? 0 : emb_bytes) - pos_bytes;
+    // On the CPU the weights stay in the file's pages (device_bytes is 0): count the parameters.
+    const double model_bytes = on_gpu ? (double)info.device_bytes : (double)info.n_params * dtype_bytes;
+    const double weight_read = model_bytes - (tied ? 0 : emb_bytes) - pos_bytes;
     const double kv_elt = on_gpu ? (info.weight_dtype == GPT_DTYPE_F32 ? 4.0 : 2.0) : 4.0;
     const double flops_per_token = 2.0 * ((double)info.n_params - (tied ? 0 : emb_bytes / dtype_bytes) -
                                           pos_bytes / dtype_bytes);
