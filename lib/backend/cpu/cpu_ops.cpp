@@ -180,11 +180,12 @@ void rope_tables(float theta, uint32_t head_dim, uint32_t n_pos, float *cos, flo
     }
 }
 
-void attend(const float *q, const float *k, const float *v, uint32_t n_keys, uint32_t hd, float scale,
-            float *scores, float *out) {
+// Multiversioned like dot_rows: the score dot products are inlined and the value sum vectorised.
+GPT_MULTIVERSION void attend(const float *q, const float *k, const float *v, uint32_t n_keys, uint32_t hd, float scale,
+                             float *scores, float *out) {
     float mx = -INFINITY;
     for (uint32_t t = 0; t < n_keys; t++) {
-        scores[t] = dot(q, k + (uint64_t)t * hd, hd) * scale;
+        scores[t] = dot_inline(q, k + (uint64_t)t * hd, hd) * scale;
         if (scores[t] > mx) mx = scores[t];
     }
     float sum = 0;
