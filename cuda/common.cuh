@@ -3,6 +3,8 @@
 // pointers, sizes, an element-type code and an explicit stream.
 #pragma once
 
+#include "dtype.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -10,9 +12,6 @@
 #include <utility>
 
 namespace gpt_cuda {
-
-// Element types; the same values as the library's gpt_dtype.
-enum Dtype : int { F32 = 1, F16 = 2, BF16 = 3 };
 
 inline __host__ __device__ int dtype_size(int t) { return t == F32 ? 4 : 2; }
 inline __host__ __device__ unsigned ceil_div(unsigned a, unsigned b) { return (a + b - 1) / b; }

@@ -497,11 +497,11 @@ void test_model_info(void **) {
     struct Case {
         gpt_arch arch;
         bool tied, bias;
-        gpt::format::FileDType dt;
-    } cases[] = {{GPT_ARCH_LLAMA, false, false, gpt::format::FileDType::F32},
-                 {GPT_ARCH_LLAMA, true, true, gpt::format::FileDType::BF16},
-                 {GPT_ARCH_GPT2, true, true, gpt::format::FileDType::F16},
-                 {GPT_ARCH_GPT2, false, true, gpt::format::FileDType::F32}};
+        gpt::DType dt;
+    } cases[] = {{GPT_ARCH_LLAMA, false, false, gpt::DType::F32},
+                 {GPT_ARCH_LLAMA, true, true, gpt::DType::BF16},
+                 {GPT_ARCH_GPT2, true, true, gpt::DType::F16},
+                 {GPT_ARCH_GPT2, false, true, gpt::DType::F32}};
     for (const Case &c : cases) {
         fixture::Spec s = small_spec(rng(), 5);
         s.arch = c.arch;

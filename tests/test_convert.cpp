@@ -57,7 +57,7 @@ extern "C" {
 
 extern char **environ;
 
-using gpt::format::FileDType;
+using gpt::DType;
 using nlohmann::json;
 namespace cv = gpt::convert;
 
@@ -67,11 +67,11 @@ namespace {
 // weights: max |out - ref| / max |ref| over all logits.
 constexpr double kLogitTolerance = 1e-4;
 
-const FileDType kAllDTypes[] = {FileDType::F32, FileDType::F16, FileDType::BF16};
+const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
 
-const char *dt_name(FileDType t) { return t == FileDType::F32 ? "f32" : t == FileDType::F16 ? "f16" : "bf16"; }
-const char *st_name(FileDType t) { return t == FileDType::F32 ? "F32" : t == FileDType::F16 ? "F16" : "BF16"; }
-uint32_t gpt_dtype_of(FileDType t) { return t == FileDType::F32 ? GPT_DTYPE_F32 : t == FileDType::F16 ? GPT_DTYPE_F16 : GPT_DTYPE_BF16; }
+const char *dt_name(DType t) { return t == DType::F32 ? "f32" : t == DType::F16 ? "f16" : "bf16"; }
+const char *st_name(DType t) { return t == DType::F32 ? "F32" : t == DType::F16 ? "F16" : "BF16"; }
+uint32_t gpt_dtype_of(DType t) { return t == DType::F32 ? GPT_DTYPE_F32 : t == DType::F16 ? GPT_DTYPE_F16 : GPT_DTYPE_BF16; }
 
 // ------------------------------------------------------------------------------ files
 
@@ -135,42 +135,42 @@ struct Scratch {
 
 // ----------------------------------------------------------------------------- values
 
-float round_to(float x, FileDType t) {
+float round_to(float x, DType t) {
     switch (t) {
-    case FileDType::F32: return x;
-    case FileDType::F16: return gpt::f16_to_f32(gpt::f32_to_f16(x));
-    case FileDType::BF16: return gpt::bf16_to_f32(gpt::f32_to_bf16(x));
+    case DType::F32: return x;
+    case DType::F16: return gpt::f16_to_f32(gpt::f32_to_f16(x));
+    case DType::BF16: return gpt::bf16_to_f32(gpt::f32_to_bf16(x));
     }
     return x;
 }
 
-std::vector<float> rounded(const std::vector<float> &v, FileDType t) {
+std::vector<float> rounded(const std::vector<float> &v, DType t) {
     std::vector<float> o(v.size());
     for (size_t i = 0; i < v.size(); i++) o[i] = round_to(v[i], t);
     return o;
 }
 
-std::vector<uint8_t> encode(const std::vector<float> &v, FileDType t) {
-    std::vector<uint8_t> b(v.size() * (t == FileDType::F32 ? 4 : 2));
+std::vector<uint8_t> encode(const std::vector<float> &v, DType t) {
+    std::vector<uint8_t> b(v.size() * (t == DType::F32 ? 4 : 2));
     for (size_t i = 0; i < v.size(); i++) {
-        if (t == FileDType::F32) std::memcpy(b.data() + 4 * i, &v[i], 4);
+        if (t == DType::F32) std::memcpy(b.data() + 4 * i, &v[i], 4);
         else {
-            const uint16_t h = t == FileDType::F16 ? gpt::f32_to_f16(v[i]) : gpt::f32_to_bf16(v[i]);
+            const uint16_t h = t == DType::F16 ? gpt::f32_to_f16(v[i]) : gpt::f32_to_bf16(v[i]);
             std::memcpy(b.data() + 2 * i, &h, 2);
         }
     }
     return b;
 }
 
-float decode_one(const uint8_t *p, FileDType t) {
-    if (t == FileDType::F32) {
+float decode_one(const uint8_t *p, DType t) {
+    if (t == DType::F32) {
         float f;
         std::memcpy(&f, p, 4);
         return f;
     }
     uint16_t h;
     std::memcpy(&h, p, 2);
-    return t == FileDType::F16 ? gpt::f16_to_f32(h) : gpt::bf16_to_f32(h);
+    return t == DType::F16 ? gpt::f16_to_f32(h) : gpt::bf16_to_f32(h);
 }
 
 uint64_t numel(const std::vector<uint64_t> &s) {
@@ -180,7 +180,7 @@ uint64_t numel(const std::vector<uint64_t> &s) {
 }
 
 // Normal values (mean, std), rounded to the dtype they will be stored in.
-std::vector<float> draw(std::mt19937_64 &rng, uint64_t n, float mean, float std, FileDType t) {
+std::vector<float> draw(std::mt19937_64 &rng, uint64_t n, float mean, float std, DType t) {
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> v(n);
     for (auto &x : v) x = round_to(mean + std * nd(rng), t);
@@ -249,7 +249,7 @@ struct HfSpec {
     uint32_t d = 48, layers = 2, heads = 4, kv = 2, head_dim = 0 /* 0: d / heads, not in config.json */, ff = 72;
     uint32_t vocab = 67, ctx = 32;
     bool tied = false;
-    FileDType dtype = FileDType::F32;
+    DType dtype = DType::F32;
     uint64_t seed = 1;
     // gpt2
     bool prefix = true;     // "transformer." before the body's names
@@ -298,7 +298,7 @@ HfModel make_hf(const HfSpec &s) {
     const uint64_t d = s.d, v = s.vocab, ff = s.ff;
     json c;
     c["model_type"] = s.type;
-    c["torch_dtype"] = s.dtype == FileDType::F32 ? "float32" : s.dtype == FileDType::F16 ? "float16" : "bfloat16";
+    c["torch_dtype"] = s.dtype == DType::F32 ? "float32" : s.dtype == DType::F16 ? "float16" : "bfloat16";
     c["vocab_size"] = s.vocab;
     c["bos_token_id"] = s.bos;
     if (s.eos.size() == 1) c["eos_token_id"] = s.eos[0];
@@ -336,7 +336,7 @@ HfModel make_hf(const HfSpec &s) {
                 for (uint32_t a = 0; a < s.ctx; a++)
                     for (uint32_t b = 0; b < s.ctx; b++) mask[a * s.ctx + b] = b <= a;
                 m.extra.push_back({h + "attn.bias", "U8", {1, 1, s.ctx, s.ctx}, mask});
-                m.extra.push_back({h + "attn.masked_bias", "F32", {}, encode({-1e4f}, FileDType::F32)});
+                m.extra.push_back({h + "attn.masked_bias", "F32", {}, encode({-1e4f}, DType::F32)});
             }
         }
         m.add(rng, p + "ln_f.weight", {d}, 1, 0.1f);
@@ -491,7 +491,7 @@ L2cModel make_l2c(const L2cSpec &s) {
     std::mt19937_64 rng(s.seed);
     const uint64_t d = s.dim, hs = d / s.heads, kvd = s.kv * hs, ff = s.hidden, v = s.vocab;
     const float wd = 0.8f / std::sqrt((float)d), wf = 0.8f / std::sqrt((float)ff);
-    auto gen = [&](const std::string &n, uint64_t count, float mean, float std) { m.w[n] = draw(rng, count, mean, std, FileDType::F32); };
+    auto gen = [&](const std::string &n, uint64_t count, float mean, float std) { m.w[n] = draw(rng, count, mean, std, DType::F32); };
     gen("emb", v * d, 0, 1.0f);
     for (uint32_t l = 0; l < s.layers; l++) {
         const std::string L = "." + std::to_string(l);
@@ -514,7 +514,7 @@ L2cModel make_l2c(const L2cSpec &s) {
         m.bytes.insert(m.bytes.end(), b, b + 4);
     };
     auto put = [&](const std::vector<float> &x) {
-        const auto e = encode(x, FileDType::F32);
+        const auto e = encode(x, DType::F32);
         m.bytes.insert(m.bytes.end(), e.begin(), e.end());
     };
     auto per_layer = [&](const char *n) {
@@ -604,15 +604,15 @@ struct Linear {
         return y;
     }
 };
-Linear linear(const std::vector<float> &w, uint64_t out, uint64_t in, FileDType t, const std::vector<float> *b = nullptr) {
+Linear linear(const std::vector<float> &w, uint64_t out, uint64_t in, DType t, const std::vector<float> *b = nullptr) {
     return Linear{rounded(w, t), b ? rounded(*b, t) : std::vector<float>{}, out, in};
 }
 // GPT-2's Conv1D: y = x W + b with W stored [in][out].
-Linear conv1d(const std::vector<float> &w, const std::vector<float> &b, uint64_t in, uint64_t out, FileDType t) {
+Linear conv1d(const std::vector<float> &w, const std::vector<float> &b, uint64_t in, uint64_t out, DType t) {
     return Linear{rounded(transpose(w, in, out), t), rounded(b, t), out, in};
 }
 
-Vec rms_norm(const Vec &x, const std::vector<float> &w, double eps, FileDType t) {
+Vec rms_norm(const Vec &x, const std::vector<float> &w, double eps, DType t) {
     double ss = 0;
     for (double v : x) ss += v * v;
     const double r = 1.0 / std::sqrt(ss / x.size() + eps);
@@ -621,7 +621,7 @@ Vec rms_norm(const Vec &x, const std::vector<float> &w, double eps, FileDType t)
     return y;
 }
 
-Vec layer_norm(const Vec &x, const std::vector<float> &w, const std::vector<float> &b, double eps, FileDType t) {
+Vec layer_norm(const Vec &x, const std::vector<float> &w, const std::vector<float> &b, double eps, DType t) {
     double mean = 0, var = 0;
     for (double v : x) mean += v;
     mean /= x.size();
@@ -659,7 +659,7 @@ double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(0.797884560802865
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 // Hugging Face GPT2LMHeadModel on the HF tensors.
-std::vector<double> ref_gpt2(const HfModel &m, const std::vector<int32_t> &toks, FileDType t) {
+std::vector<double> ref_gpt2(const HfModel &m, const std::vector<int32_t> &toks, DType t) {
     const HfSpec &s = m.spec;
     const uint32_t d = s.d, H = s.heads, hd = d / H;
     const std::string p = s.prefix ? "transformer." : "";
@@ -727,7 +727,7 @@ void rope(double *x, uint32_t hd, size_t pos, double theta, bool interleaved) {
     }
 }
 
-std::vector<double> ref_llama(const LlamaRef &r, const std::vector<int32_t> &toks, FileDType t) {
+std::vector<double> ref_llama(const LlamaRef &r, const std::vector<int32_t> &toks, DType t) {
     const std::vector<float> emb = rounded(r.emb, t), head = rounded(r.head, t);
     std::vector<std::vector<Vec>> K(r.layers.size()), V(r.layers.size());
     std::vector<double> logits;
@@ -761,7 +761,7 @@ std::vector<double> ref_llama(const LlamaRef &r, const std::vector<int32_t> &tok
     return logits;
 }
 
-LlamaRef llama_ref_of(const HfModel &m, FileDType t) {
+LlamaRef llama_ref_of(const HfModel &m, DType t) {
     const HfSpec &s = m.spec;
     LlamaRef r;
     r.d = s.d;
@@ -796,7 +796,7 @@ LlamaRef llama_ref_of(const HfModel &m, FileDType t) {
 }
 
 // llama2.c's run.c forward: interleaved RoPE on the original wq / wk, w1 gate, w3 up.
-LlamaRef llama_ref_of(const L2cModel &m, FileDType t) {
+LlamaRef llama_ref_of(const L2cModel &m, DType t) {
     const L2cSpec &s = m.spec;
     LlamaRef r;
     r.d = s.dim;
@@ -865,7 +865,7 @@ void expect_ok(const Run &r, const char *what) {
 
 // Each output tensor: the expected shape, the requested dtype, and exactly the source
 // values rounded once to it; nothing else in the file.
-void check_tensors(const std::string &path, const WantMap &want, FileDType out, const char *what) {
+void check_tensors(const std::string &path, const WantMap &want, DType out, const char *what) {
     gpt::format::ReadOptions ro;
     auto f = gpt::format::WeightFile::open(path, ro); // verifies every crc32
     if (f->tensors().size() != want.size())
@@ -875,12 +875,12 @@ void check_tensors(const std::string &path, const WantMap &want, FileDType out, 
         if (!t) fail_msg("%s: tensor '%s' missing", what, name.c_str());
         std::vector<uint64_t> dims(t->dims, t->dims + t->ndim);
         if (dims != w.shape) fail_msg("%s: tensor '%s' has the wrong shape", what, name.c_str());
-        if (t->dtype != out) fail_msg("%s: tensor '%s' is %s, expected %s", what, name.c_str(), gpt::format::dtype_name(t->dtype), dt_name(out));
+        if (t->dtype != out) fail_msg("%s: tensor '%s' is %s, expected %s", what, name.c_str(), gpt::dtype_name(t->dtype), dt_name(out));
         const std::vector<uint8_t> bytes = encode(w.values, out);
         if (t->nbytes != bytes.size()) fail_msg("%s: tensor '%s' has %llu bytes", what, name.c_str(), (unsigned long long)t->nbytes);
         const uint8_t *p = f->data(*t);
         if (std::memcmp(p, bytes.data(), bytes.size()) != 0) {
-            const size_t es = out == FileDType::F32 ? 4 : 2;
+            const size_t es = out == DType::F32 ? 4 : 2;
             for (size_t i = 0; i < w.values.size(); i++)
                 if (std::memcmp(p + i * es, bytes.data() + i * es, es))
                     fail_msg("%s: tensor '%s' element %zu is %.9g, expected %.9g (source %.9g)", what, name.c_str(), i,
@@ -965,7 +965,7 @@ void check_hf(const HfSpec &spec, const char *label) {
     const WantMap want = expected_hf(m);
     const std::vector<int32_t> toks = test_tokens(spec.vocab, 7, spec.seed + 100);
     for (uint32_t req : {(uint32_t)GPT_DTYPE_AUTO, (uint32_t)GPT_DTYPE_F32, (uint32_t)GPT_DTYPE_F16, (uint32_t)GPT_DTYPE_BF16}) {
-        const FileDType out = req == GPT_DTYPE_AUTO ? spec.dtype : req == GPT_DTYPE_F32 ? FileDType::F32 : req == GPT_DTYPE_F16 ? FileDType::F16 : FileDType::BF16;
+        const DType out = req == GPT_DTYPE_AUTO ? spec.dtype : req == GPT_DTYPE_F32 ? DType::F32 : req == GPT_DTYPE_F16 ? DType::F16 : DType::BF16;
         char what[160];
         std::snprintf(what, sizeof what, "%s (%s source, --dtype %s)", label, dt_name(spec.dtype), req == GPT_DTYPE_AUTO ? "default" : dt_name(out));
         const std::string path = sc.in_out("model.gpt");
@@ -1019,7 +1019,7 @@ void check_l2c(const L2cSpec &spec, const char *label) {
     write_bytes(ckpt, m.bytes);
     const WantMap want = expected_l2c(m);
     const std::vector<int32_t> toks = test_tokens(spec.vocab, 9, spec.seed + 5);
-    for (FileDType out : kAllDTypes) {
+    for (DType out : kAllDTypes) {
         char what[160];
         std::snprintf(what, sizeof what, "%s (--dtype %s)", label, dt_name(out));
         const std::string path = sc.in_out("model.gpt");
@@ -1175,19 +1175,19 @@ void test_convert_gpt2(void **) {
     s.d = 24, s.heads = 3, s.ff = 96, s.vocab = 61, s.ctx = 16, s.tied = true, s.bos = 60, s.eos = {60};
     check_hf(s, "gpt2 tied (no lm_head), transformer. prefix, mask buffers");
     s.d = 20, s.heads = 4, s.ff = 36, s.vocab = 53, s.tied = false, s.prefix = false, s.buffers = false;
-    s.dtype = FileDType::F16, s.shards = 3, s.seed = 2, s.bos = 0, s.eos = {1};
+    s.dtype = DType::F16, s.shards = 3, s.seed = 2, s.bos = 0, s.eos = {1};
     check_hf(s, "gpt2 untied, no prefix, 3 shards");
-    s.tied = true, s.head_copy = true, s.dtype = FileDType::BF16, s.shards = 1, s.seed = 3;
+    s.tied = true, s.head_copy = true, s.dtype = DType::BF16, s.shards = 1, s.seed = 3;
     check_hf(s, "gpt2 tied with lm_head == wte");
 }
 
 void test_convert_llama(void **) {
     HfSpec s; // GQA 4 q / 2 kv heads, untied
     check_hf(s, "llama 4q/2kv untied");
-    s.d = 40, s.heads = 5, s.kv = 1, s.head_dim = 8, s.ff = 56, s.vocab = 71, s.tied = true, s.dtype = FileDType::BF16;
+    s.d = 40, s.heads = 5, s.kv = 1, s.head_dim = 8, s.ff = 56, s.vocab = 71, s.tied = true, s.dtype = DType::BF16;
     s.rope = "parameters", s.theta = 500000.0f, s.seed = 4, s.eps = 1e-6f;
     check_hf(s, "llama 5q/1kv head_dim 8 tied, rope_parameters");
-    s.d = 36, s.heads = 4, s.kv = 1, s.head_dim = 10, s.ff = 44, s.vocab = 59, s.tied = false, s.dtype = FileDType::F16;
+    s.d = 36, s.heads = 4, s.kv = 1, s.head_dim = 10, s.ff = 44, s.vocab = 59, s.tied = false, s.dtype = DType::F16;
     s.rope = "scaling", s.theta = 10000.0f, s.shards = 2, s.seed = 5;
     check_hf(s, "llama 4q/1kv head_dim 10 (q width 40 != hidden 36), 2 shards");
 }
@@ -1195,7 +1195,7 @@ void test_convert_llama(void **) {
 void test_convert_mistral_qwen2(void **) {
     HfSpec s;
     s.type = "mistral", s.d = 32, s.heads = 4, s.kv = 2, s.ff = 64, s.vocab = 50, s.sliding_window = 8;
-    s.dtype = FileDType::F16, s.seed = 6;
+    s.dtype = DType::F16, s.seed = 6;
     check_hf(s, "mistral 4q/2kv, sliding window");
     {
         Scratch sc;
@@ -1208,10 +1208,10 @@ void test_convert_mistral_qwen2(void **) {
         assert_true(warned);
     }
     HfSpec q;
-    q.type = "qwen2", q.d = 48, q.heads = 4, q.kv = 2, q.ff = 80, q.vocab = 77, q.tied = true, q.dtype = FileDType::BF16;
+    q.type = "qwen2", q.d = 48, q.heads = 4, q.kv = 2, q.ff = 80, q.vocab = 77, q.tied = true, q.dtype = DType::BF16;
     q.rope = "parameters", q.theta = 1000000.0f, q.eos = {5, 6}, q.bos = 4, q.seed = 8, q.eps = 1e-6f;
     check_hf(q, "qwen2 4q/2kv q/k/v biases tied, eos list");
-    q.heads = 4, q.kv = 1, q.tied = false, q.dtype = FileDType::F32, q.seed = 9, q.eos = {3};
+    q.heads = 4, q.kv = 1, q.tied = false, q.dtype = DType::F32, q.seed = 9, q.eos = {3};
     check_hf(q, "qwen2 4q/1kv untied");
 }
 
@@ -1567,7 +1567,7 @@ void test_convert_command(void **) {
     const std::string text = read_text(log);
     if (rc != 0) fail_msg("gpt convert exited %d:\n%s", rc, text.c_str());
     assert_true(contains(text, "writing [") && contains(text, "verified") && contains(text, "qwen2"));
-    check_tensors(out, expected_hf(m), FileDType::F16, "gpt convert --dtype f16");
+    check_tensors(out, expected_hf(m), DType::F16, "gpt convert --dtype f16");
     rc = run_tool({tool, "convert", sc.src, out}, log);
     assert_int_equal(rc, 1);
     assert_true(contains(read_text(log), "already exists"));

@@ -18,7 +18,7 @@
 #include "format/keys.h"
 #include "format/reader.h"
 #include "format/writer.h"
-#include "model/weights.h"
+#include "model/arch.h"
 #include "reference.h"
 #include "runtime/model.h"
 
@@ -81,7 +81,7 @@ void operator delete[](void *p, size_t) noexcept { std::free(p); }
 namespace {
 
 using Bytes = std::vector<uint8_t>;
-using gpt::format::FileDType;
+using gpt::DType;
 using gpt::format::MetaType;
 using gpt::format::MetaValue;
 using gpt::format::ReadOptions;
@@ -379,20 +379,19 @@ gpt::ModelConfig small_config() {
     return fixture::config_of(s);
 }
 
-void add_model_tensors(Writer &w, const gpt::ModelConfig &c, FileDType dt, std::mt19937_64 &rng,
+void add_model_tensors(Writer &w, const gpt::ModelConfig &c, DType dt, std::mt19937_64 &rng,
                        const std::function<bool(gpt::TensorSlot &)> &edit = nullptr) {
-    gpt::ModelWeights owner;
     std::normal_distribution<float> nd(0.0f, 0.5f);
-    for (gpt::TensorSlot slot : gpt::tensor_slots(c, owner)) {
+    for (gpt::TensorSlot slot : gpt::tensor_table(c)) {
         if (edit && !edit(slot)) continue;
         uint64_t n = 1;
         for (uint64_t d : slot.shape) n *= d;
-        Bytes bytes(n * (dt == FileDType::F32 ? 4 : 2));
+        Bytes bytes(n * (dt == DType::F32 ? 4 : 2));
         for (uint64_t i = 0; i < n; i++) {
             const float v = nd(rng);
-            if (dt == FileDType::F32) std::memcpy(bytes.data() + 4 * i, &v, 4);
+            if (dt == DType::F32) std::memcpy(bytes.data() + 4 * i, &v, 4);
             else {
-                const uint16_t h = dt == FileDType::F16 ? gpt::f32_to_f16(v) : gpt::f32_to_bf16(v);
+                const uint16_t h = dt == DType::F16 ? gpt::f32_to_f16(v) : gpt::f32_to_bf16(v);
                 std::memcpy(bytes.data() + 2 * i, &h, 2);
             }
         }
@@ -413,7 +412,7 @@ Bytes base_file(std::mt19937_64 &rng) {
     w.metadata().set("test.dup1", MetaValue::of_u32(1));
     w.metadata().set("test.dup2", MetaValue::of_u32(2));
     w.metadata().set("test.last", MetaValue::of_i32s({7, 8})); // the last entry
-    add_model_tensors(w, small_config(), FileDType::F32, rng);
+    add_model_tensors(w, small_config(), DType::F32, rng);
     return w.write_memory();
 }
 
@@ -437,7 +436,7 @@ Bytes model_file(std::mt19937_64 &rng, const gpt::ModelConfig &cfg,
     }
     Writer w;
     w.metadata() = m;
-    add_model_tensors(w, tensor_cfg ? *tensor_cfg : cfg, FileDType::F32, rng, edit);
+    add_model_tensors(w, tensor_cfg ? *tensor_cfg : cfg, DType::F32, rng, edit);
     if (extra) extra(w);
     return w.write_memory();
 }
@@ -448,7 +447,7 @@ std::mt19937_64 rng_for(const char *test) { return std::mt19937_64(reference::su
 
 struct TensorData {
     std::string name;
-    FileDType dtype;
+    DType dtype;
     std::vector<uint64_t> dims;
     Bytes bytes;
 };
@@ -612,22 +611,22 @@ void test_round_trip(void **) {
 
     std::vector<TensorData> tensors;
     int k = 0;
-    for (FileDType dt : {FileDType::F32, FileDType::F16, FileDType::BF16}) {
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
         for (int rank = 1; rank <= 4; rank++) {
             TensorData t;
-            t.name = "t" + std::to_string(k++) + "." + gpt::format::dtype_name(dt) + ".rank" + std::to_string(rank);
+            t.name = "t" + std::to_string(k++) + "." + gpt::dtype_name(dt) + ".rank" + std::to_string(rank);
             t.dtype = dt;
             uint64_t n = 1;
             for (int d = 0; d < rank; d++) {
                 t.dims.push_back(std::uniform_int_distribution<uint64_t>(1, rank == 1 ? 300 : 9)(rng));
                 n *= t.dims.back();
             }
-            t.bytes.resize(n * gpt::format::dtype_size(dt));
+            t.bytes.resize(n * gpt::dtype_bytes(dt));
             for (auto &x : t.bytes) x = (uint8_t)byte(rng);
             tensors.push_back(t);
         }
     }
-    TensorData longname{std::string(256, 'n'), FileDType::F16, {1}, {0x12, 0x34}};
+    TensorData longname{std::string(256, 'n'), DType::F16, {1}, {0x12, 0x34}};
     tensors.push_back(longname);
     for (size_t i = 0; i < tensors.size(); i++) {
         if (i % 2) w.add_tensor(tensors[i].name, tensors[i].dtype, tensors[i].dims, tensors[i].bytes.data(), tensors[i].bytes.size());
@@ -709,7 +708,7 @@ void test_minimal_entries(void **) {
     for (int i = 0; i < 60; i++) {
         const std::string name(1, (char)('!' + i));
         w.metadata().set(name, MetaValue::of_u32((uint32_t)i));
-        TensorData t{name, FileDType::F16, {1}, {(uint8_t)i, (uint8_t)(i * 7)}};
+        TensorData t{name, DType::F16, {1}, {(uint8_t)i, (uint8_t)(i * 7)}};
         w.add_tensor(t.name, t.dtype, t.dims, t.bytes.data(), 2);
         tensors.push_back(t);
     }
@@ -730,19 +729,19 @@ void test_minimal_entries(void **) {
 void test_writer_rejects_bad_input(void **) {
     Writer w;
     const uint8_t one[4] = {1, 2, 3, 4};
-    w.add_tensor("a", FileDType::F32, {1}, one, 4);
+    w.add_tensor("a", DType::F32, {1}, one, 4);
     struct Case {
         const char *what;
         std::function<void()> f;
         const char *needle;
     } cases[] = {
-        {"duplicate tensor", [&] { w.add_tensor("a", FileDType::F32, {1}, one, 4); }, "added twice"},
-        {"empty name", [&] { w.add_tensor("", FileDType::F32, {1}, one, 4); }, "bad length"},
-        {"long name", [&] { w.add_tensor(std::string(257, 'x'), FileDType::F32, {1}, one, 4); }, "bad length"},
-        {"rank 0", [&] { w.add_tensor("b", FileDType::F32, {}, one, 4); }, "dimensions"},
-        {"rank 5", [&] { w.add_tensor("b", FileDType::F32, {1, 1, 1, 1, 1}, one, 4); }, "dimensions"},
-        {"zero dim", [&] { w.add_tensor("b", FileDType::F32, {2, 0}, one, 4); }, "invalid shape"},
-        {"overflowing shape", [&] { w.add_tensor("b", FileDType::F32, {1ull << 62, 1ull << 62}, one, 4); }, "invalid shape"},
+        {"duplicate tensor", [&] { w.add_tensor("a", DType::F32, {1}, one, 4); }, "added twice"},
+        {"empty name", [&] { w.add_tensor("", DType::F32, {1}, one, 4); }, "bad length"},
+        {"long name", [&] { w.add_tensor(std::string(257, 'x'), DType::F32, {1}, one, 4); }, "bad length"},
+        {"rank 0", [&] { w.add_tensor("b", DType::F32, {}, one, 4); }, "dimensions"},
+        {"rank 5", [&] { w.add_tensor("b", DType::F32, {1, 1, 1, 1, 1}, one, 4); }, "dimensions"},
+        {"zero dim", [&] { w.add_tensor("b", DType::F32, {2, 0}, one, 4); }, "invalid shape"},
+        {"overflowing shape", [&] { w.add_tensor("b", DType::F32, {1ull << 62, 1ull << 62}, one, 4); }, "invalid shape"},
     };
     for (auto &c : cases) {
         const Caught r = catch_error(c.f);
@@ -751,7 +750,7 @@ void test_writer_rejects_bad_input(void **) {
     }
     // Bytes that do not match the shape are refused when written.
     Writer w2;
-    w2.add_tensor("short", FileDType::F32, {2}, one, 4);
+    w2.add_tensor("short", DType::F32, {2}, one, 4);
     const Caught r = catch_error([&] { w2.write_memory(); });
     assert_true(r.thrown && r.status == GPT_ERR_INVALID_ARG && std::strstr(r.message.c_str(), "short"));
     // A key the format cannot hold.
@@ -794,8 +793,8 @@ void test_writer_atomic_file(void **) {
     b.metadata().set("which", MetaValue::of_str("b"));
     Bytes data(1000);
     for (auto &x : data) x = (uint8_t)rng();
-    a.add_tensor("x", FileDType::F16, {500}, data.data(), data.size());
-    b.add_tensor("x", FileDType::BF16, {250, 2}, data.data(), data.size());
+    a.add_tensor("x", DType::F16, {500}, data.data(), data.size());
+    b.add_tensor("x", DType::BF16, {250, 2}, data.data(), data.size());
 
     Writer::FileOptions keep, replace;
     replace.overwrite = true;
@@ -815,8 +814,8 @@ void test_writer_atomic_file(void **) {
     // A tensor whose bytes cannot be produced: the old file stays, nothing else is left.
     Writer bad;
     bad.metadata().set("which", MetaValue::of_str("bad"));
-    bad.add_tensor("ok", FileDType::F32, {4}, data.data(), 16);
-    bad.add_tensor("boom", FileDType::F32, {4}, [](uint8_t *, uint64_t) { (gpt::fail)(GPT_ERR_IO, "source tensor unreadable"); });
+    bad.add_tensor("ok", DType::F32, {4}, data.data(), 16);
+    bad.add_tensor("boom", DType::F32, {4}, [](uint8_t *, uint64_t) { (gpt::fail)(GPT_ERR_IO, "source tensor unreadable"); });
     c = catch_error([&] { bad.write_file(path, replace); });
     assert_true(c.thrown);
     assert_int_equal(c.status, GPT_ERR_IO);
@@ -1306,8 +1305,7 @@ void test_reject_model_tensors(void **) {
     auto rng = rng_for("reject_model_tensors");
     const gpt::ModelConfig c = small_config();
     // Shape mismatch: every tensor in turn gets one more row.
-    gpt::ModelWeights owner;
-    for (const gpt::TensorSlot &s : gpt::tensor_slots(c, owner)) {
+    for (const gpt::TensorSlot &s : gpt::tensor_table(c)) {
         const std::string name = s.name;
         const Bytes b = model_file(rng, c, {}, [&](gpt::TensorSlot &slot) {
             if (slot.name == name) slot.shape[0] += 1;
@@ -1334,7 +1332,7 @@ void test_reject_model_tensors(void **) {
     // a bias the config does not enable.
     const float one = 1.0f;
     expect_model_reject(model_file(rng, c, {}, nullptr, nullptr,
-                                   [&](Writer &w) { w.add_tensor("extra.weight", FileDType::F32, {1}, &one, 4); }),
+                                   [&](Writer &w) { w.add_tensor("extra.weight", DType::F32, {1}, &one, 4); }),
                         GPT_ERR_FORMAT, "unexpected tensor 'extra.weight' for a llama model", "extra tensor");
     gpt::ModelConfig two = c;
     two.n_layers = 2;
@@ -1391,7 +1389,7 @@ void expect_same(const std::vector<float> &a, const std::vector<float> &b, const
 // do not depend on the caller's buffer, borrowed buffers do.
 void test_load_paths(void **) {
     auto rng = rng_for("load_paths");
-    for (FileDType dt : {FileDType::F32, FileDType::F16, FileDType::BF16}) {
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
         fixture::Spec s;
         s.arch = GPT_ARCH_LLAMA;
         s.n_layers = 1, s.d_model = 16, s.n_heads = 2, s.n_kv_heads = 1, s.head_dim = 8, s.d_ff = 24, s.vocab_size = 37;
@@ -1460,7 +1458,7 @@ void test_load_paths(void **) {
             const Header h = header_of(fx.file);
             const auto entries = table_entries(fx.file);
             const TensorPos &emb = table_entry(entries, "tok_emb.weight");
-            const size_t row_bytes = 16 * (dt == FileDType::F32 ? 4 : 2);
+            const size_t row_bytes = 16 * (dt == DType::F32 ? 4 : 2);
             std::memset(buf.data + h.data_off + emb.rel + toks[0] * row_bytes, 0, row_bytes);
             const auto changed = logits_of(m, toks, 37);
             bool differs = false;

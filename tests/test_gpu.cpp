@@ -8,6 +8,7 @@
 #include "gpt.h"
 
 #include "backend/cpu/cpu_ops.h"
+#include "core/rope.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm.h"
 #include "core/half.h"
@@ -69,7 +70,7 @@ std::vector<float> randn(size_t n, float scale = 1.0f) {
     return v;
 }
 
-const char *dname(DType t) { return gpt::dtype_str(t); }
+const char *dname(DType t) { return gpt::dtype_name(t); }
 double tol_of(DType t) { return t == DType::F32 ? 1e-5 : 1e-2; }
 
 // Rounds values to what dtype t can hold (so the CPU reference sees the device's inputs).
@@ -342,7 +343,7 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
             seqs[b * n_new + t] = (int32_t)b;
         }
     std::vector<float> cs(max_seq * hd / 2), sn(max_seq * hd / 2);
-    gpt::cpu::rope_tables(10000.0f, hd, max_seq, cs.data(), sn.data());
+    gpt::rope_tables(10000.0f, hd, max_seq, cs.data(), sn.data());
 
     DevBuf dqkv(rows * qkv_dim, act), dk(cache_n, kvt), dv(cache_n, kvt), dout(rows * n_heads * hd, act);
     DevBuf dpos(rows, DType::F32), dseq(rows, DType::F32), dcs(cs.size(), DType::F32), dsn(sn.size(), DType::F32);
@@ -587,7 +588,7 @@ void test_gpu_model_logits(void **) {
                           {2, GPT_DTYPE_AUTO, 0, 2e-2},         {3, GPT_DTYPE_AUTO, 0, 5e-2}};
     for (fixture::Spec s : model_specs())
         for (const Mode &mode : modes) {
-            s.dtype = (gpt::format::FileDType)mode.file;
+            s.dtype = (gpt::DType)mode.file;
             auto fx = fixture::make(s);
             Loaded cpu, gpu;
             load(cpu, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
@@ -654,7 +655,7 @@ void test_gpu_greedy_matches_cpu(void **) {
 void test_gpu_graph_replay_equals_eager(void **) {
     SKIP_WITHOUT_GPU();
     for (fixture::Spec s : model_specs()) {
-        s.dtype = gpt::format::FileDType::F16;
+        s.dtype = gpt::DType::F16;
         auto fx = fixture::make(s);
         Loaded graph, eager;
         load(graph, fx, 0, GPT_DTYPE_AUTO, 0, 2);
@@ -697,7 +698,7 @@ void test_gpu_graph_replay_equals_eager(void **) {
 void test_gpu_no_allocation_in_generate(void **) {
     SKIP_WITHOUT_GPU();
     fixture::Spec s = model_specs()[1];
-    s.dtype = gpt::format::FileDType::F16;
+    s.dtype = gpt::DType::F16;
     auto fx = fixture::make(s);
     gpt_model_params mp;
     gpt_model_params_init(&mp);

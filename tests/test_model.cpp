@@ -27,18 +27,18 @@ extern "C" {
 #include <string>
 #include <vector>
 
-using gpt::format::FileDType;
+using gpt::DType;
 
 namespace {
 
 // Tolerances. Against the double reference: the fixture rounds every weight to the file
 // dtype and the reference uses those rounded values, so for every dtype only the engine's
 // f32 arithmetic differs from the exact result.
-double ref_tolerance(FileDType t) {
+double ref_tolerance(DType t) {
     switch (t) {
-    case FileDType::F32: return 1e-4;
-    case FileDType::F16: return 1e-4;
-    case FileDType::BF16: return 1e-4;
+    case DType::F32: return 1e-4;
+    case DType::F16: return 1e-4;
+    case DType::BF16: return 1e-4;
     }
     return 0;
 }
@@ -48,13 +48,13 @@ constexpr double kSelfTolerance = 1e-5;
 // n_threads 1 vs 2: work is split over outputs, never inside one dot product.
 constexpr double kThreadTolerance = 1e-6;
 
-const char *dtype_label(FileDType t) { return t == FileDType::F32 ? "f32" : t == FileDType::F16 ? "f16" : "bf16"; }
+const char *dtype_label(DType t) { return t == DType::F32 ? "f32" : t == DType::F16 ? "f16" : "bf16"; }
 
 struct TestModel {
     std::string name;
     fixture::Model fx;
     gpt_model *model = nullptr;
-    FileDType dtype;
+    DType dtype;
     uint32_t vocab() const { return fx.config.vocab_size; }
 };
 
@@ -92,7 +92,7 @@ int setup_models(void **) {
     g_models = new std::vector<TestModel>();
     g_models->reserve(15);
     for (const char *n : kModelNames) {
-        for (FileDType t : {FileDType::F32, FileDType::F16, FileDType::BF16}) {
+        for (DType t : {DType::F32, DType::F16, DType::BF16}) {
             fixture::Spec s = base_spec(n);
             s.dtype = t;
             const std::string name = std::string(n) + "/" + dtype_label(t);

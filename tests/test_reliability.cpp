@@ -19,6 +19,7 @@
 #include "gpt.h"
 
 #include "backend/backend.h"
+#include "model/arch.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "fixture.h"
@@ -100,7 +101,7 @@ void operator delete[](void *p, size_t) noexcept { std::free(p); }
 namespace {
 
 using Bytes = std::vector<uint8_t>;
-using gpt::format::FileDType;
+using gpt::DType;
 
 #define CHECK_OK(expr)                                                                                                 \
     do {                                                                                                               \
@@ -133,7 +134,7 @@ uint32_t zcrc(const uint8_t *p, size_t n) { return (uint32_t)crc32(crc32(0L, Z_N
 // Where things are in a valid file (docs/FORMAT.md), decoded here from the header and table.
 struct Entry {
     std::string name;
-    FileDType dtype;
+    DType dtype;
     uint64_t offset, nbytes; // absolute
     size_t crc_at;           // where the table stores its crc32
 };
@@ -149,7 +150,7 @@ Layout layout_of(const Bytes &b) {
         const size_t name_len = b[p] | b[p + 1] << 8;
         e.name.assign((const char *)b.data() + p + 2, name_len);
         p += 2 + name_len;
-        e.dtype = (FileDType)b[p];
+        e.dtype = (DType)b[p];
         const uint32_t ndim = b[p + 1];
         p += 4 + 8ull * ndim;
         e.offset = l.data_off + get64(b, p);
@@ -386,7 +387,7 @@ void test_truncated_everywhere(void **) {
 
 Bytes with_value(const Bytes &good, const Entry &e, uint64_t element, uint32_t bits) {
     Bytes b = good;
-    const size_t es = e.dtype == FileDType::F32 ? 4 : 2;
+    const size_t es = e.dtype == DType::F32 ? 4 : 2;
     if (es == 4) put32(b, e.offset + element * 4, bits);
     else {
         b[e.offset + element * 2] = (uint8_t)bits;
@@ -401,7 +402,7 @@ Bytes with_value(const Bytes &good, const Entry &e, uint64_t element, uint32_t b
 // element and the value; with GPT_MODEL_SKIP_CHECKSUMS it loads and runs without crashing
 // (documented: skipping the checksums skips this check), forward giving non-finite logits.
 void test_nan_inf_weights(void **) {
-    for (FileDType dt : {FileDType::F32, FileDType::F16, FileDType::BF16}) {
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
         fixture::Spec s = tiny_spec(reference::sub_seed("nan inf"));
         s.d_model = 256, s.n_heads = 4, s.head_dim = 64, s.d_ff = 16, s.vocab_size = 300; // tok_emb: 76 800 elements
         s.dtype = dt;
@@ -413,17 +414,17 @@ void test_nan_inf_weights(void **) {
         } values[] = {{"NaN", 0x7fc00000u, 0x7e00u, 0x7fc0u}, {"inf", 0x7f800000u, 0x7c00u, 0x7f80u},
                       {"-inf", 0xff800000u, 0xfc00u, 0xff80u}, {"NaN", 0xffffffffu, 0xffffu, 0xffffu}};
         for (const Entry &e : l.tensors) {
-            const uint64_t n = e.nbytes / (dt == FileDType::F32 ? 4 : 2);
+            const uint64_t n = e.nbytes / (dt == DType::F32 ? 4 : 2);
             const bool big = e.name == "tok_emb.weight";
             std::vector<uint64_t> where = {0, n / 2, n - 1};
             if (big) where.push_back(70000); // past the first 256 KiB piece of the crc pass
             for (uint64_t at : where)
                 for (const V &v : values) {
-                    const uint32_t bits = dt == FileDType::F32 ? v.f32 : dt == FileDType::F16 ? v.f16 : v.bf16;
+                    const uint32_t bits = dt == DType::F32 ? v.f32 : dt == DType::F16 ? v.f16 : v.bf16;
                     const Bytes b = with_value(good, e, at, bits);
                     const std::string needle =
                         "tensor '" + e.name + "' holds a non-finite value (" + v.kind + " at element " + std::to_string(at) + ")";
-                    expect_load(b, 0, GPT_ERR_FORMAT, needle.c_str(), needle + " " + gpt::format::dtype_name(dt));
+                    expect_load(b, 0, GPT_ERR_FORMAT, needle.c_str(), needle + " " + gpt::dtype_name(dt));
                     if (at != 0 || std::strcmp(v.kind, "NaN") != 0) continue;
                     // Unchecked: loads; forward runs (a NaN in a row of tok_emb only affects
                     // that token); generate returns valid ids.
@@ -451,7 +452,7 @@ void test_nan_inf_weights(void **) {
                 }
         }
         // From a file too (mmap and read()), same message.
-        const Bytes b = with_value(good, l.tensors.back(), 0, dt == FileDType::F32 ? 0x7f800000u : 0x7c00u | (dt == FileDType::BF16 ? 0x0380u : 0));
+        const Bytes b = with_value(good, l.tensors.back(), 0, dt == DType::F32 ? 0x7f800000u : 0x7c00u | (dt == DType::BF16 ? 0x0380u : 0));
         const std::string path = fixture::write_temp(b);
         for (uint32_t flags : {0u, (uint32_t)GPT_MODEL_NO_MMAP}) {
             gpt_model_params mp;
@@ -611,25 +612,26 @@ void test_kv_cache_size_overflow(void **) {
     c.n_layers = 1024, c.d_model = 64, c.n_heads = 1024, c.n_kv_heads = 1024, c.head_dim = 1024, c.d_ff = 64;
     c.vocab_size = 32, c.context_length = 1u << 22, c.rope_theta = 10000;
     c.validate("test");
+    const gpt::ModelShape shape = gpt::make_architecture(c)->shape();
     auto dev = gpt::make_cpu_device();
     gpt::ExecParams p;
     p.max_batch = 4096, p.max_seq = 1u << 22, p.max_step_tokens = 4096, p.n_threads = 1;
     try {
-        const gpt::MemoryPlan plan = dev->plan(c, p);
+        const gpt::MemoryPlan plan = dev->plan(shape, p);
         fail_msg("a 2^66-byte KV cache planned as %" PRIu64 " bytes", plan.host_bytes);
     } catch (const gpt::Error &e) {
         assert_int_equal(e.status(), GPT_ERR_OUT_OF_MEMORY);
         assert_non_null(std::strstr(e.what(), "KV cache"));
     }
     try {
-        (void)dev->create_executor(c, gpt::ModelWeights(), p);
+        (void)dev->create_executor(shape, p);
         fail_msg("created");
     } catch (const gpt::Error &e) {
         assert_int_equal(e.status(), GPT_ERR_OUT_OF_MEMORY);
     }
     // Just under the limit: planned at its true size (no wrap), then refused by the allocator.
     p.max_batch = 1, p.max_seq = 1u << 16;
-    const gpt::MemoryPlan plan = dev->plan(c, p);
+    const gpt::MemoryPlan plan = dev->plan(shape, p);
     assert_true(plan.host_bytes >= 2ull * 4 * 1024 * 1024 * 1024 * (1ull << 16)); // 2^49: k and v caches
 }
 

@@ -136,7 +136,7 @@ std::vector<fixture::Spec> specs() {
     fixture::Spec gpt2 = llama;
     gpt2.arch = GPT_ARCH_GPT2;
     gpt2.n_kv_heads = 4;
-    gpt2.dtype = gpt::format::FileDType::F16;
+    gpt2.dtype = gpt::DType::F16;
     gpt2.seed = reference::sub_seed("threads gpt2");
     return {llama, gpt2};
 }

@@ -13,7 +13,7 @@
 #include "tokenizer/unicode_tables.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer_corpus.h"
-#include "../tools/convert/tokenizer_import.h"
+#include "convert/tokenizer_import.h"
 
 #include <nlohmann/json.hpp>
 

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer_corpus.h"
-#include "../tools/convert/tokenizer_import.h"
+#include "convert/tokenizer_import.h"
 
 #include <nlohmann/json.hpp>
 

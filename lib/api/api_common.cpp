@@ -1,8 +1,7 @@
 // api_common.cpp - versions, status strings, the per-thread last error, enum names.
 #include "api/handles.h"
 
-#include "backend/backend.h"
-#include "model/config.h"
+#include "runtime/library.h"
 
 #include <algorithm>
 #include <cstring>
@@ -47,7 +46,7 @@ const char *gpt_version_string(void) {
 const char *gpt_build_info(void) {
     static thread_local std::string s;
     try {
-        s = std::string("libgpt ") + gpt_version_string() + "; cpu; " + gpt::cuda_build_info();
+        s = std::string("libgpt ") + gpt_version_string() + "; cpu; " + gpt::backends_info();
     } catch (...) { // out of memory: no exception may leave a C function
         return "libgpt " GPT_STR(GPT_VERSION_MAJOR) "." GPT_STR(GPT_VERSION_MINOR) "." GPT_STR(GPT_VERSION_PATCH);
     }
@@ -74,21 +73,13 @@ const char *gpt_status_str(int status) {
 
 const char *gpt_last_error(void) { return gpt::api::t_last_error.c_str(); }
 
-const char *gpt_dtype_name(int dtype) {
-    switch (dtype) {
-    case GPT_DTYPE_AUTO: return "auto";
-    case GPT_DTYPE_F32: return "f32";
-    case GPT_DTYPE_F16: return "f16";
-    case GPT_DTYPE_BF16: return "bf16";
-    }
-    return "?";
-}
+const char *gpt_dtype_name(int dtype) { return dtype < 0 ? "?" : gpt::dtype_code_name((uint32_t)dtype); }
 
-const char *gpt_arch_name(int arch) { return gpt::arch_to_name(arch); }
+const char *gpt_arch_name(int arch) { return gpt::architecture_name(arch); }
 
 int gpt_cuda_device_count(void) {
     try {
-        return gpt::cuda_device_count();
+        return gpt::gpu_count();
     } catch (...) {
         return 0;
     }

@@ -26,11 +26,6 @@ static gpt_sampling_params sampling_defaults() {
     return p;
 }
 
-static void check_ctx_flags(const gpt_ctx_params &p) {
-    const uint32_t known = GPT_CTX_ALLOW_TF32 | GPT_CTX_NO_GRAPHS;
-    if (p.flags & ~known) gpt::fail(GPT_ERR_INVALID_ARG, "unknown gpt_ctx_params.flags 0x%x", p.flags & ~known);
-}
-
 extern "C" {
 
 void gpt_ctx_params_init(gpt_ctx_params *params) {
@@ -46,11 +41,8 @@ gpt_status gpt_ctx_estimate_memory(const gpt_model *model, const gpt_ctx_params 
     return guarded(nullptr, [&] {
         if (!model) gpt::fail(GPT_ERR_INVALID_ARG, "model is NULL");
         const gpt_ctx_params p = gpt::api::read_params(params, ctx_defaults(), "gpt_ctx_params");
-        check_ctx_flags(p);
-        const gpt::Model &m = *model->impl;
-        const gpt::ExecParams e = gpt::Context::resolve(m, p);
-        const gpt::MemoryPlan plan = m.device().plan(m.config(), e);
-        if (host_bytes) *host_bytes = plan.host_bytes + gpt::Context::own_host_bytes(e);
+        const gpt::MemoryPlan plan = gpt::Context::estimate(*model->impl, p);
+        if (host_bytes) *host_bytes = plan.host_bytes;
         if (device_bytes) *device_bytes = plan.device_bytes;
     });
 }
@@ -60,7 +52,6 @@ gpt_status gpt_ctx_create(gpt_model *model, const gpt_ctx_params *params, gpt_ct
     return guarded(nullptr, [&] {
         if (!model || !out) gpt::fail(GPT_ERR_INVALID_ARG, "model and out must not be NULL");
         const gpt_ctx_params p = gpt::api::read_params(params, ctx_defaults(), "gpt_ctx_params");
-        check_ctx_flags(p);
         auto c = std::make_unique<gpt_ctx>();
         c->impl = std::make_unique<gpt::Context>(*model->impl, p);
         *out = c.release();

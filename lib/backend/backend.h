@@ -1,8 +1,10 @@
 // backend.h - the interface every backend implements (CPU reference, CUDA).
-// A Device is a backend's model-level half: it places weights in its memory and plans and
-// creates Executors. An Executor is the context-level half: it owns the KV cache and the
-// activation buffers (one allocation, sized at creation) and runs the ops that the
-// architecture files (lib/model) compose into a forward pass.
+// A Device is a backend's model-level half: it places weights in its memory, decides what
+// its executors can do (dtypes, threads) and plans and creates Executors. An Executor is the
+// context-level half: it owns the KV cache and the activation buffers (one allocation, sized
+// at creation) and runs the ops that the architecture files (lib/model) compose into a
+// forward pass. A backend sees a model only as a ModelShape (dimensions and features) and a
+// flat list of weights: it never knows which architecture it runs.
 //
 // Data flow of one step (rows = batch x n_tokens, row r = b * n_tokens + t):
 //   embed           X[rows, d]      <- tok_emb[token] (+ pos_emb[pos])          X is f32
@@ -15,19 +17,41 @@
 // Activation dtypes other than X and LOGITS are the executor's compute dtype.
 #pragma once
 
-#include "gpt.h"
-#include "model/config.h"
-#include "model/weights.h"
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "sampler/sampler.h"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace gpt {
 
 enum class Act : uint8_t { X, H, QKV, ATT, FF };
 enum class NormKind : uint8_t { LAYER, RMS };
 enum class Activation : uint8_t { NONE, GELU_TANH };
+
+// What a backend knows of a model: its dimensions, and the features that decide which
+// buffers an executor needs. Per-op features (norm kind, biases, activation) come with the ops.
+struct ModelShape {
+    uint32_t n_layers = 0;
+    uint32_t d_model = 0;
+    uint32_t n_heads = 0;
+    uint32_t n_kv_heads = 0;
+    uint32_t head_dim = 0;
+    uint32_t d_ff = 0;
+    uint32_t vocab_size = 0;
+    bool gated_ffn = false; // the FFN's first projection yields [gate | up] (2 d_ff rows): matmul_swiglu
+    bool rope = false;      // rotary positions on q and k (tables of rope_theta per context)
+    float rope_theta = 0;
+
+    uint32_t q_dim() const { return n_heads * head_dim; }
+    uint32_t kv_dim() const { return n_kv_heads * head_dim; }
+    uint32_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
+    // Width of the FFN's first projection: [gate | up] or up.
+    uint32_t ffn_in_dim() const { return gated_ffn ? 2 * d_ff : d_ff; }
+};
 
 struct ExecParams {
     uint32_t max_batch = 1;
@@ -58,24 +82,7 @@ struct StepInput {
 
 struct AttentionSpec {
     uint32_t layer = 0;
-    bool rope = false;     // rotate-half RoPE on q and k before caching
-    float rope_theta = 0;
-};
-
-// Sampling settings for Executor::sample (already validated).
-struct SampleSpec {
-    float temperature = 0;      // <= 0: greedy
-    uint32_t top_k = 0;
-    float top_p = 1;
-    float min_p = 0;
-    float repetition_penalty = 1;
-};
-
-// One sequence's sampling inputs for this step.
-struct SampleRow {
-    float uniform = 0;            // the random draw in [0, 1) that picks the token
-    const int32_t *recent = nullptr; // tokens the repetition penalty applies to
-    uint32_t n_recent = 0;
+    bool rope = false; // rotate-half RoPE on q and k before caching
 };
 
 class Executor {
@@ -120,13 +127,21 @@ public:
     virtual ~Device() = default;
     virtual const char *name() const = 0;
     virtual int32_t ordinal() const = 0; // GPT_DEVICE_CPU or the CUDA ordinal
-    // Makes `out` point at weights usable by this device's executors. Host pointers in `in`
-    // stay valid during the call only, unless keeps_host_weights().
-    virtual void place_weights(const ModelConfig &c, const ModelWeights &in, DType want, ModelWeights *out) = 0;
+
+    // Makes every weight of the list usable by this device's executors, rewriting each in
+    // place (its data pointer and dtype). `want` is the dtype asked for the matrices; the
+    // device returns the one it holds them in. Vectors (norms, biases) may be widened to f32.
+    // Host pointers in the list stay valid during the call only, unless keeps_host_weights().
+    virtual DType place_weights(const std::vector<Weight *> &weights, DType want) = 0;
     virtual bool keeps_host_weights() const = 0;
     virtual uint64_t weight_bytes() const = 0;
-    virtual MemoryPlan plan(const ModelConfig &c, const ExecParams &p) const = 0;
-    virtual std::unique_ptr<Executor> create_executor(const ModelConfig &c, const ModelWeights &w, const ExecParams &p) const = 0;
+
+    // Fills what the device decides in p: the compute and KV dtypes (compute, kv: a gpt_dtype
+    // asked for, GPT_DTYPE_AUTO for the device's choice) and the CPU threads (0: all cores).
+    // Throws GPT_ERR_UNSUPPORTED for a request it cannot serve.
+    virtual void choose(ExecParams &p, uint32_t compute, uint32_t kv, uint32_t n_threads) const = 0;
+    virtual MemoryPlan plan(const ModelShape &s, const ExecParams &p) const = 0;
+    virtual std::unique_ptr<Executor> create_executor(const ModelShape &s, const ExecParams &p) const = 0;
 };
 
 std::unique_ptr<Device> make_cpu_device();

@@ -35,8 +35,8 @@ uint32_t crc32_of(const uint8_t *p, uint64_t n) {
 // the exponent's lowest bit to the masked exponent carries into the sign bit exactly then, so
 // OR-ing those sums is an AND/ADD/OR loop the compiler vectorises with plain SSE2: far cheaper
 // than the crc32 of the same bytes.
-bool has_non_finite(const uint8_t *p, uint64_t nbytes, FileDType t) {
-    if (t == FileDType::F32) {
+bool has_non_finite(const uint8_t *p, uint64_t nbytes, DType t) {
+    if (t == DType::F32) {
         uint32_t acc = 0;
         for (uint64_t i = 0; i + 4 <= nbytes; i += 4) {
             uint32_t u;
@@ -45,7 +45,7 @@ bool has_non_finite(const uint8_t *p, uint64_t nbytes, FileDType t) {
         }
         return (acc & 0x80000000u) != 0;
     }
-    const uint16_t exp = t == FileDType::F16 ? 0x7c00u : 0x7f80u, low = t == FileDType::F16 ? 0x0400u : 0x0080u;
+    const uint16_t exp = t == DType::F16 ? 0x7c00u : 0x7f80u, low = t == DType::F16 ? 0x0400u : 0x0080u;
     uint16_t acc = 0;
     for (uint64_t i = 0; i + 2 <= nbytes; i += 2) {
         uint16_t u;
@@ -56,10 +56,10 @@ bool has_non_finite(const uint8_t *p, uint64_t nbytes, FileDType t) {
 }
 
 // Index of the first non-finite element of p[0..nbytes) and what it is ("NaN", "inf", "-inf").
-uint64_t first_non_finite(const uint8_t *p, uint64_t nbytes, FileDType t, const char **kind) {
-    const bool f32 = t == FileDType::F32;
+uint64_t first_non_finite(const uint8_t *p, uint64_t nbytes, DType t, const char **kind) {
+    const bool f32 = t == DType::F32;
     const uint64_t es = f32 ? 4 : 2;
-    const uint32_t inf = f32 ? 0x7f800000u : t == FileDType::F16 ? 0x7c00u : 0x7f80u;
+    const uint32_t inf = f32 ? 0x7f800000u : t == DType::F16 ? 0x7c00u : 0x7f80u;
     for (uint64_t i = 0; i + es <= nbytes; i += es) {
         const uint32_t u = f32 ? load_u32(p + i) : (uint32_t)(p[i] | p[i + 1] << 8);
         const uint32_t mag = u & (f32 ? 0x7fffffffu : 0x7fffu);
@@ -84,24 +84,6 @@ uint64_t TensorEntry::numel() const {
     uint64_t n = 1;
     for (uint32_t i = 0; i < ndim; i++) n *= dims[i];
     return n;
-}
-
-size_t dtype_size(FileDType t) {
-    switch (t) {
-    case FileDType::F32: return 4;
-    case FileDType::F16: return 2;
-    case FileDType::BF16: return 2;
-    }
-    return 0;
-}
-
-const char *dtype_name(FileDType t) {
-    switch (t) {
-    case FileDType::F32: return "f32";
-    case FileDType::F16: return "f16";
-    case FileDType::BF16: return "bf16";
-    }
-    return "?";
 }
 
 std::unique_ptr<WeightFile> WeightFile::open(const std::string &path, const ReadOptions &opt) {
@@ -311,8 +293,8 @@ void WeightFile::parse_table(const uint8_t *p, uint64_t n, uint32_t count, uint6
         const char *tn = t.name.c_str();
         if (!names.insert(t.name).second) fail(GPT_ERR_FORMAT, "%s: tensor '%s' appears twice", src, tn);
         const uint8_t dt = c.u8();
-        if (dt < 1 || dt > 3) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has unknown dtype %u", src, tn, dt);
-        t.dtype = static_cast<FileDType>(dt);
+        if (!is_dtype(dt)) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has unknown dtype %u", src, tn, dt);
+        t.dtype = static_cast<DType>(dt);
         t.ndim = c.u8();
         if (c.u16() != 0) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has nonzero reserved bits", src, tn);
         if (t.ndim < 1 || t.ndim > kMaxDims) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has %u dimensions", src, tn, t.ndim);
@@ -327,7 +309,7 @@ void WeightFile::parse_table(const uint8_t *p, uint64_t n, uint32_t count, uint6
         t.nbytes = c.u64();
         t.crc32 = c.u32();
         uint64_t expect;
-        if (mul_overflows(numel, dtype_size(t.dtype), &expect) || expect != t.nbytes)
+        if (mul_overflows(numel, dtype_bytes(t.dtype), &expect) || expect != t.nbytes)
             fail(GPT_ERR_FORMAT, "%s: tensor '%s' stores %llu bytes but its shape and dtype need %llu", src, tn,
                  (unsigned long long)t.nbytes, (unsigned long long)expect);
         if (rel % kAlignment != 0 || add_overflows(data_off, rel, &t.offset) || !range_inside(t.offset, t.nbytes, data_off, size_))
@@ -364,7 +346,7 @@ void WeightFile::verify_checksums(bool check_finite) const {
             fail(GPT_ERR_CHECKSUM, "%s: tensor '%s' checksum mismatch (data damaged)", source_.c_str(), t.name.c_str());
         if (bad_piece != UINT64_MAX) {
             const char *kind = "?";
-            const uint64_t at = bad_piece / dtype_size(t.dtype) +
+            const uint64_t at = bad_piece / dtype_bytes(t.dtype) +
                                 first_non_finite(p + bad_piece, std::min(kPiece, t.nbytes - bad_piece), t.dtype, &kind);
             fail(GPT_ERR_FORMAT, "%s: tensor '%s' holds a non-finite value (%s at element %llu): the weights are unusable",
                  source_.c_str(), t.name.c_str(), kind, (unsigned long long)at);

@@ -17,7 +17,7 @@ namespace gpt::format {
 
 struct TensorEntry {
     std::string name;
-    FileDType dtype = FileDType::F32;
+    DType dtype = DType::F32;
     uint32_t ndim = 0;
     uint64_t dims[kMaxDims] = {0, 0, 0, 0}; // dims[0] outermost (row-major)
     uint64_t offset = 0;                    // absolute offset in the file
@@ -26,9 +26,6 @@ struct TensorEntry {
 
     uint64_t numel() const;
 };
-
-size_t dtype_size(FileDType t);
-const char *dtype_name(FileDType t);
 
 struct ReadOptions {
     bool verify_checksums = true;

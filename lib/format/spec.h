@@ -2,6 +2,8 @@
 // docs/FORMAT.md describes the same layout byte by byte; keep the two in step.
 #pragma once
 
+#include "core/dtype.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -32,8 +34,7 @@ inline constexpr size_t reserved = 80;      // u8[44], zero
 inline constexpr size_t header_crc = 124;   // u32, crc32 of bytes 0..123
 } // namespace hdr
 
-// Tensor element types as stored in the file.
-enum class FileDType : uint8_t { F32 = 1, F16 = 2, BF16 = 3 };
+// Tensor element types are core/dtype.h's DType codes (1 f32, 2 f16, 3 bf16).
 
 // Metadata value types.
 enum class MetaType : uint8_t {

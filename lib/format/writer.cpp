@@ -1,7 +1,8 @@
-// writer.cpp - weight file v1 encoding and the atomic file write.
+// writer.cpp - weight file v1 encoding; files are published through core/staged_file.
 #include "format/writer.h"
 
 #include "core/error.h"
+#include "core/staged_file.h"
 #include "format/bytes.h"
 #include "format/reader.h"
 
@@ -84,18 +85,18 @@ void pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off, const std::s
 
 } // namespace
 
-void Writer::add_tensor(const std::string &name, FileDType dtype, const std::vector<uint64_t> &dims, Fill fill) {
+void Writer::add_tensor(const std::string &name, DType dtype, const std::vector<uint64_t> &dims, Fill fill) {
     if (name.empty() || name.size() > kMaxNameLen) fail(GPT_ERR_INVALID_ARG, "tensor name '%s' has a bad length", name.c_str());
     if (dims.empty() || dims.size() > kMaxDims) fail(GPT_ERR_INVALID_ARG, "tensor '%s': %zu dimensions", name.c_str(), dims.size());
     for (const auto &t : tensors_)
         if (t.name == name) fail(GPT_ERR_INVALID_ARG, "tensor '%s' added twice", name.c_str());
-    uint64_t n = dtype_size(dtype);
+    uint64_t n = dtype_bytes(dtype);
     for (uint64_t d : dims)
         if (d == 0 || mul_overflows(n, d, &n)) fail(GPT_ERR_INVALID_ARG, "tensor '%s': invalid shape", name.c_str());
     tensors_.push_back(Pending{name, dtype, dims, n, std::move(fill)});
 }
 
-void Writer::add_tensor(const std::string &name, FileDType dtype, const std::vector<uint64_t> &dims, const void *data,
+void Writer::add_tensor(const std::string &name, DType dtype, const std::vector<uint64_t> &dims, const void *data,
                         uint64_t nbytes) {
     auto copy = std::make_shared<std::vector<uint8_t>>((const uint8_t *)data, (const uint8_t *)data + nbytes);
     add_tensor(name, dtype, dims, [copy, name](uint8_t *dst, uint64_t n) {
@@ -177,74 +178,43 @@ std::vector<uint8_t> Writer::write_memory(bool tensor_checksums) const {
     return out;
 }
 
+void Writer::write_to(int fd, const std::string &shown, const Progress &progress) const {
+    Layout l = layout();
+    // Data first (computing crcs), then table and header.
+    uint64_t total = 0, done = 0;
+    for (const auto &t : tensors_) total += t.nbytes;
+    std::vector<uint32_t> crcs;
+    std::vector<uint8_t> buf;
+    for (size_t i = 0; i < tensors_.size(); i++) {
+        const Pending &t = tensors_[i];
+        buf.assign((size_t)t.nbytes, 0);
+        t.fill(buf.data(), t.nbytes);
+        crcs.push_back(crc_of(buf.data(), t.nbytes));
+        pwrite_all(fd, buf.data(), t.nbytes, l.data_off + l.rel_offsets[i], shown);
+        done += t.nbytes;
+        if (progress) progress(i + 1, tensors_.size(), done, total);
+    }
+    buf.clear();
+    buf.shrink_to_fit();
+    std::vector<uint8_t> table = encode_table(l, crcs);
+    std::vector<uint8_t> h = encode_header(l, crc_of(l.meta.data(), l.meta.size()), crc_of(table.data(), table.size()));
+    // Zero the gap between table and data explicitly (pwrite past holes leaves zeros too).
+    std::vector<uint8_t> gap(l.data_off - (l.table_off + l.table_size), 0);
+    pwrite_all(fd, h.data(), h.size(), 0, shown);
+    pwrite_all(fd, l.meta.data(), l.meta.size(), l.meta_off, shown);
+    pwrite_all(fd, table.data(), table.size(), l.table_off, shown);
+    if (!gap.empty()) pwrite_all(fd, gap.data(), gap.size(), l.table_off + l.table_size, shown);
+    if (ftruncate(fd, (off_t)l.file_size) != 0) fail(GPT_ERR_IO, "%s: cannot size file: %s", shown.c_str(), strerror(errno));
+}
+
 void Writer::write_file(const std::string &path, const FileOptions &opt) const {
     if (!opt.overwrite) {
         struct stat st;
-        if (::stat(path.c_str(), &st) == 0) fail(GPT_ERR_IO, "%s: already exists (not overwritten)", path.c_str());
+        if (::lstat(path.c_str(), &st) == 0) fail(GPT_ERR_IO, "%s: already exists (not overwritten)", path.c_str());
     }
-    Layout l = layout();
-    std::string tmp = path + ".tmp-XXXXXX";
-    int fd = mkstemp(tmp.data());
-    if (fd < 0) fail(GPT_ERR_IO, "%s: cannot create a temporary file beside it: %s", path.c_str(), strerror(errno));
-    fchmod(fd, 0644);
-    try {
-        // Data first (computing crcs), then table and header, then make it durable.
-        uint64_t total = 0, done = 0;
-        for (const auto &t : tensors_) total += t.nbytes;
-        std::vector<uint32_t> crcs;
-        std::vector<uint8_t> buf;
-        for (size_t i = 0; i < tensors_.size(); i++) {
-            const Pending &t = tensors_[i];
-            buf.assign((size_t)t.nbytes, 0);
-            t.fill(buf.data(), t.nbytes);
-            crcs.push_back(crc_of(buf.data(), t.nbytes));
-            pwrite_all(fd, buf.data(), t.nbytes, l.data_off + l.rel_offsets[i], tmp);
-            done += t.nbytes;
-            if (opt.progress) opt.progress(i + 1, tensors_.size(), done, total);
-        }
-        buf.clear();
-        buf.shrink_to_fit();
-        std::vector<uint8_t> table = encode_table(l, crcs);
-        std::vector<uint8_t> h = encode_header(l, crc_of(l.meta.data(), l.meta.size()), crc_of(table.data(), table.size()));
-        // Zero the gap between table and data explicitly (pwrite past holes leaves zeros too).
-        std::vector<uint8_t> gap(l.data_off - (l.table_off + l.table_size), 0);
-        pwrite_all(fd, h.data(), h.size(), 0, tmp);
-        pwrite_all(fd, l.meta.data(), l.meta.size(), l.meta_off, tmp);
-        pwrite_all(fd, table.data(), table.size(), l.table_off, tmp);
-        if (!gap.empty()) pwrite_all(fd, gap.data(), gap.size(), l.table_off + l.table_size, tmp);
-        if (ftruncate(fd, (off_t)l.file_size) != 0) fail(GPT_ERR_IO, "%s: cannot size file: %s", tmp.c_str(), strerror(errno));
-        if (fsync(fd) != 0) fail(GPT_ERR_IO, "%s: fsync failed: %s", tmp.c_str(), strerror(errno));
-        if (::close(fd) != 0) {
-            fd = -1;
-            fail(GPT_ERR_IO, "%s: close failed: %s", tmp.c_str(), strerror(errno));
-        }
-        fd = -1;
-        if (opt.overwrite) {
-            if (::rename(tmp.c_str(), path.c_str()) != 0) fail(GPT_ERR_IO, "%s: rename failed: %s", path.c_str(), strerror(errno));
-        } else {
-            // link() refuses to replace a file that appeared meanwhile.
-            if (::link(tmp.c_str(), path.c_str()) != 0) {
-                if (errno == EEXIST) fail(GPT_ERR_IO, "%s: already exists (not overwritten)", path.c_str());
-                // Filesystems without hard links: fall back to rename after a fresh check.
-                struct stat st;
-                if (::stat(path.c_str(), &st) == 0) fail(GPT_ERR_IO, "%s: already exists (not overwritten)", path.c_str());
-                if (::rename(tmp.c_str(), path.c_str()) != 0) fail(GPT_ERR_IO, "%s: rename failed: %s", path.c_str(), strerror(errno));
-            } else {
-                ::unlink(tmp.c_str());
-            }
-        }
-        // Persist the directory entry.
-        std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
-        int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) {
-            fsync(dfd);
-            ::close(dfd);
-        }
-    } catch (...) {
-        if (fd >= 0) ::close(fd);
-        ::unlink(tmp.c_str());
-        throw;
-    }
+    StagedFile out(path);
+    write_to(out.fd(), path, opt.progress);
+    out.commit(opt.overwrite);
 }
 
 } // namespace gpt::format

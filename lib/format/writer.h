@@ -1,8 +1,8 @@
 // writer.h - builds weight file v1: the reader's spec in reverse.
 // Tensors are added with their bytes or with a function that produces them when written,
 // so a converter can stream a large model without holding it in memory. write_file() is
-// atomic: it writes a temporary file beside the target, fsyncs it and renames it into
-// place, so a reader sees the old file or the complete new one, never a partial one.
+// atomic: a staged file beside the target, fsynced and renamed into place (core/staged_file.h),
+// so a reader sees the old file or the complete new one, never a partial one.
 #pragma once
 
 #include "format/metadata.h"
@@ -24,16 +24,20 @@ public:
 
     Metadata &metadata() { return meta_; }
 
-    void add_tensor(const std::string &name, FileDType dtype, const std::vector<uint64_t> &dims, Fill fill);
+    void add_tensor(const std::string &name, DType dtype, const std::vector<uint64_t> &dims, Fill fill);
     // Copies the bytes now.
-    void add_tensor(const std::string &name, FileDType dtype, const std::vector<uint64_t> &dims, const void *data,
+    void add_tensor(const std::string &name, DType dtype, const std::vector<uint64_t> &dims, const void *data,
                     uint64_t nbytes);
 
     struct FileOptions {
         bool overwrite = false; // replace an existing file (otherwise GPT_ERR_IO naming it)
         Progress progress;
     };
+    // Atomic (core/staged_file.h): a reader sees the old file or the complete new one.
     void write_file(const std::string &path, const FileOptions &opt) const;
+    // Writes the whole file into fd (an empty file; `shown` names it in messages), for a
+    // caller that stages and publishes it itself.
+    void write_to(int fd, const std::string &shown, const Progress &progress) const;
     // tensor_checksums = false writes 0 as each tensor's crc32 (for synthetic benchmark
     // models loaded with GPT_MODEL_SKIP_CHECKSUMS; the header, metadata and table keep theirs).
     std::vector<uint8_t> write_memory(bool tensor_checksums = true) const;
@@ -42,7 +46,7 @@ public:
 private:
     struct Pending {
         std::string name;
-        FileDType dtype;
+        DType dtype;
         std::vector<uint64_t> dims;
         uint64_t nbytes;
         Fill fill;

@@ -3,25 +3,12 @@
 #include "model/config.h"
 
 #include "core/error.h"
+#include "model/arch.h"
 #include "format/keys.h"
 
 #include <cmath>
 
 namespace gpt {
-
-int arch_from_name(const std::string &name) {
-    if (name == "gpt2") return GPT_ARCH_GPT2;
-    if (name == "llama") return GPT_ARCH_LLAMA;
-    return 0;
-}
-
-const char *arch_to_name(int arch) {
-    switch (arch) {
-    case GPT_ARCH_GPT2: return "gpt2";
-    case GPT_ARCH_LLAMA: return "llama";
-    }
-    return "?";
-}
 
 ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::string &source) {
     ModelConfig c;

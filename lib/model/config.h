@@ -31,17 +31,11 @@ struct ModelConfig {
     uint32_t q_dim() const { return n_heads * head_dim; }
     uint32_t kv_dim() const { return n_kv_heads * head_dim; }
     uint32_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
-    // Width of the first feed-forward projection's output: gpt2 up, llama gate+up.
-    uint32_t ffn_in_dim() const { return arch == GPT_ARCH_LLAMA ? 2 * d_ff : d_ff; }
 
     // Throws GPT_ERR_FORMAT (or UNSUPPORTED) naming the source and the bad field.
     static ModelConfig from_metadata(const format::Metadata &m, const std::string &source);
     void validate(const std::string &source) const;
     void to_metadata(format::Metadata &m) const;
 };
-
-// "gpt2" / "llama" <-> gpt_arch; returns 0 for an unknown name.
-int arch_from_name(const std::string &name);
-const char *arch_to_name(int arch);
 
 } // namespace gpt

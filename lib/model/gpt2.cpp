@@ -1,51 +1,88 @@
 // gpt2.cpp - GPT-2: learned positions, pre-LayerNorm blocks, fused QKV with biases,
-// GELU (tanh) MLP, final LayerNorm, head tied to the token embedding (or not).
+// GELU (tanh) MLP with biases, final LayerNorm, head tied to the token embedding (or not).
 #include "model/arch.h"
 
 #include <string>
 
 namespace gpt {
 
-void gpt2_tensor_slots(const ModelConfig &c, ModelWeights &w, std::vector<TensorSlot> &out) {
-    const uint64_t d = c.d_model, v = c.vocab_size;
-    out.push_back({"tok_emb.weight", {v, d}, &w.tok_emb});
-    out.push_back({"pos_emb.weight", {c.context_length, d}, &w.pos_emb});
-    for (uint32_t i = 0; i < c.n_layers; i++) {
-        LayerWeights &l = w.layers[i];
-        const std::string p = "blk." + std::to_string(i) + ".";
-        out.push_back({p + "attn_norm.weight", {d}, &l.attn_norm_w});
-        out.push_back({p + "attn_norm.bias", {d}, &l.attn_norm_b});
-        out.push_back({p + "attn_qkv.weight", {c.qkv_dim(), d}, &l.attn_qkv_w});
-        out.push_back({p + "attn_qkv.bias", {c.qkv_dim()}, &l.attn_qkv_b});
-        out.push_back({p + "attn_out.weight", {d, c.q_dim()}, &l.attn_out_w});
-        out.push_back({p + "attn_out.bias", {d}, &l.attn_out_b});
-        out.push_back({p + "ffn_norm.weight", {d}, &l.ffn_norm_w});
-        out.push_back({p + "ffn_norm.bias", {d}, &l.ffn_norm_b});
-        out.push_back({p + "ffn_up.weight", {c.d_ff, d}, &l.ffn_up_w});
-        out.push_back({p + "ffn_up.bias", {c.d_ff}, &l.ffn_up_b});
-        out.push_back({p + "ffn_down.weight", {d, c.d_ff}, &l.ffn_down_w});
-        out.push_back({p + "ffn_down.bias", {d}, &l.ffn_down_b});
-    }
-    out.push_back({"out_norm.weight", {d}, &w.out_norm_w});
-    out.push_back({"out_norm.bias", {d}, &w.out_norm_b});
-    if (!c.tied_head) out.push_back({"lm_head.weight", {v, d}, &w.lm_head});
-}
+namespace {
 
-void gpt2_forward(const ModelConfig &c, const ModelWeights &w, Executor &ex, const ForwardArgs &a) {
-    ex.embed(w.tok_emb, &w.pos_emb);
-    for (uint32_t i = 0; i < c.n_layers; i++) {
-        const LayerWeights &l = w.layers[i];
-        ex.norm(NormKind::LAYER, l.attn_norm_w, &l.attn_norm_b, c.norm_eps);
-        ex.matmul(Act::H, l.attn_qkv_w, &l.attn_qkv_b, Act::QKV, Activation::NONE);
-        ex.attention({i, false, 0.0f});
-        ex.matmul(Act::ATT, l.attn_out_w, &l.attn_out_b, Act::X, Activation::NONE);
-        ex.norm(NormKind::LAYER, l.ffn_norm_w, &l.ffn_norm_b, c.norm_eps);
-        ex.matmul(Act::H, l.ffn_up_w, &l.ffn_up_b, Act::FF, Activation::GELU_TANH);
-        ex.matmul(Act::FF, l.ffn_down_w, &l.ffn_down_b, Act::X, Activation::NONE);
-        if (a.hook) a.hook->between_layers();
+struct Gpt2Layer {
+    Weight attn_norm_w, attn_norm_b; // [d_model]
+    Weight qkv_w;                    // [3 d_model, d_model]: q heads, then k heads, then v heads
+    Weight qkv_b;                    // [3 d_model]
+    Weight attn_out_w;               // [d_model, d_model]
+    Weight attn_out_b;               // [d_model]
+    Weight ffn_norm_w, ffn_norm_b;   // [d_model]
+    Weight up_w;                     // [d_ff, d_model]
+    Weight up_b;                     // [d_ff]
+    Weight down_w;                   // [d_model, d_ff]
+    Weight down_b;                   // [d_model]
+};
+
+class Gpt2 final : public Architecture {
+public:
+    explicit Gpt2(const ModelConfig &c) : c_(c), layers_(c.n_layers) {}
+
+    std::vector<TensorSlot> tensors() override {
+        const uint64_t d = c_.d_model, v = c_.vocab_size, qkv = c_.qkv_dim(), ff = c_.d_ff;
+        std::vector<TensorSlot> t;
+        t.push_back({"tok_emb.weight", {v, d}, &tok_emb_});
+        t.push_back({"pos_emb.weight", {c_.context_length, d}, &pos_emb_});
+        for (uint32_t i = 0; i < c_.n_layers; i++) {
+            Gpt2Layer &l = layers_[i];
+            const std::string p = "blk." + std::to_string(i) + ".";
+            t.push_back({p + "attn_norm.weight", {d}, &l.attn_norm_w});
+            t.push_back({p + "attn_norm.bias", {d}, &l.attn_norm_b});
+            t.push_back({p + "attn_qkv.weight", {qkv, d}, &l.qkv_w});
+            t.push_back({p + "attn_qkv.bias", {qkv}, &l.qkv_b});
+            t.push_back({p + "attn_out.weight", {d, c_.q_dim()}, &l.attn_out_w});
+            t.push_back({p + "attn_out.bias", {d}, &l.attn_out_b});
+            t.push_back({p + "ffn_norm.weight", {d}, &l.ffn_norm_w});
+            t.push_back({p + "ffn_norm.bias", {d}, &l.ffn_norm_b});
+            t.push_back({p + "ffn_up.weight", {ff, d}, &l.up_w});
+            t.push_back({p + "ffn_up.bias", {ff}, &l.up_b});
+            t.push_back({p + "ffn_down.weight", {d, ff}, &l.down_w});
+            t.push_back({p + "ffn_down.bias", {d}, &l.down_b});
+        }
+        t.push_back({"out_norm.weight", {d}, &out_norm_w_});
+        t.push_back({"out_norm.bias", {d}, &out_norm_b_});
+        if (!c_.tied_head) t.push_back({"lm_head.weight", {v, d}, &head_});
+        return t;
     }
-    ex.norm(NormKind::LAYER, w.out_norm_w, &w.out_norm_b, c.norm_eps);
-    ex.logits(w.lm_head, a.host_all_logits);
-}
+
+    ModelShape shape() const override { return shape_dims(c_); }
+
+    void forward(Executor &ex, const ForwardArgs &a) const override {
+        const float eps = c_.norm_eps;
+        ex.embed(tok_emb_, &pos_emb_);
+        for (uint32_t i = 0; i < c_.n_layers; i++) {
+            const Gpt2Layer &l = layers_[i];
+            ex.norm(NormKind::LAYER, l.attn_norm_w, &l.attn_norm_b, eps);
+            ex.matmul(Act::H, l.qkv_w, &l.qkv_b, Act::QKV, Activation::NONE);
+            ex.attention({i, false});
+            ex.matmul(Act::ATT, l.attn_out_w, &l.attn_out_b, Act::X, Activation::NONE);
+            ex.norm(NormKind::LAYER, l.ffn_norm_w, &l.ffn_norm_b, eps);
+            ex.matmul(Act::H, l.up_w, &l.up_b, Act::FF, Activation::GELU_TANH);
+            ex.matmul(Act::FF, l.down_w, &l.down_b, Act::X, Activation::NONE);
+            if (a.hook) a.hook->between_layers();
+        }
+        ex.norm(NormKind::LAYER, out_norm_w_, &out_norm_b_, eps);
+        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits);
+    }
+
+private:
+    const ModelConfig c_;
+    Weight tok_emb_;             // [vocab, d_model]
+    Weight pos_emb_;             // [context_length, d_model]
+    std::vector<Gpt2Layer> layers_;
+    Weight out_norm_w_, out_norm_b_; // [d_model]
+    Weight head_;                // [vocab, d_model]; unused when tied
+};
+
+} // namespace
+
+std::unique_ptr<Architecture> make_gpt2(const ModelConfig &c) { return std::make_unique<Gpt2>(c); }
 
 } // namespace gpt

@@ -7,39 +7,78 @@
 
 namespace gpt {
 
-void llama_tensor_slots(const ModelConfig &c, ModelWeights &w, std::vector<TensorSlot> &out) {
-    const uint64_t d = c.d_model, v = c.vocab_size;
-    out.push_back({"tok_emb.weight", {v, d}, &w.tok_emb});
-    for (uint32_t i = 0; i < c.n_layers; i++) {
-        LayerWeights &l = w.layers[i];
-        const std::string p = "blk." + std::to_string(i) + ".";
-        out.push_back({p + "attn_norm.weight", {d}, &l.attn_norm_w});
-        out.push_back({p + "attn_qkv.weight", {c.qkv_dim(), d}, &l.attn_qkv_w});
-        if (c.qkv_bias) out.push_back({p + "attn_qkv.bias", {c.qkv_dim()}, &l.attn_qkv_b});
-        out.push_back({p + "attn_out.weight", {d, c.q_dim()}, &l.attn_out_w});
-        out.push_back({p + "ffn_norm.weight", {d}, &l.ffn_norm_w});
-        out.push_back({p + "ffn_gate_up.weight", {2ull * c.d_ff, d}, &l.ffn_up_w});
-        out.push_back({p + "ffn_down.weight", {d, c.d_ff}, &l.ffn_down_w});
-    }
-    out.push_back({"out_norm.weight", {d}, &w.out_norm_w});
-    if (!c.tied_head) out.push_back({"lm_head.weight", {v, d}, &w.lm_head});
-}
+namespace {
 
-void llama_forward(const ModelConfig &c, const ModelWeights &w, Executor &ex, const ForwardArgs &a) {
-    ex.embed(w.tok_emb, nullptr);
-    for (uint32_t i = 0; i < c.n_layers; i++) {
-        const LayerWeights &l = w.layers[i];
-        ex.norm(NormKind::RMS, l.attn_norm_w, nullptr, c.norm_eps);
-        ex.matmul(Act::H, l.attn_qkv_w, c.qkv_bias ? &l.attn_qkv_b : nullptr, Act::QKV, Activation::NONE);
-        ex.attention({i, true, c.rope_theta});
-        ex.matmul(Act::ATT, l.attn_out_w, nullptr, Act::X, Activation::NONE);
-        ex.norm(NormKind::RMS, l.ffn_norm_w, nullptr, c.norm_eps);
-        ex.matmul_swiglu(Act::H, l.ffn_up_w, Act::FF);
-        ex.matmul(Act::FF, l.ffn_down_w, nullptr, Act::X, Activation::NONE);
-        if (a.hook) a.hook->between_layers();
+struct LlamaLayer {
+    Weight attn_norm; // [d_model]
+    Weight qkv_w;     // [q_dim + 2 kv_dim, d_model]: q heads, then k heads, then v heads
+    Weight qkv_b;     // [q_dim + 2 kv_dim]; only with qkv_bias
+    Weight attn_out;  // [d_model, q_dim]
+    Weight ffn_norm;  // [d_model]
+    Weight gate_up;   // [2 d_ff, d_model]: gate rows, then up rows
+    Weight down;      // [d_model, d_ff]
+};
+
+class Llama final : public Architecture {
+public:
+    explicit Llama(const ModelConfig &c) : c_(c), layers_(c.n_layers) {}
+
+    std::vector<TensorSlot> tensors() override {
+        const uint64_t d = c_.d_model, v = c_.vocab_size, qkv = c_.qkv_dim(), ff = c_.d_ff;
+        std::vector<TensorSlot> t;
+        t.push_back({"tok_emb.weight", {v, d}, &tok_emb_});
+        for (uint32_t i = 0; i < c_.n_layers; i++) {
+            LlamaLayer &l = layers_[i];
+            const std::string p = "blk." + std::to_string(i) + ".";
+            t.push_back({p + "attn_norm.weight", {d}, &l.attn_norm});
+            t.push_back({p + "attn_qkv.weight", {qkv, d}, &l.qkv_w});
+            if (c_.qkv_bias) t.push_back({p + "attn_qkv.bias", {qkv}, &l.qkv_b});
+            t.push_back({p + "attn_out.weight", {d, c_.q_dim()}, &l.attn_out});
+            t.push_back({p + "ffn_norm.weight", {d}, &l.ffn_norm});
+            t.push_back({p + "ffn_gate_up.weight", {2 * ff, d}, &l.gate_up});
+            t.push_back({p + "ffn_down.weight", {d, ff}, &l.down});
+        }
+        t.push_back({"out_norm.weight", {d}, &out_norm_});
+        if (!c_.tied_head) t.push_back({"lm_head.weight", {v, d}, &head_});
+        return t;
     }
-    ex.norm(NormKind::RMS, w.out_norm_w, nullptr, c.norm_eps);
-    ex.logits(w.lm_head, a.host_all_logits);
-}
+
+    ModelShape shape() const override {
+        ModelShape s = shape_dims(c_);
+        s.gated_ffn = true;
+        s.rope = true;
+        s.rope_theta = c_.rope_theta;
+        return s;
+    }
+
+    void forward(Executor &ex, const ForwardArgs &a) const override {
+        const float eps = c_.norm_eps;
+        ex.embed(tok_emb_, nullptr);
+        for (uint32_t i = 0; i < c_.n_layers; i++) {
+            const LlamaLayer &l = layers_[i];
+            ex.norm(NormKind::RMS, l.attn_norm, nullptr, eps);
+            ex.matmul(Act::H, l.qkv_w, c_.qkv_bias ? &l.qkv_b : nullptr, Act::QKV, Activation::NONE);
+            ex.attention({i, true});
+            ex.matmul(Act::ATT, l.attn_out, nullptr, Act::X, Activation::NONE);
+            ex.norm(NormKind::RMS, l.ffn_norm, nullptr, eps);
+            ex.matmul_swiglu(Act::H, l.gate_up, Act::FF);
+            ex.matmul(Act::FF, l.down, nullptr, Act::X, Activation::NONE);
+            if (a.hook) a.hook->between_layers();
+        }
+        ex.norm(NormKind::RMS, out_norm_, nullptr, eps);
+        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits);
+    }
+
+private:
+    const ModelConfig c_;
+    Weight tok_emb_; // [vocab, d_model]
+    std::vector<LlamaLayer> layers_;
+    Weight out_norm_; // [d_model]
+    Weight head_;     // [vocab, d_model]; unused when tied
+};
+
+} // namespace
+
+std::unique_ptr<Architecture> make_llama(const ModelConfig &c) { return std::make_unique<Llama>(c); }
 
 } // namespace gpt

@@ -2,10 +2,8 @@
 // succeeds, and the generate loop.
 #include "runtime/context.h"
 
-#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "core/memory.h"
-#include "model/arch.h"
 #include "sampler/rng.h"
 
 #include <algorithm>
@@ -27,6 +25,8 @@ struct Context::AbortHook final : LayerHook {
 
 ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) {
     const ModelConfig &c = m.config();
+    const uint32_t known = GPT_CTX_ALLOW_TF32 | GPT_CTX_NO_GRAPHS;
+    if (p.flags & ~known) fail(GPT_ERR_INVALID_ARG, "unknown gpt_ctx_params.flags 0x%x", p.flags & ~known);
     ExecParams e;
     e.max_batch = p.max_batch ? p.max_batch : 1;
     if (e.max_batch > kMaxBatch) fail(GPT_ERR_INVALID_ARG, "max_batch %u exceeds %u", e.max_batch, kMaxBatch);
@@ -39,19 +39,17 @@ ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) {
     e.max_step_tokens = (uint32_t)std::max<uint64_t>(step, e.max_batch);
     if (p.compute_dtype > GPT_DTYPE_BF16) fail(GPT_ERR_INVALID_ARG, "compute_dtype %u is not a gpt_dtype", p.compute_dtype);
     if (p.kv_dtype > GPT_DTYPE_BF16) fail(GPT_ERR_INVALID_ARG, "kv_dtype %u is not a gpt_dtype", p.kv_dtype);
-    const bool cpu = m.device().ordinal() == GPT_DEVICE_CPU;
-    if (cpu) {
-        e.compute = DType::F32; // the CPU backend computes and caches in f32 whatever was asked
-        e.kv = DType::F32;
-    } else {
-        e.compute = p.compute_dtype ? static_cast<DType>(p.compute_dtype) : m.weight_dtype();
-        e.kv = p.kv_dtype ? static_cast<DType>(p.kv_dtype) : (e.compute == DType::F32 ? DType::F32 : DType::F16);
-    }
-    e.n_threads = p.n_threads ? std::min<uint32_t>(p.n_threads, 256) : cpu::hardware_threads();
-    if (!cpu) e.n_threads = 1;
+    m.device().choose(e, p.compute_dtype, p.kv_dtype, p.n_threads);
     e.allow_tf32 = (p.flags & GPT_CTX_ALLOW_TF32) != 0;
     e.use_graphs = (p.flags & GPT_CTX_NO_GRAPHS) == 0;
     return e;
+}
+
+MemoryPlan Context::estimate(const Model &m, const gpt_ctx_params &p) {
+    const ExecParams e = resolve(m, p);
+    MemoryPlan plan = m.device().plan(m.shape(), e);
+    plan.host_bytes += own_host_bytes(e);
+    return plan;
 }
 
 uint64_t Context::own_host_bytes(const ExecParams &e) {
@@ -63,7 +61,7 @@ Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
     abort_fn_ = p.abort_fn;
     abort_user_ = p.abort_user;
     // The executor first: its (much larger) allocation is the one likely to fail.
-    exec_ = m.device().create_executor(m.config(), m.weights(), params_);
+    exec_ = m.device().create_executor(m.shape(), params_);
     own_ = host_alloc(own_host_bytes(params_), "the context's token history");
     seq_len_ = static_cast<uint32_t *>(own_);
     history_ = reinterpret_cast<int32_t *>(seq_len_ + params_.max_batch);
@@ -104,7 +102,7 @@ void Context::step(const int32_t *tokens, uint32_t batch, uint32_t n_total, uint
     ForwardArgs args;
     args.hook = &hook; // a replayed recording skips it: aborts are then seen between steps
     args.host_all_logits = in.host_all_logits;
-    exec_->run([&] { model_forward(model_.config(), model_.weights(), *exec_, args); }, replayable);
+    exec_->run([&] { model_.architecture().forward(*exec_, args); }, replayable);
 }
 
 void Context::forward(const int32_t *tokens, uint32_t batch, uint32_t n_tokens, uint32_t flags, float *logits) {

@@ -17,8 +17,8 @@ class Context {
 public:
     // Resolves defaults and checks params against the model (throws on a bad value).
     static ExecParams resolve(const Model &m, const gpt_ctx_params &p);
-    // Host bytes the Context itself holds besides the executor.
-    static uint64_t own_host_bytes(const ExecParams &e);
+    // What a context of these params takes (gpt_ctx_estimate_memory), exactly.
+    static MemoryPlan estimate(const Model &m, const gpt_ctx_params &p);
 
     Context(const Model &m, const gpt_ctx_params &p);
     ~Context();
@@ -38,6 +38,8 @@ public:
 
 private:
     struct AbortHook;
+    // Host bytes the Context itself holds besides the executor.
+    static uint64_t own_host_bytes(const ExecParams &e);
     void check_tokens(const int32_t *tokens, uint64_t n) const;
     // Runs tokens [t0, t0 + nt) of every sequence as one step; commits nothing.
     void step(const int32_t *tokens, uint32_t batch, uint32_t n_total, uint32_t t0, uint32_t nt, bool all_logits,

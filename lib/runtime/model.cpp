@@ -1,13 +1,56 @@
-// model.cpp - binds the file's tensors to the architecture's table (names, shapes and
-// dtypes checked, nothing unexpected allowed), then hands the weights to the device.
+// model.cpp - opens the weight file (creating the CUDA context meanwhile), binds its tensors
+// to the architecture's table (names, shapes and dtypes checked, nothing unexpected allowed),
+// then hands the weights to the device.
 #include "runtime/model.h"
 
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
 
+#include <cstdio>
+#include <cstring>
+#include <thread>
 #include <unordered_set>
 
 namespace gpt {
+
+namespace {
+
+void check_model_params(const gpt_model_params &p) {
+    const uint32_t known = GPT_MODEL_SKIP_CHECKSUMS | GPT_MODEL_NO_MMAP | GPT_MODEL_COPY_BUFFER;
+    if (p.flags & ~known) fail(GPT_ERR_INVALID_ARG, "unknown gpt_model_params.flags 0x%x", p.flags & ~known);
+}
+
+format::ReadOptions read_options(const gpt_model_params &p) {
+    format::ReadOptions o;
+    o.verify_checksums = !(p.flags & GPT_MODEL_SKIP_CHECKSUMS);
+    o.check_finite = o.verify_checksums; // NaN/Inf weights: GPT_ERR_FORMAT, in the crc pass
+    o.use_mmap = !(p.flags & GPT_MODEL_NO_MMAP);
+    return o;
+}
+
+// Opens the file with `open` while the CUDA context is created on another thread (it takes a
+// good part of a second), then loads the model.
+template <typename Open> std::unique_ptr<Model> open_and_load(const gpt_model_params &p, Open open) {
+    check_model_params(p);
+    std::thread warm;
+    if (p.device != GPT_DEVICE_CPU) {
+        try {
+            warm = std::thread([device = p.device] { cuda_warm_up(device); });
+        } catch (...) { // no thread: the context is simply created later
+        }
+    }
+    struct Join {
+        std::thread &t;
+        ~Join() {
+            if (t.joinable()) t.join();
+        }
+    } join{warm};
+    std::unique_ptr<format::WeightFile> file = open();
+    if (warm.joinable()) warm.join();
+    return Model::load(std::move(file), p);
+}
+
+} // namespace
 
 Model::~Model() = default;
 
@@ -21,10 +64,22 @@ std::unique_ptr<Device> open_device(int32_t requested) {
     return make_cuda_device(requested);
 }
 
-void Model::bind_tensors(const format::WeightFile &f, ModelWeights &host) {
+std::unique_ptr<Model> Model::load_file(const char *path, const gpt_model_params &p) {
+    if (!path) fail(GPT_ERR_INVALID_ARG, "path is NULL");
+    return open_and_load(p, [&] { return format::WeightFile::open(path, read_options(p)); });
+}
+
+std::unique_ptr<Model> Model::load_memory(const void *data, size_t size, const gpt_model_params &p) {
+    return open_and_load(p, [&] {
+        return format::WeightFile::from_memory(data, size, (p.flags & GPT_MODEL_COPY_BUFFER) != 0, read_options(p));
+    });
+}
+
+std::vector<Weight *> Model::bind_tensors(const format::WeightFile &f) {
     const char *src = f.source().c_str();
     std::unordered_set<std::string> expected;
-    for (const TensorSlot &slot : tensor_slots(config_, host)) {
+    std::vector<Weight *> bound;
+    for (const TensorSlot &slot : arch_->tensors()) {
         expected.insert(slot.name);
         const format::TensorEntry *t = f.find(slot.name);
         if (!t) fail(GPT_ERR_FORMAT, "%s: tensor '%s' is missing", src, slot.name.c_str());
@@ -38,15 +93,16 @@ void Model::bind_tensors(const format::WeightFile &f, ModelWeights &host) {
                  got.c_str(), want.c_str());
         }
         slot.dst->data = f.data(*t);
-        slot.dst->dtype = static_cast<DType>(t->dtype);
+        slot.dst->dtype = t->dtype;
         slot.dst->rows = slot.shape[0];
         slot.dst->cols = slot.shape.size() > 1 ? slot.shape[1] : 1;
+        bound.push_back(slot.dst);
     }
     for (const auto &t : f.tensors())
         if (!expected.count(t.name))
             fail(GPT_ERR_FORMAT, "%s: unexpected tensor '%s' for a %s model with this config", src, t.name.c_str(),
                  arch_to_name(config_.arch));
-    bind_tied_head(config_, host);
+    return bound;
 }
 
 std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, const gpt_model_params &params) {
@@ -64,16 +120,17 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, con
     }
     if (m->tok_data_.kind != TokenizerKind::NONE) m->tokenizer_ = Tokenizer::create(m->tok_data_, file->source());
 
-    ModelWeights host;
-    m->bind_tensors(*file, host);
-    m->file_dtype_ = host.tok_emb.dtype;
+    m->arch_ = make_architecture(m->config_);
+    m->shape_ = m->arch_->shape();
+    const std::vector<Weight *> weights = m->bind_tensors(*file);
+    // The embedding's dtype names the file's (the converter writes one dtype throughout).
+    m->file_dtype_ = weights.front()->dtype;
 
-    if (params.weight_dtype > GPT_DTYPE_BF16)
+    if (params.weight_dtype != GPT_DTYPE_AUTO && !is_dtype(params.weight_dtype))
         fail(GPT_ERR_INVALID_ARG, "weight_dtype %u is not a gpt_dtype", params.weight_dtype);
     m->device_ = open_device(params.device);
-    const bool on_cpu = m->device_->ordinal() == GPT_DEVICE_CPU;
-    m->weight_dtype_ = (on_cpu || params.weight_dtype == GPT_DTYPE_AUTO) ? m->file_dtype_ : static_cast<DType>(params.weight_dtype);
-    m->device_->place_weights(m->config_, host, m->weight_dtype_, &m->weights_);
+    const DType want = params.weight_dtype == GPT_DTYPE_AUTO ? m->file_dtype_ : static_cast<DType>(params.weight_dtype);
+    m->weight_dtype_ = m->device_->place_weights(weights, want);
     if (!m->device_->keeps_host_weights()) file->release_data();
     m->file_ = std::move(file);
     return m;
@@ -82,6 +139,36 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, con
 uint64_t Model::host_bytes() const {
     // On the CPU the weights are the file's pages (mapped or read).
     return device_->keeps_host_weights() ? file_->size() : 0;
+}
+
+gpt_model_info Model::info() const {
+    const ModelConfig &c = config_;
+    gpt_model_info i;
+    std::memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    i.arch = c.arch;
+    i.n_layers = c.n_layers;
+    i.d_model = c.d_model;
+    i.n_heads = c.n_heads;
+    i.n_kv_heads = c.n_kv_heads;
+    i.head_dim = c.head_dim;
+    i.d_ff = c.d_ff;
+    i.vocab_size = c.vocab_size;
+    i.context_length = c.context_length;
+    i.file_dtype = (uint32_t)file_dtype_;
+    i.weight_dtype = (uint32_t)weight_dtype_;
+    i.device = device_->ordinal();
+    i.bos_token = c.bos_id;
+    i.eos_token = c.eos_id;
+    i.flags = (c.tied_head ? GPT_MODEL_INFO_TIED_HEAD : 0) | (c.qkv_bias ? GPT_MODEL_INFO_QKV_BIAS : 0) |
+              (tokenizer_ ? GPT_MODEL_INFO_HAS_TOKENIZER : 0);
+    i.norm_eps = c.norm_eps;
+    i.rope_theta = c.rope_theta;
+    i.n_params = parameter_count(c);
+    i.host_bytes = host_bytes();
+    i.device_bytes = device_bytes();
+    std::snprintf(i.name, sizeof i.name, "%s", c.name.c_str());
+    return i;
 }
 
 } // namespace gpt

@@ -1,12 +1,13 @@
-// model.h - a loaded model: config, weights placed on a device, tokenizer data. Immutable
-// after load, so any number of threads may create contexts on it and run them at once.
+// model.h - a loaded model: config, the architecture holding its weights (placed on a
+// device), tokenizer data. Immutable after load, so any number of threads may create
+// contexts on it and run them at once.
 #pragma once
 
 #include "gpt.h"
 #include "backend/backend.h"
 #include "format/reader.h"
+#include "model/arch.h"
 #include "model/config.h"
-#include "model/weights.h"
 #include "tokenizer/tokenizer_data.h"
 
 #include <memory>
@@ -18,11 +19,17 @@ class Tokenizer;
 
 class Model {
 public:
+    // A weight file by path (mapped or read, gpt_model_params.flags), or a caller's buffer.
+    // Throws gpt::Error naming the file and what was wrong.
+    static std::unique_ptr<Model> load_file(const char *path, const gpt_model_params &params);
+    static std::unique_ptr<Model> load_memory(const void *data, size_t size, const gpt_model_params &params);
+    // An opened weight file (the two above end here).
     static std::unique_ptr<Model> load(std::unique_ptr<format::WeightFile> file, const gpt_model_params &params);
     ~Model();
 
     const ModelConfig &config() const { return config_; }
-    const ModelWeights &weights() const { return weights_; }
+    const Architecture &architecture() const { return *arch_; }
+    const ModelShape &shape() const { return shape_; }
     const Device &device() const { return *device_; }
     const TokenizerData &tokenizer_data() const { return tok_data_; }
     const Tokenizer *tokenizer() const { return tokenizer_.get(); } // nullptr when the file has none
@@ -31,17 +38,20 @@ public:
     uint64_t host_bytes() const;
     uint64_t device_bytes() const { return device_->weight_bytes(); }
     const std::string &source() const { return source_; }
+    // What gpt_model_get_info reports (struct_size = sizeof).
+    gpt_model_info info() const;
 
 private:
     Model() = default;
-    void bind_tensors(const format::WeightFile &f, ModelWeights &host);
+    std::vector<Weight *> bind_tensors(const format::WeightFile &f);
 
     ModelConfig config_;
     TokenizerData tok_data_;
     std::unique_ptr<Tokenizer> tokenizer_;
     std::unique_ptr<format::WeightFile> file_; // kept while weights point into it (CPU)
     std::unique_ptr<Device> device_;
-    ModelWeights weights_;
+    std::unique_ptr<Architecture> arch_;
+    ModelShape shape_;
     DType weight_dtype_ = DType::F32;
     DType file_dtype_ = DType::F32;
     std::string source_;

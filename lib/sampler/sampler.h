@@ -3,11 +3,25 @@
 // logits, settings and uniform give the same token. The CUDA sampler follows the same steps.
 #pragma once
 
-#include "backend/backend.h"
-
 #include <cstdint>
 
 namespace gpt {
+
+// Sampling settings (already validated by the caller).
+struct SampleSpec {
+    float temperature = 0;      // <= 0: greedy
+    uint32_t top_k = 0;
+    float top_p = 1;
+    float min_p = 0;
+    float repetition_penalty = 1;
+};
+
+// One sequence's sampling inputs for one step.
+struct SampleRow {
+    float uniform = 0;               // the random draw in [0, 1) that picks the token
+    const int32_t *recent = nullptr; // tokens the repetition penalty applies to
+    uint32_t n_recent = 0;
+};
 
 struct SamplerScratch {
     float *values = nullptr;  // [vocab]

@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (const auto &t : p.tensors) total += t.numel();
         if (total <= (1u << 20))
             for (const auto &t : p.tensors)
-                for (auto out : {gpt::format::FileDType::F32, gpt::format::FileDType::F16}) {
-                    std::vector<uint8_t> dst(t.numel() * (out == gpt::format::FileDType::F32 ? 4 : 2));
+                for (auto out : {gpt::DType::F32, gpt::DType::F16}) {
+                    std::vector<uint8_t> dst(t.numel() * (out == gpt::DType::F32 ? 4 : 2));
                     try {
                         gpt::convert::fill_tensor(t, out, dst.data(), dst.size(), nullptr);
                     } catch (const gpt::Error &e) {

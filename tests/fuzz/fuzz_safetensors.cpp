@@ -24,10 +24,10 @@ void use(const gpt::convert::StHeader &h, bool have_data) {
         if (!have_data) continue;
         volatile uint8_t sink = 0;
         for (uint64_t i = 0; i < t.end - t.begin; i++) sink = sink ^ t.data[i];
-        gpt::format::FileDType dt;
-        if (t.dtype == StDType::F32) dt = gpt::format::FileDType::F32;
-        else if (t.dtype == StDType::F16) dt = gpt::format::FileDType::F16;
-        else if (t.dtype == StDType::BF16) dt = gpt::format::FileDType::BF16;
+        gpt::DType dt;
+        if (t.dtype == StDType::F32) dt = gpt::DType::F32;
+        else if (t.dtype == StDType::F16) dt = gpt::DType::F16;
+        else if (t.dtype == StDType::BF16) dt = gpt::DType::BF16;
         else continue;
         const uint64_t n = t.numel();
         if (n == 0 || n > (1u << 16)) continue;
@@ -39,8 +39,8 @@ void use(const gpt::convert::StHeader &h, bool have_data) {
         m.rows = t.shape.empty() ? 1 : t.shape[0];
         m.cols = n / m.rows;
         gpt::convert::PlannedTensor p{t.name, {n}, {m}};
-        for (auto out : {gpt::format::FileDType::F16, gpt::format::FileDType::F32}) {
-            std::vector<uint8_t> dst(n * (out == gpt::format::FileDType::F32 ? 4 : 2));
+        for (auto out : {gpt::DType::F16, gpt::DType::F32}) {
+            std::vector<uint8_t> dst(n * (out == gpt::DType::F32 ? 4 : 2));
             gpt::convert::fill_tensor(p, out, dst.data(), dst.size(), nullptr);
         }
     }

@@ -57,7 +57,7 @@ gpt::TokenizerData small_bpe() {
     return d;
 }
 
-std::vector<uint8_t> model_file(gpt_arch arch, gpt::format::FileDType dt, const gpt::TokenizerData *tok, uint32_t vocab, bool tied,
+std::vector<uint8_t> model_file(gpt_arch arch, gpt::DType dt, const gpt::TokenizerData *tok, uint32_t vocab, bool tied,
                                 bool bias, uint64_t seed) {
     fixture::Spec s;
     s.arch = arch;
@@ -145,17 +145,17 @@ int main(int argc, char **argv) {
         return 2;
     }
     g_dir = argv[1];
-    using gpt::format::FileDType;
+    using gpt::DType;
     const gpt::TokenizerData bpe = small_bpe();
     const gpt::TokenizerData &spm = fuzz::spm_tokenizer();
 
     // fuzz_weight_file: small models of both architectures, every dtype, with and without
     // tokenizers; a file with odd metadata types; a header-only file.
-    write("fuzz_weight_file", "llama_f32_spm.gpt", model_file(GPT_ARCH_LLAMA, FileDType::F32, &spm, 0, true, false, 1));
-    write("fuzz_weight_file", "llama_f16_bpe.gpt", model_file(GPT_ARCH_LLAMA, FileDType::F16, &bpe, 0, true, true, 2));
-    write("fuzz_weight_file", "llama_bf16_untied.gpt", model_file(GPT_ARCH_LLAMA, FileDType::BF16, nullptr, 19, false, false, 3));
-    write("fuzz_weight_file", "gpt2_f32.gpt", model_file(GPT_ARCH_GPT2, FileDType::F32, nullptr, 23, true, false, 4));
-    write("fuzz_weight_file", "gpt2_f16_untied.gpt", model_file(GPT_ARCH_GPT2, FileDType::F16, nullptr, 11, false, false, 5));
+    write("fuzz_weight_file", "llama_f32_spm.gpt", model_file(GPT_ARCH_LLAMA, DType::F32, &spm, 0, true, false, 1));
+    write("fuzz_weight_file", "llama_f16_bpe.gpt", model_file(GPT_ARCH_LLAMA, DType::F16, &bpe, 0, true, true, 2));
+    write("fuzz_weight_file", "llama_bf16_untied.gpt", model_file(GPT_ARCH_LLAMA, DType::BF16, nullptr, 19, false, false, 3));
+    write("fuzz_weight_file", "gpt2_f32.gpt", model_file(GPT_ARCH_GPT2, DType::F32, nullptr, 23, true, false, 4));
+    write("fuzz_weight_file", "gpt2_f16_untied.gpt", model_file(GPT_ARCH_GPT2, DType::F16, nullptr, 11, false, false, 5));
     {
         gpt::format::Writer w;
         using gpt::format::MetaValue;
@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
         w.metadata().set("x.f32s", MetaValue::of_f32s({0.5f, NAN}));
         w.metadata().set("x.strs", MetaValue::of_strs({"", "a"}));
         const float v[3] = {1, 2, 3};
-        w.add_tensor("t", FileDType::F32, {3}, v, sizeof v);
+        w.add_tensor("t", DType::F32, {3}, v, sizeof v);
         write("fuzz_weight_file", "odd_metadata.gpt", w.write_memory());
         gpt::format::Writer empty;
         write("fuzz_weight_file", "empty.gpt", empty.write_memory());

@@ -3,7 +3,7 @@
 
 #include "core/half.h"
 #include "format/writer.h"
-#include "model/weights.h"
+#include "model/arch.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -68,8 +68,7 @@ Model make(const Spec &s, const gpt::TokenizerData *tok) {
     m.config.to_metadata(w.metadata());
     if (tok) tok->to_metadata(w.metadata());
 
-    gpt::ModelWeights slots_owner;
-    for (const gpt::TensorSlot &slot : gpt::tensor_slots(m.config, slots_owner)) {
+    for (const gpt::TensorSlot &slot : gpt::tensor_table(m.config)) {
         uint64_t n = 1;
         for (uint64_t d : slot.shape) n *= d;
         std::vector<float> v(n);
@@ -80,11 +79,11 @@ Model make(const Spec &s, const gpt::TokenizerData *tok) {
         // Round to the file dtype so the reference sees exactly the stored values.
         std::vector<uint8_t> bytes;
         switch (s.dtype) {
-        case gpt::format::FileDType::F32:
+        case gpt::DType::F32:
             bytes.resize(n * 4);
             std::memcpy(bytes.data(), v.data(), n * 4);
             break;
-        case gpt::format::FileDType::F16:
+        case gpt::DType::F16:
             bytes.resize(n * 2);
             for (uint64_t i = 0; i < n; i++) {
                 uint16_t h = gpt::f32_to_f16(v[i]);
@@ -92,7 +91,7 @@ Model make(const Spec &s, const gpt::TokenizerData *tok) {
                 v[i] = gpt::f16_to_f32(h);
             }
             break;
-        case gpt::format::FileDType::BF16:
+        case gpt::DType::BF16:
             bytes.resize(n * 2);
             for (uint64_t i = 0; i < n; i++) {
                 uint16_t h = gpt::f32_to_bf16(v[i]);

@@ -20,7 +20,7 @@ struct Spec {
     uint32_t vocab_size = 67, context_length = 64;
     bool tied_head = false, qkv_bias = false;
     float rope_theta = 10000.0f, norm_eps = 1e-5f;
-    gpt::format::FileDType dtype = gpt::format::FileDType::F32;
+    gpt::DType dtype = gpt::DType::F32;
     uint64_t seed = 1;
     float scale = 0.3f; // std of matrix entries (larger than trained models, to make logits spread)
     int32_t bos_id = -1, eos_id = -1;

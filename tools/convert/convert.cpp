@@ -10,9 +10,10 @@
 #include "convert/safetensors.h"
 #include "convert/tokenizer_import.h"
 #include "core/error.h"
+#include "core/staged_file.h"
 #include "format/keys.h"
 #include "format/writer.h"
-#include "model/weights.h"
+#include "model/arch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,13 +22,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace gpt::convert {
 
-using format::FileDType;
 
 namespace {
 
@@ -172,7 +171,7 @@ struct ModelGuard {
 };
 
 // `path` is the staging file, `shown` the OUT it becomes (named in messages).
-void verify_file(const std::string &path, const std::string &shown, const ModelConfig &c, FileDType dtype, bool has_tokenizer,
+void verify_file(const std::string &path, const std::string &shown, const ModelConfig &c, DType dtype, bool has_tokenizer,
                  uint32_t threads) {
     const char *p = shown.c_str();
     ModelGuard g;
@@ -208,39 +207,6 @@ void verify_file(const std::string &path, const std::string &shown, const ModelC
 }
 
 // ---------------------------------------------------------------- publishing
-
-// Removes a path on scope exit unless released.
-struct Unlinker {
-    std::string path;
-    ~Unlinker() {
-        if (!path.empty()) ::unlink(path.c_str());
-    }
-};
-
-void fsync_dir(const std::string &file) {
-    int dfd = ::open(dir_name(file).c_str(), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        ::close(dfd);
-    }
-}
-
-// Moves the complete staging file onto out: rename with --force, otherwise link (which
-// refuses to replace a file that appeared meanwhile).
-void publish(const std::string &stage, const std::string &out, bool force) {
-    const char *o = out.c_str();
-    if (force) {
-        if (::rename(stage.c_str(), o) != 0) fail(GPT_ERR_IO, "%s: rename failed: %s", o, strerror(errno));
-    } else if (::link(stage.c_str(), o) == 0) {
-        ::unlink(stage.c_str());
-    } else {
-        if (errno == EEXIST) fail(GPT_ERR_IO, "%s: already exists (not overwritten; pass --force to replace it)", o);
-        // Filesystems without hard links: a fresh check, then rename.
-        if (path_exists(out)) fail(GPT_ERR_IO, "%s: already exists (not overwritten; pass --force to replace it)", o);
-        if (::rename(stage.c_str(), o) != 0) fail(GPT_ERR_IO, "%s: rename failed: %s", o, strerror(errno));
-    }
-    fsync_dir(out);
-}
 
 void check_out_path(const ConvertOptions &opt) {
     const char *o = opt.out.c_str();
@@ -345,12 +311,12 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     check_plan(plan);
 
     // dtype: the source's unless asked.
-    FileDType dtype = plan.source_dtype;
+    DType dtype = plan.source_dtype;
     switch (opt.dtype) {
     case GPT_DTYPE_AUTO: break;
-    case GPT_DTYPE_F32: dtype = FileDType::F32; break;
-    case GPT_DTYPE_F16: dtype = FileDType::F16; break;
-    case GPT_DTYPE_BF16: dtype = FileDType::BF16; break;
+    case GPT_DTYPE_F32: dtype = DType::F32; break;
+    case GPT_DTYPE_F16: dtype = DType::F16; break;
+    case GPT_DTYPE_BF16: dtype = DType::BF16; break;
     default: fail(GPT_ERR_INVALID_ARG, "dtype %u is not f32, f16 or bf16", opt.dtype);
     }
 
@@ -365,30 +331,24 @@ ConvertResult convert_model(const ConvertOptions &opt) {
                      [tp, dtype, &opt](uint8_t *dst, uint64_t nbytes) { fill_tensor(*tp, dtype, dst, nbytes, opt.stop); });
     }
 
-    // Stage beside OUT (same file system, so the final rename is atomic).
-    Unlinker stage;
-    {
-        std::string tmpl = opt.out + ".partial-XXXXXX";
-        int fd = mkstemp(tmpl.data());
-        if (fd < 0) fail(GPT_ERR_IO, "%s: cannot create a staging file beside it: %s", opt.out.c_str(), strerror(errno));
-        ::close(fd);
-        stage.path = tmpl;
-    }
+    // Staged beside OUT (core/staged_file.h), verified there, then moved onto OUT.
+    StagedFile stage(opt.out);
     ProgressBar bar(opt.progress);
-    format::Writer::FileOptions fo;
-    fo.overwrite = true; // the (empty) staging file we just made
-    fo.progress = [&](size_t done, size_t total, uint64_t bytes, uint64_t total_bytes) { bar.update(done, total, bytes, total_bytes); };
-    w.write_file(stage.path, fo);
+    w.write_to(stage.fd(), opt.out, [&](size_t done, size_t total, uint64_t bytes, uint64_t total_bytes) {
+        bar.update(done, total, bytes, total_bytes);
+    });
+    stage.finish();
     if (opt.stop && *opt.stop) fail(GPT_ERR_ABORTED, "interrupted");
 
     if (opt.verify) {
         if (opt.progress) std::fprintf(stderr, "verifying: loading %s back and running one token on the CPU\n", opt.out.c_str());
-        verify_file(stage.path, opt.out, c, dtype, tok.data.kind != TokenizerKind::NONE, opt.verify_threads);
+        verify_file(stage.path(), opt.out, c, dtype, tok.data.kind != TokenizerKind::NONE, opt.verify_threads);
         r.verified = true;
     }
     if (opt.stop && *opt.stop) fail(GPT_ERR_ABORTED, "interrupted");
-    publish(stage.path, opt.out, opt.force);
-    stage.path.clear();
+    if (!opt.force && path_exists(opt.out))
+        fail(GPT_ERR_IO, "%s: already exists (not overwritten; pass --force to replace it)", opt.out.c_str());
+    stage.commit(opt.force);
 
     struct stat st;
     r.file_bytes = ::stat(opt.out.c_str(), &st) == 0 ? (uint64_t)st.st_size : w.file_size();
@@ -434,7 +394,7 @@ std::string format_summary(const ConvertResult &r) {
     }
     s += "\n";
     std::snprintf(buf, sizeof buf, "parameters  %s in %zu tensors, %s (source %s)\n", with_commas(r.n_params).c_str(), r.n_tensors,
-                  file_dtype_name(r.dtype), file_dtype_name(r.source_dtype));
+                  dtype_name(r.dtype), dtype_name(r.source_dtype));
     s += buf;
     s += "tokenizer   " + r.tokenizer + "\n";
     std::snprintf(buf, sizeof buf, "file        %s (%s), %.2f s%s\n", r.out.c_str(), human_bytes(r.file_bytes).c_str(), r.seconds,

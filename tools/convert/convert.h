@@ -1,10 +1,10 @@
 // convert.h - `gpt convert` as a function: a Hugging Face model directory or a llama2.c
 // checkpoint in, one verified weight file out. The output appears atomically and only
-// complete and verified: it is written to a staging file beside OUT (itself written through
-// a temporary file, fsynced and renamed), loaded back through the public API with
-// checksums and run for one token on the CPU, and only then renamed onto OUT (or linked,
-// which refuses to replace a file, without --force). On any failure or interrupt nothing
-// new is left behind and an existing OUT is untouched.
+// complete and verified: it is written once into a staging file beside OUT (core/staged_file.h),
+// fsynced, loaded back through the public API with checksums and run for one token on the
+// CPU, and only then renamed onto OUT (or linked, which refuses to replace a file, without
+// --force). On any failure or interrupt nothing new is left behind and an existing OUT is
+// untouched.
 #pragma once
 
 #include "convert/tensor_plan.h"
@@ -36,8 +36,8 @@ struct ConvertResult {
     ModelConfig config;
     std::string source;               // "huggingface:qwen2", "llama2.c"
     std::string inputs;               // what was read
-    format::FileDType dtype = format::FileDType::F32;
-    format::FileDType source_dtype = format::FileDType::F32;
+    DType dtype = DType::F32;
+    DType source_dtype = DType::F32;
     uint64_t n_params = 0;
     uint64_t file_bytes = 0;
     size_t n_tensors = 0;

@@ -10,7 +10,6 @@
 
 namespace gpt::convert {
 
-using format::FileDType;
 
 namespace {
 
@@ -67,9 +66,9 @@ private:
             fail(GPT_ERR_FORMAT, "%s: tensor '%s' has shape %s, config.json implies %s", f, n, t.shape_str().c_str(), shape_str(want).c_str());
         SrcMatrix m;
         switch (t.dtype) {
-        case StDType::F32: m.dtype = FileDType::F32; break;
-        case StDType::F16: m.dtype = FileDType::F16; break;
-        case StDType::BF16: m.dtype = FileDType::BF16; break;
+        case StDType::F32: m.dtype = DType::F32; break;
+        case StDType::F16: m.dtype = DType::F16; break;
+        case StDType::BF16: m.dtype = DType::BF16; break;
         default:
             fail(GPT_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 tensors can be converted", f, n,
                  st_dtype_name(t.dtype));
@@ -95,14 +94,14 @@ bool same_bytes(const StTensor &a, const StTensor &b) {
 }
 
 bool all_zero(const SrcMatrix &m) {
-    const size_t es = m.dtype == FileDType::F32 ? 4 : 2;
+    const size_t es = m.dtype == DType::F32 ? 4 : 2;
     for (uint64_t i = 0; i < m.rows * m.cols; i++) {
         float v;
         if (es == 4) std::memcpy(&v, m.data + 4 * i, 4);
         else {
             uint16_t h;
             std::memcpy(&h, m.data + 2 * i, 2);
-            v = m.dtype == FileDType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+            v = m.dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
         }
         if (v != 0.0f) return false;
     }

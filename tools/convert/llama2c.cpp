@@ -10,7 +10,6 @@
 
 namespace gpt::convert {
 
-using format::FileDType;
 
 namespace {
 
@@ -156,7 +155,7 @@ TensorPlan plan_llama2c(const std::string &path) {
         const Section &x = sec(name);
         SrcMatrix m;
         m.what = path + ": " + name + (layer >= 0 ? "[" + std::to_string(layer) + "]" : "");
-        m.dtype = FileDType::F32;
+        m.dtype = DType::F32;
         m.rows = rows;
         m.cols = cols;
         const uint64_t begin = x.offset + (layer >= 0 ? (uint64_t)layer * rows * cols * 4 : 0);
@@ -188,7 +187,7 @@ TensorPlan plan_llama2c(const std::string &path) {
 
     p.source = "llama2.c";
     p.inputs = path + " (llama2.c v" + std::to_string(h.version) + ")";
-    p.source_dtype = FileDType::F32;
+    p.source_dtype = DType::F32;
     p.keep_alive.push_back(file);
     return p;
 }

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
-#include "model/weights.h"
+#include "model/arch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,29 +13,27 @@
 
 namespace gpt::convert {
 
-using format::FileDType;
 
 namespace {
 
-size_t esize(FileDType t) { return t == FileDType::F32 ? 4 : 2; }
 
-inline float load(const uint8_t *p, FileDType t) {
-    if (t == FileDType::F32) {
+inline float load(const uint8_t *p, DType t) {
+    if (t == DType::F32) {
         float f;
         std::memcpy(&f, p, 4);
         return f;
     }
     uint16_t h;
     std::memcpy(&h, p, 2);
-    return t == FileDType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    return t == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
-inline void store(uint8_t *p, FileDType t, float v) {
-    if (t == FileDType::F32) {
+inline void store(uint8_t *p, DType t, float v) {
+    if (t == DType::F32) {
         std::memcpy(p, &v, 4);
         return;
     }
-    const uint16_t h = t == FileDType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+    const uint16_t h = t == DType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
     std::memcpy(p, &h, 2);
 }
 
@@ -46,15 +44,15 @@ inline void store(uint8_t *p, FileDType t, float v) {
 }
 
 // Converts one element; a finite value never becomes infinite.
-inline void convert_one(const uint8_t *s, FileDType st, uint8_t *d, FileDType dt, const PlannedTensor &t, const SrcMatrix &m) {
+inline void convert_one(const uint8_t *s, DType st, uint8_t *d, DType dt, const PlannedTensor &t, const SrcMatrix &m) {
     const float v = load(s, st);
-    if (dt == FileDType::F16 && std::fabs(v) >= 65520.0f && std::isfinite(v)) overflow(t, m, v);
+    if (dt == DType::F16 && std::fabs(v) >= 65520.0f && std::isfinite(v)) overflow(t, m, v);
     store(d, dt, v);
 }
 
 // Copies n contiguous source elements into contiguous dst.
-void copy_run(const uint8_t *src, FileDType st, uint8_t *dst, FileDType dt, uint64_t n, const PlannedTensor &t, const SrcMatrix &m) {
-    const size_t ss = esize(st), ds = esize(dt);
+void copy_run(const uint8_t *src, DType st, uint8_t *dst, DType dt, uint64_t n, const PlannedTensor &t, const SrcMatrix &m) {
+    const size_t ss = dtype_bytes(st), ds = dtype_bytes(dt);
     if (st == dt) {
         std::memcpy(dst, src, n * ss);
         return;
@@ -74,30 +72,21 @@ std::string shape_str(const std::vector<uint64_t> &s) {
 
 } // namespace
 
-const char *file_dtype_name(FileDType t) {
-    switch (t) {
-    case FileDType::F32: return "f32";
-    case FileDType::F16: return "f16";
-    case FileDType::BF16: return "bf16";
-    }
-    return "?";
-}
-
 uint64_t PlannedTensor::numel() const {
     uint64_t n = 1;
     for (uint64_t d : shape) n *= d;
     return n;
 }
 
-void fill_tensor(const PlannedTensor &t, FileDType out, uint8_t *dst, uint64_t nbytes, const volatile std::sig_atomic_t *stop) {
-    const size_t ds = esize(out);
+void fill_tensor(const PlannedTensor &t, DType out, uint8_t *dst, uint64_t nbytes, const volatile std::sig_atomic_t *stop) {
+    const size_t ds = dtype_bytes(out);
     if (nbytes != t.numel() * ds)
         fail(GPT_ERR_INTERNAL, "tensor '%s': asked for %llu bytes, the plan holds %llu", t.name.c_str(), (unsigned long long)nbytes,
              (unsigned long long)(t.numel() * ds));
     uint64_t row0 = 0;
     for (const SrcMatrix &m : t.parts) {
         check_stop(stop);
-        const size_t ss = esize(m.dtype);
+        const size_t ss = dtype_bytes(m.dtype);
         const uint64_t cols = m.cols;
         uint8_t *base = dst + row0 * cols * ds;
         auto src_row = [&](uint64_t r) -> uint64_t { return m.row_perm.empty() ? r : m.row_perm[r]; };
@@ -123,9 +112,8 @@ void fill_tensor(const PlannedTensor &t, FileDType out, uint8_t *dst, uint64_t n
 }
 
 void check_plan(const TensorPlan &p) {
-    ModelWeights w;
     std::map<std::string, std::vector<uint64_t>> want;
-    for (const TensorSlot &s : tensor_slots(p.config, w)) want[s.name] = s.shape;
+    for (const TensorSlot &s : tensor_table(p.config)) want[s.name] = s.shape;
     if (want.size() != p.tensors.size())
         fail(GPT_ERR_INTERNAL, "converter bug: planned %zu tensors, a %s model with this config has %zu", p.tensors.size(),
              arch_to_name(p.config.arch), want.size());
@@ -140,7 +128,7 @@ void check_plan(const TensorPlan &p) {
         for (const SrcMatrix &m : t.parts) {
             if (m.cols != cols) fail(GPT_ERR_INTERNAL, "converter bug: tensor '%s': part %s has %llu columns", t.name.c_str(), m.what.c_str(), (unsigned long long)m.cols);
             uint64_t need = 0;
-            if (mul_overflows(m.rows, m.cols, &need) || mul_overflows(need, esize(m.dtype), &need) || need > m.avail || !m.data)
+            if (mul_overflows(m.rows, m.cols, &need) || mul_overflows(need, dtype_bytes(m.dtype), &need) || need > m.avail || !m.data)
                 fail(GPT_ERR_INTERNAL, "converter bug: tensor '%s': part %s reads past its source", t.name.c_str(), m.what.c_str());
             if (!m.row_perm.empty()) {
                 if (m.row_perm.size() != m.rows) fail(GPT_ERR_INTERNAL, "converter bug: tensor '%s': bad permutation", t.name.c_str());
@@ -162,12 +150,12 @@ std::vector<uint32_t> rope_interleaved_to_half_perm(uint32_t n_heads, uint32_t h
     return perm;
 }
 
-FileDType dominant_dtype(const std::vector<PlannedTensor> &tensors) {
+DType dominant_dtype(const std::vector<PlannedTensor> &tensors) {
     uint64_t count[4] = {0, 0, 0, 0};
     for (const auto &t : tensors)
         for (const auto &m : t.parts) count[(int)m.dtype] += m.rows * m.cols;
-    FileDType best = FileDType::F32;
-    for (FileDType d : {FileDType::F32, FileDType::F16, FileDType::BF16})
+    DType best = DType::F32;
+    for (DType d : {DType::F32, DType::F16, DType::BF16})
         if (count[(int)d] > count[(int)best]) best = d;
     return best;
 }

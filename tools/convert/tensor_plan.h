@@ -20,7 +20,7 @@ struct SrcMatrix {
     std::string what;               // "model.safetensors: tensor 'h.0.attn.c_attn.weight'", for messages
     const uint8_t *data = nullptr;  // first stored element; any alignment
     uint64_t avail = 0;             // bytes readable at data (checked against the extent)
-    format::FileDType dtype = format::FileDType::F32;
+    DType dtype = DType::F32;
     uint64_t rows = 0, cols = 0;    // logical shape
     bool transposed = false;        // stored as [cols][rows] (GPT-2 Conv1D weights)
     std::vector<uint32_t> row_perm; // logical row r is stored row row_perm[r]; empty: identity
@@ -35,8 +35,8 @@ struct PlannedTensor {
 
 struct TensorPlan {
     ModelConfig config;
-    std::vector<PlannedTensor> tensors;         // in the file order of tensor_slots()
-    format::FileDType source_dtype = format::FileDType::F32; // most source parameters are in it
+    std::vector<PlannedTensor> tensors;         // in the file order of tensor_table()
+    DType source_dtype = DType::F32; // most source parameters are in it
     std::string source;                         // general.source: "huggingface:mistral", "llama2.c"
     std::string inputs;                         // what was read, for the summary
     std::vector<int32_t> eos_ids;               // every end-of-sequence id when there are several
@@ -49,7 +49,7 @@ struct TensorPlan {
 // Writes t's elements, converted to `out`, into dst (exactly t.numel() * size(out) bytes).
 // Same-dtype values are copied bit for bit; conversions round to nearest even. Checks
 // *stop (a signal flag; may be null) and throws GPT_ERR_ABORTED when it is set.
-void fill_tensor(const PlannedTensor &t, format::FileDType out, uint8_t *dst, uint64_t nbytes,
+void fill_tensor(const PlannedTensor &t, DType out, uint8_t *dst, uint64_t nbytes,
                  const volatile std::sig_atomic_t *stop);
 
 // The plan must hold exactly the tensors (names and shapes) that the engine's table for
@@ -62,8 +62,7 @@ void check_plan(const TensorPlan &p);
 std::vector<uint32_t> rope_interleaved_to_half_perm(uint32_t n_heads, uint32_t head_dim);
 
 // The dtype most parameters of the plan are stored in (the default output dtype).
-format::FileDType dominant_dtype(const std::vector<PlannedTensor> &tensors);
+DType dominant_dtype(const std::vector<PlannedTensor> &tensors);
 
-const char *file_dtype_name(format::FileDType t); // "f32" | "f16" | "bf16"
 
 } // namespace gpt::convert

@@ -81,7 +81,7 @@ int cmd_info(int argc, char **argv) {
             if (!show_tensors) continue;
             std::string shape;
             for (uint32_t d = 0; d < t.ndim; d++) shape += (d ? " x " : "") + std::to_string(t.dims[d]);
-            std::printf("  %-32s %-5s %-20s %12llu %10s  %08x\n", t.name.c_str(), gpt::format::dtype_name(t.dtype), shape.c_str(),
+            std::printf("  %-32s %-5s %-20s %12llu %10s  %08x\n", t.name.c_str(), gpt::dtype_name(t.dtype), shape.c_str(),
                         (unsigned long long)t.offset, human_bytes(t.nbytes).c_str(), t.crc32);
         }
         std::printf("\nparameters: %llu (%.2f M)\n", (unsigned long long)params, params / 1e6);

@@ -3,8 +3,8 @@
 
 #include "core/half.h"
 #include "format/writer.h"
+#include "model/arch.h"
 #include "model/config.h"
-#include "model/weights.h"
 
 #include <algorithm>
 #include <cmath>
@@ -101,13 +101,12 @@ std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, ui
     c.validate(s.name);
     gpt::format::Writer w;
     c.to_metadata(w.metadata());
-    gpt::ModelWeights owner;
     uint64_t k = 0;
-    for (const gpt::TensorSlot &slot : gpt::tensor_slots(c, owner)) {
+    for (const gpt::TensorSlot &slot : gpt::tensor_table(c)) {
         const bool norm = slot.name.find("norm") != std::string::npos;
         const float scale = slot.shape.size() > 1 ? 1.0f / std::sqrt((float)slot.shape.back()) : 0.02f;
         const uint64_t sd = seed + (k++);
-        w.add_tensor(slot.name, (gpt::format::FileDType)dtype, slot.shape,
+        w.add_tensor(slot.name, (gpt::DType)dtype, slot.shape,
                      [=](uint8_t *dst, uint64_t nbytes) { fill(dst, nbytes / (dtype == 1 ? 4 : 2), dtype, norm ? 1.0f : 0.0f, scale, sd); });
     }
     return w.write_memory(false);

@@ -26,7 +26,7 @@ _ALIGN = 256
 
 # Metadata value types (lib/format/spec.h MetaType).
 U32, I32, F32, U64, STR, I32_ARRAY, F32_ARRAY, STR_ARRAY = range(1, 9)
-# Tensor dtypes (FileDType).
+# Tensor dtypes (lib/core/dtype.h: the gpt_dtype values).
 DTYPE_F32, DTYPE_F16 = 1, 2
 
 

@@ -2,10 +2,12 @@
 // widened to f32 once), an executor whose arena holds the f32 KV cache and every
 // activation, and a thread pool that splits each op over rows, outputs or heads.
 #include "backend/backend.h"
+#include "backend/buffers.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/rope.h"
 #include "sampler/sampler.h"
 
 #include <algorithm>
@@ -19,82 +21,53 @@ namespace {
 
 using cpu::ThreadPool;
 
-// Byte sizes of everything an executor allocates, from the config and params alone: the
-// plan that create_executor carves and that gpt_ctx_estimate_memory reports.
+// Everything an executor allocates, from the shape and params alone: the shared step
+// buffers (all f32 here) plus per-thread scratch and the sampler's. create_executor carves
+// exactly this; gpt_ctx_estimate_memory reports it.
 struct CpuPlan {
-    // Bound on the KV cache's float count: keeps the byte total (two caches plus far smaller
-    // buffers, times 4) far from 2^64.
-    static constexpr uint64_t kMaxFloats = 1ull << 58;
-    uint64_t rows, logits_rows, kv_floats, scratch_per_thread;
-    uint64_t x, h, qkv, att, gu, ff, delta, logits, k_cache, v_cache, rope, score_scratch, sample_values,
-        sample_index, tokens, positions, seqs;
+    StepBuffers b;
+    uint64_t scratch_per_thread, score_scratch, sample_values, sample_index;
     uint64_t total;
 
-    CpuPlan(const ModelConfig &c, const ExecParams &p) {
-        rows = std::max(p.max_step_tokens, p.max_batch);
-        logits_rows = p.max_batch; // all-logits steps are projected in groups of this many rows
-        const uint64_t d = c.d_model;
-        x = rows * d;
-        h = rows * d;
-        qkv = rows * c.qkv_dim();
-        att = rows * c.q_dim();
-        gu = c.arch == GPT_ARCH_LLAMA ? rows * 2ull * c.d_ff : 0;
-        ff = rows * c.d_ff;
-        delta = rows * d;
-        logits = logits_rows * (uint64_t)c.vocab_size;
-        // The KV cache is the one product that can leave uint64 within the config and params
-        // limits (2^10 layers x 2^12 sequences x 2^10 kv heads x 2^22 positions x 2^10 dims):
-        // a wrapped size would allocate a small arena and write past it.
-        bool big = false;
-        kv_floats = c.n_layers;
-        for (uint64_t f : {(uint64_t)p.max_batch, (uint64_t)c.n_kv_heads, (uint64_t)p.max_seq, (uint64_t)c.head_dim})
-            big |= mul_overflows(kv_floats, f, &kv_floats);
-        if (big || kv_floats > kMaxFloats)
-            fail(GPT_ERR_OUT_OF_MEMORY,
-                 "a context of %u layers x %u sequences x %u kv heads x %u positions x %u dims needs a KV cache of more "
-                 "than 2^60 bytes",
-                 c.n_layers, p.max_batch, c.n_kv_heads, p.max_seq, c.head_dim);
-        k_cache = v_cache = kv_floats;
-        rope = c.arch == GPT_ARCH_LLAMA ? 2ull * p.max_seq * (c.head_dim / 2) : 0;
+    CpuPlan(const ModelShape &s, const ExecParams &p) : b(s, p, p.max_batch) {
         // Per thread: attention scores over max_seq keys, one widened weight row.
-        scratch_per_thread = (uint64_t)p.max_seq + std::max<uint64_t>({d, c.d_ff, c.q_dim()});
+        scratch_per_thread = (uint64_t)p.max_seq + std::max<uint64_t>({s.d_model, s.d_ff, s.q_dim()});
         score_scratch = scratch_per_thread * p.n_threads;
-        sample_values = c.vocab_size;
-        sample_index = c.vocab_size; // int32
-        tokens = rows;               // int32
-        positions = rows;            // uint32
-        seqs = rows;                 // uint32
-        total = 4 * (x + h + qkv + att + gu + ff + delta + logits + k_cache + v_cache + rope + score_scratch +
-                     sample_values + sample_index + tokens + positions + seqs);
+        sample_values = s.vocab_size;
+        sample_index = s.vocab_size; // int32
+        // Every element is 4 bytes (f32, int32, uint32); the id arrays are tokens, positions, sequences.
+        total = 4 * (b.x + b.h + b.qkv + b.att + b.gu + b.ff + b.delta + b.logits + 2 * b.kv + 2 * b.rope +
+                     score_scratch + sample_values + sample_index + 3 * b.ids);
     }
 };
 
 class CpuExecutor final : public Executor {
 public:
-    CpuExecutor(const ModelConfig &c, const ExecParams &p) : c_(c), p_(p), plan_(c, p), pool_(p.n_threads) {
+    CpuExecutor(const ModelShape &s, const ExecParams &p) : shape_(s), p_(p), plan_(s, p), pool_(p.n_threads) {
         arena_ = static_cast<uint8_t *>(host_alloc(plan_.total, "CPU context (KV cache and activations)"));
         allocations_ = 1;
         uint8_t *cur = arena_;
         auto take = [&](uint64_t n) { void *q = cur; cur += 4 * n; return q; };
-        x_ = (float *)take(plan_.x);
-        h_ = (float *)take(plan_.h);
-        qkv_ = (float *)take(plan_.qkv);
-        att_ = (float *)take(plan_.att);
-        gu_ = (float *)take(plan_.gu);
-        ff_ = (float *)take(plan_.ff);
-        delta_ = (float *)take(plan_.delta);
-        logits_ = (float *)take(plan_.logits);
-        k_cache_ = (float *)take(plan_.k_cache);
-        v_cache_ = (float *)take(plan_.v_cache);
-        rope_cos_ = (float *)take(plan_.rope / 2);
-        rope_sin_ = (float *)take(plan_.rope / 2);
+        const StepBuffers &b = plan_.b;
+        x_ = (float *)take(b.x);
+        h_ = (float *)take(b.h);
+        qkv_ = (float *)take(b.qkv);
+        att_ = (float *)take(b.att);
+        gu_ = (float *)take(b.gu);
+        ff_ = (float *)take(b.ff);
+        delta_ = (float *)take(b.delta);
+        logits_ = (float *)take(b.logits);
+        k_cache_ = (float *)take(b.kv);
+        v_cache_ = (float *)take(b.kv);
+        rope_cos_ = (float *)take(b.rope);
+        rope_sin_ = (float *)take(b.rope);
         scratch_ = (float *)take(plan_.score_scratch);
         sampler_.values = (float *)take(plan_.sample_values);
         sampler_.index = (int32_t *)take(plan_.sample_index);
-        tokens_ = (int32_t *)take(plan_.tokens);
-        positions_ = (uint32_t *)take(plan_.positions);
-        seqs_ = (uint32_t *)take(plan_.seqs);
-        if (c.arch == GPT_ARCH_LLAMA) cpu::rope_tables(c.rope_theta, c.head_dim, p.max_seq, rope_cos_, rope_sin_);
+        tokens_ = (int32_t *)take(b.ids);
+        positions_ = (uint32_t *)take(b.ids);
+        seqs_ = (uint32_t *)take(b.ids);
+        if (s.rope) rope_tables(s.rope_theta, s.head_dim, p.max_seq, rope_cos_, rope_sin_);
     }
     ~CpuExecutor() override { host_free(arena_); }
 
@@ -113,7 +86,7 @@ public:
     void run(const std::function<void()> &ops, bool) override { ops(); }
 
     void embed(const Weight &tok, const Weight *pos) override {
-        const uint32_t d = c_.d_model;
+        const uint32_t d = shape_.d_model;
         pool_.run(rows_, [&](uint64_t r0, uint64_t r1, uint32_t t) {
             for (uint64_t r = r0; r < r1; r++) {
                 float *x = x_ + r * d;
@@ -128,7 +101,7 @@ public:
     }
 
     void norm(NormKind kind, const Weight &w, const Weight *b, float eps) override {
-        const uint32_t d = c_.d_model;
+        const uint32_t d = shape_.d_model;
         const float *wv = static_cast<const float *>(w.data);
         const float *bv = b && *b ? static_cast<const float *>(b->data) : nullptr;
         pool_.run(rows_, [&](uint64_t r0, uint64_t r1, uint32_t) {
@@ -158,8 +131,8 @@ public:
     }
 
     void attention(const AttentionSpec &s) override {
-        const uint32_t hd = c_.head_dim, nh = c_.n_heads, nkv = c_.n_kv_heads, group = nh / nkv;
-        const uint32_t qkv_dim = c_.qkv_dim();
+        const uint32_t hd = shape_.head_dim, nh = shape_.n_heads, nkv = shape_.n_kv_heads, group = nh / nkv;
+        const uint32_t qkv_dim = shape_.qkv_dim();
         // 1. RoPE on q and k, then append k and v to the cache (rows never share a slot).
         pool_.run(rows_, [&](uint64_t r0, uint64_t r1, uint32_t) {
             for (uint64_t r = r0; r < r1; r++) {
@@ -184,7 +157,7 @@ public:
                 const uint32_t h = (uint32_t)(i % nh), g = h / group;
                 const uint32_t seq = seqs_[r], n_keys = positions_[r] + 1;
                 cpu::attend(qkv_ + r * qkv_dim + h * hd, k_at(s.layer, seq, g, 0), v_at(s.layer, seq, g, 0), n_keys, hd,
-                            scale, scores, att_ + r * c_.q_dim() + h * hd);
+                            scale, scores, att_ + r * shape_.q_dim() + h * hd);
             }
         });
     }
@@ -204,7 +177,7 @@ public:
     }
 
     void logits(const Weight &head, float *host_all) override {
-        const uint32_t d = c_.d_model, v = c_.vocab_size;
+        const uint32_t d = shape_.d_model, v = shape_.vocab_size;
         if (in_.all_logits && host_all) {
             // Every row, straight into the caller's buffer: sequence b's rows start at
             // host_all + b * logits_seq_stride rows.
@@ -229,13 +202,13 @@ public:
 
     void read_logits(float *host) override {
         if (!have_last_) fail(GPT_ERR_INTERNAL, "read_logits without last-row logits");
-        std::memcpy(host, logits_, (uint64_t)in_.batch * c_.vocab_size * sizeof(float));
+        std::memcpy(host, logits_, (uint64_t)in_.batch * shape_.vocab_size * sizeof(float));
     }
 
     void sample(const SampleSpec &spec, const SampleRow *rows, int32_t *out) override {
         if (!have_last_) fail(GPT_ERR_INTERNAL, "sample without last-row logits");
         for (uint32_t b = 0; b < in_.batch; b++)
-            out[b] = sample_row(logits_ + (uint64_t)b * c_.vocab_size, c_.vocab_size, spec, rows[b], sampler_);
+            out[b] = sample_row(logits_ + (uint64_t)b * shape_.vocab_size, shape_.vocab_size, spec, rows[b], sampler_);
     }
 
     void set_seq_len(uint32_t, uint32_t) override {} // positions come with each step
@@ -260,10 +233,10 @@ private:
     float *k_at(uint32_t layer, uint32_t seq, uint32_t g, uint32_t pos) { return k_cache_ + kv_index(layer, seq, g, pos); }
     float *v_at(uint32_t layer, uint32_t seq, uint32_t g, uint32_t pos) { return v_cache_ + kv_index(layer, seq, g, pos); }
     uint64_t kv_index(uint32_t layer, uint32_t seq, uint32_t g, uint32_t pos) const {
-        return ((((uint64_t)layer * p_.max_batch + seq) * c_.n_kv_heads + g) * p_.max_seq + pos) * c_.head_dim;
+        return ((((uint64_t)layer * p_.max_batch + seq) * shape_.n_kv_heads + g) * p_.max_seq + pos) * shape_.head_dim;
     }
 
-    const ModelConfig c_;
+    const ModelShape shape_;
     const ExecParams p_;
     const CpuPlan plan_;
     ThreadPool pool_;
@@ -285,43 +258,48 @@ public:
     bool keeps_host_weights() const override { return true; }
     uint64_t weight_bytes() const override { return 0; }
 
-    void place_weights(const ModelConfig &c, const ModelWeights &in, DType, ModelWeights *out) override {
-        // Matrices stay in the file; vectors (norms, biases) are widened to f32 once.
-        *out = in;
+    // Matrices stay where they are (the file) in their own dtype; vectors (norms, biases) are
+    // widened to f32 once.
+    DType place_weights(const std::vector<Weight *> &weights, DType) override {
         uint64_t n = 0;
-        for_each_vector(*out, [&](Weight &w) { n += w.rows; });
+        for (const Weight *w : weights)
+            if (w->is_vector()) n += w->rows;
         vectors_.assign(n, 0.0f);
         uint64_t off = 0;
-        for_each_vector(*out, [&](Weight &w) {
-            cpu::widen(w.data, w.dtype, w.rows, vectors_.data() + off);
-            w.data = vectors_.data() + off;
-            w.dtype = DType::F32;
-            off += w.rows;
-        });
-        (void)c;
+        DType held = DType::F32;
+        bool first = true;
+        for (Weight *w : weights) {
+            if (!w->is_vector()) {
+                if (first) held = w->dtype;
+                first = false;
+                continue;
+            }
+            cpu::widen(w->data, w->dtype, w->rows, vectors_.data() + off);
+            w->data = vectors_.data() + off;
+            w->dtype = DType::F32;
+            off += w->rows;
+        }
+        return held;
     }
 
-    MemoryPlan plan(const ModelConfig &c, const ExecParams &p) const override {
+    // Computes and caches in f32 whatever was asked.
+    void choose(ExecParams &p, uint32_t, uint32_t, uint32_t n_threads) const override {
+        p.compute = DType::F32;
+        p.kv = DType::F32;
+        p.n_threads = n_threads ? std::min<uint32_t>(n_threads, 256) : cpu::hardware_threads();
+    }
+
+    MemoryPlan plan(const ModelShape &s, const ExecParams &p) const override {
         MemoryPlan m;
-        m.host_bytes = CpuPlan(c, p).total;
+        m.host_bytes = CpuPlan(s, p).total;
         return m;
     }
 
-    std::unique_ptr<Executor> create_executor(const ModelConfig &c, const ModelWeights &, const ExecParams &p) const override {
-        return std::make_unique<CpuExecutor>(c, p);
+    std::unique_ptr<Executor> create_executor(const ModelShape &s, const ExecParams &p) const override {
+        return std::make_unique<CpuExecutor>(s, p);
     }
 
 private:
-    template <typename F> static void for_each_vector(ModelWeights &w, F f) {
-        auto visit = [&](Weight &x) { if (x && x.cols == 1) f(x); };
-        visit(w.out_norm_w);
-        visit(w.out_norm_b);
-        for (auto &l : w.layers) {
-            for (Weight *x : {&l.attn_norm_w, &l.attn_norm_b, &l.attn_qkv_b, &l.attn_out_b, &l.ffn_norm_w, &l.ffn_norm_b,
-                              &l.ffn_up_b, &l.ffn_down_b})
-                visit(*x);
-        }
-    }
     std::vector<float> vectors_;
 };
 

@@ -3,7 +3,7 @@
 // the oracle. Activations are f32; matrix weights may be f32, f16 or bf16 (widened here).
 #pragma once
 
-#include "model/weights.h"
+#include "core/tensor.h"
 
 #include <cstdint>
 
@@ -25,15 +25,13 @@ void layer_norm(const float *x, const float *w, const float *b, float eps, uint3
 // One row: out = x / sqrt(mean(x^2) + eps) * w.
 void rms_norm(const float *x, const float *w, float eps, uint32_t d, float *out);
 
-// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), GPT-2's GELU.
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GELU, tanh approximation.
 float gelu_tanh(float x);
 // x * sigmoid(x)
 float silu(float x);
 
 // Rotate-half RoPE on one head vector v[head_dim] with cos/sin[head_dim / 2] for its position.
 void rope_rotate_half(float *v, uint32_t head_dim, const float *cos, const float *sin);
-// cos/sin tables [n_pos][head_dim / 2]: angle = pos * theta^(-2i / head_dim), in double.
-void rope_tables(float theta, uint32_t head_dim, uint32_t n_pos, float *cos, float *sin);
 
 // Causal attention of one query head over cached keys/values [0, n_keys):
 // out[hd] = softmax(q . k_t * scale) weighted sum of v_t. k, v: [n_keys][hd] contiguous.

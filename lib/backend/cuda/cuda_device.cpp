@@ -18,19 +18,6 @@ namespace gpt {
 
 namespace {
 
-// Every weight of a model, in upload order.
-template <typename F> void for_each_weight(ModelWeights &w, F f) {
-    f(w.tok_emb);
-    f(w.pos_emb);
-    f(w.out_norm_w);
-    f(w.out_norm_b);
-    f(w.lm_head);
-    for (auto &l : w.layers)
-        for (Weight *x : {&l.attn_norm_w, &l.attn_norm_b, &l.attn_qkv_w, &l.attn_qkv_b, &l.attn_out_w, &l.attn_out_b,
-                          &l.ffn_norm_w, &l.ffn_norm_b, &l.ffn_up_w, &l.ffn_up_b, &l.ffn_down_w, &l.ffn_down_b})
-            f(*x);
-}
-
 // Converts n elements between dtypes on the host (rounding to nearest even).
 void convert(const void *src, DType from, void *dst, DType to, uint64_t n) {
     if (from == to) {
@@ -72,17 +59,12 @@ public:
     bool keeps_host_weights() const override { return false; }
     uint64_t weight_bytes() const override { return bytes_; }
 
-    void place_weights(const ModelConfig &, const ModelWeights &in, DType want, ModelWeights *out) override {
+    // Matrices in `want`, vectors in f32, each 256-byte aligned in one allocation.
+    DType place_weights(const std::vector<Weight *> &weights, DType want) override {
         GPT_CUDA_CHECK(cudaSetDevice(ordinal_));
-        *out = in;
-        const bool tied = in.lm_head.data == in.tok_emb.data;
-        // Sizes: matrices in `want`, vectors in f32, each 256-byte aligned.
-        auto target = [&](const Weight &w) { return w.cols > 1 ? want : DType::F32; };
+        auto target = [&](const Weight &w) { return w.is_vector() ? DType::F32 : want; };
         uint64_t total = 0;
-        for_each_weight(*out, [&](Weight &w) {
-            if (!w || (&w == &out->lm_head && tied)) return;
-            total += (w.numel() * dtype_bytes(target(w)) + 255) & ~(uint64_t)255;
-        });
+        for (const Weight *w : weights) total += (w->numel() * dtype_bytes(target(*w)) + 255) & ~(uint64_t)255;
         weights_ = static_cast<uint8_t *>(cuda::device_alloc(total, "the model weights"));
         bytes_ = total;
         // Convert through a bounded host buffer, then copy (synchronous copies: locked against
@@ -93,48 +75,55 @@ public:
         };
         std::vector<uint8_t> staging;
         uint64_t off = 0;
-        for_each_weight(*out, [&](Weight &w) {
-            if (!w || (&w == &out->lm_head && tied)) return;
-            const DType to = target(w);
-            const uint64_t nbytes = w.numel() * dtype_bytes(to);
+        for (Weight *w : weights) {
+            const DType to = target(*w);
+            const uint64_t nbytes = w->numel() * dtype_bytes(to);
             uint8_t *dst = weights_ + off;
-            if (w.dtype == to) {
-                upload(dst, w.data, nbytes);
+            if (w->dtype == to) {
+                upload(dst, w->data, nbytes);
             } else {
                 const uint64_t chunk = 1ull << 22; // elements per conversion pass
-                staging.resize(std::min(w.numel(), chunk) * dtype_bytes(to));
-                for (uint64_t i = 0; i < w.numel(); i += chunk) {
-                    const uint64_t n = std::min(chunk, w.numel() - i);
-                    convert(static_cast<const uint8_t *>(w.data) + i * dtype_bytes(w.dtype), w.dtype, staging.data(), to, n);
+                staging.resize(std::min(w->numel(), chunk) * dtype_bytes(to));
+                for (uint64_t i = 0; i < w->numel(); i += chunk) {
+                    const uint64_t n = std::min(chunk, w->numel() - i);
+                    convert(static_cast<const uint8_t *>(w->data) + i * dtype_bytes(w->dtype), w->dtype, staging.data(), to, n);
                     upload(dst + i * dtype_bytes(to), staging.data(), n * dtype_bytes(to));
                 }
             }
-            w.data = dst;
-            w.dtype = to;
+            w->data = dst;
+            w->dtype = to;
             off += (nbytes + 255) & ~(uint64_t)255;
-        });
-        if (tied) out->lm_head = out->tok_emb;
+        }
+        weight_dtype_ = want;
+        return want;
     }
 
-    MemoryPlan plan(const ModelConfig &c, const ExecParams &p) const override {
-        const cuda::CudaPlan plan(c, p);
+    // Computes in the weights' dtype unless asked otherwise; caches K/V in f16 (f32 for f32).
+    void choose(ExecParams &p, uint32_t compute, uint32_t kv, uint32_t) const override {
+        p.compute = compute ? static_cast<DType>(compute) : weight_dtype_;
+        p.kv = kv ? static_cast<DType>(kv) : (p.compute == DType::F32 ? DType::F32 : DType::F16);
+        p.n_threads = 1;
+    }
+
+    MemoryPlan plan(const ModelShape &s, const ExecParams &p) const override {
+        const cuda::CudaPlan plan(s, p);
         MemoryPlan m;
         m.device_bytes = plan.device_bytes;
         m.host_bytes = plan.pinned_bytes;
         return m;
     }
 
-    std::unique_ptr<Executor> create_executor(const ModelConfig &c, const ModelWeights &w, const ExecParams &p) const override {
-        if (w.tok_emb.dtype != p.compute)
+    std::unique_ptr<Executor> create_executor(const ModelShape &s, const ExecParams &p) const override {
+        if (weight_dtype_ != p.compute)
             fail(GPT_ERR_UNSUPPORTED,
                  "compute dtype %s differs from the weights' %s on the GPU: load the model with weight_dtype %s",
-                 dtype_str(p.compute), dtype_str(w.tok_emb.dtype), dtype_str(p.compute));
-        if (c.head_dim > 256) fail(GPT_ERR_UNSUPPORTED, "head_dim %u exceeds the CUDA attention's limit of 256", c.head_dim);
-        const uint32_t group = c.n_heads / c.n_kv_heads;
-        if (group > 64 || group * c.head_dim > 16384)
+                 dtype_name(p.compute), dtype_name(weight_dtype_), dtype_name(p.compute));
+        if (s.head_dim > 256) fail(GPT_ERR_UNSUPPORTED, "head_dim %u exceeds the CUDA attention's limit of 256", s.head_dim);
+        const uint32_t group = s.n_heads / s.n_kv_heads;
+        if (group > 64 || group * s.head_dim > 16384)
             fail(GPT_ERR_UNSUPPORTED, "%u query heads per kv head of dimension %u exceed the CUDA attention's limits (64, and 16384 in all)",
-                 group, c.head_dim);
-        return cuda::make_cuda_executor(ordinal_, c, p);
+                 group, s.head_dim);
+        return cuda::make_cuda_executor(ordinal_, s, p);
     }
 
 private:
@@ -142,6 +131,7 @@ private:
     std::string name_;
     uint8_t *weights_ = nullptr;
     uint64_t bytes_ = 0;
+    DType weight_dtype_ = DType::F32; // of the matrices, once placed
 };
 
 } // namespace

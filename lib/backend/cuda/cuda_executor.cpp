@@ -4,15 +4,16 @@
 // for every later token (positions are read from device memory, so the graph stays valid).
 #include "backend/cuda/cuda_executor.h"
 
-#include "backend/cpu/cpu_ops.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_plan.h"
 #include "backend/cuda/gemm.h"
 #include "core/error.h"
+#include "core/rope.h"
 
 #include "add_norm.cuh"
 #include "attention.cuh"
 #include "bias_act.cuh"
+#include "dtype.cuh"
 #include "embed.cuh"
 #include "gemv.cuh"
 #include "rope_append.cuh"
@@ -27,6 +28,10 @@
 
 namespace gpt::cuda {
 
+// The kernels' element-type codes are the library's: launchers get (int)DType.
+static_assert((int)DType::F32 == gpt_cuda::F32 && (int)DType::F16 == gpt_cuda::F16 && (int)DType::BF16 == gpt_cuda::BF16,
+              "cuda/dtype.cuh and core/dtype.h disagree");
+
 namespace {
 
 constexpr size_t kMaxGraphs = 16;  // recorded step shapes kept per context (least recently used go)
@@ -34,8 +39,8 @@ constexpr uint32_t kGemvRows = 2;  // the GEMV for 1-2 rows; cuBLAS (tensor core
 
 class CudaExecutor final : public Executor {
 public:
-    CudaExecutor(int device, const ModelConfig &c, const ExecParams &p)
-        : device_(device), c_(c), p_(p), plan_(c, p) {
+    CudaExecutor(int device, const ModelShape &s, const ExecParams &p)
+        : device_(device), shape_(s), p_(p), plan_(s, p) {
         graphs_.reserve(kMaxGraphs);
         GPT_CUDA_CHECK(cudaSetDevice(device_));
         try {
@@ -49,7 +54,7 @@ public:
             GPT_CUDA_CHECK(cublasSetStream(cublas_, stream_));
             GPT_CUDA_CHECK(cublasSetWorkspace(cublas_, dev(plan_.cublas_ws), plan_.cublas_ws.bytes));
             GPT_CUDA_CHECK(cublasSetMathMode(cublas_, p.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-            if (c.arch == GPT_ARCH_LLAMA) upload_rope_tables();
+            if (s.rope) upload_rope_tables();
         } catch (...) {
             release();
             throw;
@@ -112,7 +117,7 @@ public:
 
     void embed(const Weight &tok, const Weight *pos) override {
         GPT_CUDA_CHECK(launch_embed(dev<int32_t>(plan_.tokens), dev<int32_t>(plan_.positions), tok.data,
-                                    pos && *pos ? pos->data : nullptr, (int)tok.dtype, rows_, c_.d_model,
+                                    pos && *pos ? pos->data : nullptr, (int)tok.dtype, rows_, shape_.d_model,
                                     dev<float>(plan_.x), stream_));
     }
 
@@ -121,7 +126,7 @@ public:
         GPT_CUDA_CHECK(launch_add_norm(dev<float>(plan_.x), pending_delta_ ? dev(plan_.delta) : nullptr,
                                        static_cast<const float *>(w.data),
                                        b && *b ? static_cast<const float *>(b->data) : nullptr, eps, kind == NormKind::RMS,
-                                       rows_, c_.d_model, dev(plan_.h), (int)p_.compute, stream_));
+                                       rows_, shape_.d_model, dev(plan_.h), (int)p_.compute, stream_));
         pending_delta_ = false;
     }
 
@@ -166,9 +171,9 @@ public:
         r.k_cache = k_layer;
         r.v_cache = v_layer;
         r.rows = rows_;
-        r.n_heads = c_.n_heads;
-        r.n_kv_heads = c_.n_kv_heads;
-        r.head_dim = c_.head_dim;
+        r.n_heads = shape_.n_heads;
+        r.n_kv_heads = shape_.n_kv_heads;
+        r.head_dim = shape_.head_dim;
         r.max_seq = p_.max_seq;
         r.act_dtype = (int)p_.compute;
         r.kv_dtype = (int)p_.kv;
@@ -185,21 +190,21 @@ public:
         a.partial_ml = dev<float>(plan_.attn_ml);
         a.rows = rows_;
         a.rows_per_seq = in_.n_tokens;
-        a.n_heads = c_.n_heads;
-        a.n_kv_heads = c_.n_kv_heads;
-        a.head_dim = c_.head_dim;
+        a.n_heads = shape_.n_heads;
+        a.n_kv_heads = shape_.n_kv_heads;
+        a.head_dim = shape_.head_dim;
         a.max_seq = p_.max_seq;
         // Split the keys when the rows alone cannot fill the GPU (decode steps: the partial
         // buffers are sized for up to max_batch rows).
         a.n_splits = rows_ <= p_.max_batch ? plan_.decode_splits(rows_) : 1;
-        a.scale = 1.0f / std::sqrt((float)c_.head_dim);
+        a.scale = 1.0f / std::sqrt((float)shape_.head_dim);
         a.act_dtype = (int)p_.compute;
         a.kv_dtype = (int)p_.kv;
         GPT_CUDA_CHECK(launch_attention(a, stream_));
     }
 
     void logits(const Weight &head, float *host_all) override {
-        const uint64_t d = c_.d_model, a = dtype_bytes(p_.compute);
+        const uint64_t d = shape_.d_model, a = dtype_bytes(p_.compute);
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
         if (in_.all_logits && host_all) {
@@ -235,7 +240,7 @@ public:
 
     // Every row's logits, to host or device memory.
     void all_logits(const Weight &head, float *host_all) {
-        const uint64_t d = c_.d_model, v = c_.vocab_size, a = dtype_bytes(p_.compute);
+        const uint64_t d = shape_.d_model, v = shape_.vocab_size, a = dtype_bytes(p_.compute);
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
         {
@@ -271,7 +276,7 @@ public:
 
     void read_logits(float *host_out) override {
         if (!have_last_) fail(GPT_ERR_INTERNAL, "read_logits without last-row logits");
-        GPT_CUDA_CHECK(cudaMemcpyAsync(host_out, dev(plan_.logits), 4ull * in_.batch * c_.vocab_size, cudaMemcpyDefault,
+        GPT_CUDA_CHECK(cudaMemcpyAsync(host_out, dev(plan_.logits), 4ull * in_.batch * shape_.vocab_size, cudaMemcpyDefault,
                                        stream_));
         GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
@@ -295,7 +300,7 @@ public:
         SampleArgs a{};
         a.logits = dev<float>(plan_.logits);
         a.batch = B;
-        a.vocab = c_.vocab_size;
+        a.vocab = shape_.vocab_size;
         a.temperature = spec.temperature;
         a.penalty = spec.repetition_penalty;
         a.recent = dev<int32_t>(plan_.recent);
@@ -401,7 +406,7 @@ private:
     // Adds a residual delta left by a GEMM when no norm follows to absorb it.
     void flush_delta() {
         if (!pending_delta_) return;
-        GPT_CUDA_CHECK(launch_bias_act(dev(plan_.delta), nullptr, 0, dev<float>(plan_.x), rows_, c_.d_model, (int)p_.compute,
+        GPT_CUDA_CHECK(launch_bias_act(dev(plan_.delta), nullptr, 0, dev<float>(plan_.x), rows_, shape_.d_model, (int)p_.compute,
                                        stream_));
         pending_delta_ = false;
     }
@@ -421,9 +426,9 @@ private:
         return true;
     }
     void upload_rope_tables() {
-        const uint64_t n = (uint64_t)p_.max_seq * (c_.head_dim / 2);
+        const uint64_t n = (uint64_t)p_.max_seq * (shape_.head_dim / 2);
         std::vector<float> cs(n), sn(n);
-        cpu::rope_tables(c_.rope_theta, c_.head_dim, p_.max_seq, cs.data(), sn.data());
+        rope_tables(shape_.rope_theta, shape_.head_dim, p_.max_seq, cs.data(), sn.data());
         GPT_CUDA_CHECK(cudaMemcpy(dev(plan_.rope_cos), cs.data(), 4 * n, cudaMemcpyHostToDevice));
         GPT_CUDA_CHECK(cudaMemcpy(dev(plan_.rope_sin), sn.data(), 4 * n, cudaMemcpyHostToDevice));
     }
@@ -444,7 +449,7 @@ private:
     }
 
     const int device_;
-    const ModelConfig c_;
+    const ModelShape shape_;
     const ExecParams p_;
     const CudaPlan plan_;
     uint8_t *dev_ = nullptr, *host_ = nullptr;
@@ -464,8 +469,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Executor> make_cuda_executor(int device, const ModelConfig &c, const ExecParams &p) {
-    return std::make_unique<CudaExecutor>(device, c, p);
+std::unique_ptr<Executor> make_cuda_executor(int device, const ModelShape &s, const ExecParams &p) {
+    return std::make_unique<CudaExecutor>(device, s, p);
 }
 
 } // namespace gpt::cuda

@@ -4,5 +4,5 @@
 #include "backend/backend.h"
 
 namespace gpt::cuda {
-std::unique_ptr<Executor> make_cuda_executor(int device, const ModelConfig &c, const ExecParams &p);
+std::unique_ptr<Executor> make_cuda_executor(int device, const ModelShape &s, const ExecParams &p);
 }

@@ -1,7 +1,7 @@
-// cuda_plan.cpp - sizes every buffer from the config and the context params alone.
+// cuda_plan.cpp - sizes every buffer from the model shape and the context params alone.
 #include "backend/cuda/cuda_plan.h"
 
-#include "core/error.h"
+#include "backend/buffers.h"
 #include "sample.cuh"
 
 #include <algorithm>
@@ -19,60 +19,50 @@ struct Carver {
 };
 } // namespace
 
-CudaPlan::CudaPlan(const ModelConfig &c, const ExecParams &p) {
+CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
     rows = std::max(p.max_step_tokens, p.max_batch);
     // Decode needs max_batch rows of logits; all-logits calls are projected in groups of up to
     // 64 MiB of f32 logits (so the head GEMM is not cut into slivers).
-    logits_rows = std::max<uint32_t>(p.max_batch, std::min<uint64_t>(rows, (16ull << 20) / c.vocab_size));
+    logits_rows = std::max<uint32_t>(p.max_batch, std::min<uint64_t>(rows, (16ull << 20) / s.vocab_size));
+    const StepBuffers b(s, p, logits_rows);
     // Key splits for decode attention: enough blocks to fill the GPU at one row, never a
     // split of fewer than ~64 keys at the longest context (PERFORMANCE.md, entry 7).
-    n_kv_heads = c.n_kv_heads;
+    n_kv_heads = s.n_kv_heads;
     max_splits = std::clamp<uint32_t>((p.max_seq + 63) / 64, 1, kAttentionMaxSplits);
     uint64_t split_rows = 1; // max over decode steps of rows x splits
     for (uint32_t r = 1; r <= p.max_batch; r++) split_rows = std::max<uint64_t>(split_rows, (uint64_t)r * decode_splits(r));
-    const uint64_t a = dtype_bytes(p.compute), kv = dtype_bytes(p.kv), d = c.d_model;
+    const uint64_t a = dtype_bytes(p.compute), kv = dtype_bytes(p.kv);
     Carver dev;
-    x = dev.take(4 * rows * d);
-    h = dev.take(a * rows * d);
-    qkv = dev.take(a * rows * c.qkv_dim());
-    att = dev.take(a * rows * c.q_dim());
-    gu = dev.take(c.arch == GPT_ARCH_LLAMA ? a * rows * 2ull * c.d_ff : 0);
-    ff = dev.take(a * rows * c.d_ff);
-    delta = dev.take(a * rows * d);
-    logits = dev.take(4ull * logits_rows * c.vocab_size);
-    // The KV cache is the one product that can leave uint64 within the config and params
-    // limits; a wrapped size would allocate a small arena and write past it.
-    uint64_t per_layer = kv, all_layers = 0;
-    bool big = false;
-    for (uint64_t f : {(uint64_t)p.max_batch, (uint64_t)c.n_kv_heads, (uint64_t)p.max_seq, (uint64_t)c.head_dim})
-        big |= mul_overflows(per_layer, f, &per_layer);
-    big |= mul_overflows(per_layer, c.n_layers, &all_layers) || all_layers > (1ull << 60);
-    if (big)
-        fail(GPT_ERR_OUT_OF_MEMORY, "a context of %u layers x %u sequences x %u kv heads x %u positions x %u dims needs a "
-                                    "KV cache of more than 2^60 bytes", c.n_layers, p.max_batch, c.n_kv_heads, p.max_seq, c.head_dim);
-    kv_bytes_per_layer = per_layer;
-    k_cache = dev.take(kv_bytes_per_layer * c.n_layers);
-    v_cache = dev.take(kv_bytes_per_layer * c.n_layers);
-    const uint64_t rope = c.arch == GPT_ARCH_LLAMA ? 4ull * p.max_seq * (c.head_dim / 2) : 0;
-    rope_cos = dev.take(rope);
-    rope_sin = dev.take(rope);
-    attn_o = dev.take(4ull * split_rows * c.n_heads * c.head_dim);
-    attn_ml = dev.take(4ull * split_rows * c.n_heads * 2);
-    tokens = dev.take(4ull * rows);
-    positions = dev.take(4ull * rows);
-    seqs = dev.take(4ull * rows);
+    x = dev.take(4 * b.x);
+    h = dev.take(a * b.h);
+    qkv = dev.take(a * b.qkv);
+    att = dev.take(a * b.att);
+    gu = dev.take(a * b.gu);
+    ff = dev.take(a * b.ff);
+    delta = dev.take(a * b.delta);
+    logits = dev.take(4 * b.logits);
+    kv_bytes_per_layer = kv * b.kv_per_layer;
+    k_cache = dev.take(kv * b.kv);
+    v_cache = dev.take(kv * b.kv);
+    rope_cos = dev.take(4 * b.rope);
+    rope_sin = dev.take(4 * b.rope);
+    attn_o = dev.take(4ull * split_rows * s.n_heads * s.head_dim);
+    attn_ml = dev.take(4ull * split_rows * s.n_heads * 2);
+    tokens = dev.take(4 * b.ids);
+    positions = dev.take(4 * b.ids);
+    seqs = dev.take(4 * b.ids);
     uniform = dev.take(4ull * p.max_batch);
     recent = dev.take(4ull * p.max_batch * kMaxRecent);
     n_recent = dev.take(4ull * p.max_batch);
     sampled = dev.take(4ull * p.max_batch);
-    sample_ws = dev.take(sample_workspace_bytes(p.max_batch, c.vocab_size));
+    sample_ws = dev.take(sample_workspace_bytes(p.max_batch, s.vocab_size));
     cublas_ws = dev.take(kCublasWorkspace);
     device_bytes = dev.total;
 
     Carver host;
-    h_tokens = host.take(4ull * rows);
-    h_positions = host.take(4ull * rows);
-    h_seqs = host.take(4ull * rows);
+    h_tokens = host.take(4 * b.ids);
+    h_positions = host.take(4 * b.ids);
+    h_seqs = host.take(4 * b.ids);
     h_uniform = host.take(4ull * p.max_batch);
     h_recent = host.take(4ull * p.max_batch * kMaxRecent);
     h_n_recent = host.take(4ull * p.max_batch);

@@ -1,6 +1,8 @@
 // cuda_plan.h - the byte layout of a CUDA context: every buffer an executor uses, carved
 // from one device allocation and one pinned host allocation. gpt_ctx_estimate_memory
-// reports exactly these totals, and the executor allocates exactly them.
+// reports exactly these totals, and the executor allocates exactly them. The activation and
+// KV buffers are backend/buffers.h's; the rest (attention partials, sampling, cuBLAS
+// workspace, pinned staging) is the CUDA executor's own.
 #pragma once
 
 #include "backend/backend.h"
@@ -34,7 +36,7 @@ struct CudaPlan {
     uint64_t pinned_bytes = 0;
     uint64_t kv_bytes_per_layer = 0; // one of K or V
 
-    CudaPlan(const ModelConfig &c, const ExecParams &p);
+    CudaPlan(const ModelShape &s, const ExecParams &p);
     // Key splits for a decode step of `rows` rows (rows <= max_batch); the partial-result
     // buffers hold rows x splits for every such step.
     uint32_t decode_splits(uint32_t rows) const;

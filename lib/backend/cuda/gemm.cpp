@@ -20,7 +20,7 @@ void gemm(cublasHandle_t h, const Weight &w, const void *x, DType x_dtype, uint6
           uint32_t rows, bool allow_tf32) {
     if (rows == 0) return;
     if (w.dtype != x_dtype)
-        fail(GPT_ERR_INTERNAL, "gemm: weight dtype %s differs from activation dtype %s", dtype_str(w.dtype), dtype_str(x_dtype));
+        fail(GPT_ERR_INTERNAL, "gemm: weight dtype %s differs from activation dtype %s", dtype_name(w.dtype), dtype_name(x_dtype));
     const float alpha = 1.0f, beta = 0.0f;
     const cublasComputeType_t compute =
         (w.dtype == DType::F32 && allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;

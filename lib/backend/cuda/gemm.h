@@ -2,7 +2,7 @@
 // accumulation (TF32 tensor cores for fp32 data only when allowed).
 #pragma once
 
-#include "model/weights.h"
+#include "core/tensor.h"
 
 #include <cublas_v2.h>
 

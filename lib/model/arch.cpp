@@ -1,0 +1,70 @@
+// arch.cpp - the table of architectures and what is derived from it; the forward-pass and
+// tensor-table dispatch goes through here and nowhere else.
+#include "model/arch.h"
+
+#include "core/error.h"
+
+namespace gpt {
+
+namespace {
+
+struct ArchEntry {
+    gpt_arch id;
+    const char *name;
+    std::unique_ptr<Architecture> (*make)(const ModelConfig &);
+};
+
+constexpr ArchEntry kArchitectures[] = {
+    {GPT_ARCH_GPT2, "gpt2", make_gpt2},
+    {GPT_ARCH_LLAMA, "llama", make_llama},
+};
+
+} // namespace
+
+std::unique_ptr<Architecture> make_architecture(const ModelConfig &c) {
+    for (const ArchEntry &e : kArchitectures)
+        if (e.id == c.arch) return e.make(c);
+    fail(GPT_ERR_UNSUPPORTED, "architecture %d is not one this library runs", (int)c.arch);
+}
+
+int arch_from_name(const std::string &name) {
+    for (const ArchEntry &e : kArchitectures)
+        if (name == e.name) return e.id;
+    return 0;
+}
+
+const char *arch_to_name(int arch) {
+    for (const ArchEntry &e : kArchitectures)
+        if (e.id == arch) return e.name;
+    return "?";
+}
+
+std::vector<TensorSlot> tensor_table(const ModelConfig &c) {
+    std::vector<TensorSlot> slots = make_architecture(c)->tensors();
+    for (TensorSlot &s : slots) s.dst = nullptr;
+    return slots;
+}
+
+uint64_t parameter_count(const ModelConfig &c) {
+    uint64_t n = 0;
+    for (const TensorSlot &s : tensor_table(c)) {
+        uint64_t k = 1;
+        for (uint64_t d : s.shape) k *= d;
+        n += k;
+    }
+    return n;
+}
+
+ModelShape shape_dims(const ModelConfig &c) {
+    ModelShape s;
+    s.n_layers = c.n_layers;
+    s.d_model = c.d_model;
+    s.n_heads = c.n_heads;
+    s.n_kv_heads = c.n_kv_heads;
+    s.head_dim = c.head_dim;
+    s.d_ff = c.d_ff;
+    s.vocab_size = c.vocab_size;
+    return s;
+}
+
+} // namespace gpt
