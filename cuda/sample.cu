@@ -1,4 +1,4 @@
-// sample.cu - penalty/temperature pass, block argmax, and for stochastic sampling a
+// sample.cu - penalty pass, block argmax, and for stochastic sampling a
 // segmented radix sort (CUB, stable: equal values keep ascending ids, matching the CPU's
 // value-then-id order) followed by one block per row that applies top-k/top-p/min-p with
 // block-wide prefix sums and picks the token.
@@ -47,8 +47,9 @@ Workspace carve(void *base, uint32_t batch, uint32_t vocab) {
     return w;
 }
 
-// values = penalised logits / temperature (or unscaled for greedy); ids = 0..vocab-1.
-__global__ void prepare_kernel(SampleArgs a, Workspace w, float inv_t) {
+// values = the logits (penalised next); ids = 0..vocab-1. The temperature is applied in
+// pick_kernel as exp((v - max) / T), after sorting: the order does not depend on it.
+__global__ void prepare_kernel(SampleArgs a, Workspace w) {
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t b = blockIdx.y;
@@ -56,7 +57,7 @@ __global__ void prepare_kernel(SampleArgs a, Workspace w, float inv_t) {
     float *v = w.values + (uint64_t)b * a.vocab;
     int32_t *ids = w.ids + (uint64_t)b * a.vocab;
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.vocab; i += gridDim.x * blockDim.x) {
-        v[i] = lg[i] * inv_t;
+        v[i] = lg[i];
         ids[i] = (int32_t)i;
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -65,7 +66,6 @@ __global__ void prepare_kernel(SampleArgs a, Workspace w, float inv_t) {
     }
 }
 
-// The penalty scales by a positive factor, so it commutes with the temperature division.
 __global__ void penalty_kernel(SampleArgs a, Workspace w) {
     pdl_wait();
     pdl_launch_dependents();
@@ -121,10 +121,11 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace 
     const int32_t *ids = w.sorted_ids + (uint64_t)b * a.vocab;
     const uint32_t k = (a.top_k > 0 && a.top_k < a.vocab) ? a.top_k : a.vocab;
     const float mx = v[0];
+    const float t = a.temperature;
 
     // Softmax denominator over the k kept tokens.
     double part = 0.0;
-    for (uint32_t i = threadIdx.x; i < k; i += kThreads) part += (double)expf(v[i] - mx);
+    for (uint32_t i = threadIdx.x; i < k; i += kThreads) part += (double)expf((v[i] - mx) / t);
     double sum = Reduce(red_tmp).Sum(part);
     if (threadIdx.x == 0) s_total = sum;
     __syncthreads();
@@ -138,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace 
         double carry = 0.0;
         for (uint32_t base = 0; base < k; base += kThreads) {
             const uint32_t i = base + threadIdx.x;
-            const double e = i < k ? (double)expf(v[i] - mx) / sum : 0.0;
+            const double e = i < k ? (double)expf((v[i] - mx) / t) / sum : 0.0;
             double incl, agg;
             Scan(scan_tmp).InclusiveSum(e, incl, agg);
             if (i < k && carry + incl >= a.top_p) atomicMin(&s_cut, i + 1);
@@ -154,13 +155,13 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace 
         if (threadIdx.x == 0) s_cut = n;
         __syncthreads();
         for (uint32_t i = threadIdx.x + 1; i < n; i += kThreads)
-            if (expf(v[i] - mx) < floor) atomicMin(&s_cut, i);
+            if (expf((v[i] - mx) / t) < floor) atomicMin(&s_cut, i);
         __syncthreads();
         n = s_cut;
     }
     // Draw: the first kept token whose cumulative weight exceeds uniform * total.
     part = 0.0;
-    for (uint32_t i = threadIdx.x; i < n; i += kThreads) part += (double)expf(v[i] - mx);
+    for (uint32_t i = threadIdx.x; i < n; i += kThreads) part += (double)expf((v[i] - mx) / t);
     __syncthreads();
     double total = Reduce(red_tmp).Sum(part);
     if (threadIdx.x == 0) {
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace 
     double carry = 0.0;
     for (uint32_t base = 0; base < n; base += kThreads) {
         const uint32_t i = base + threadIdx.x;
-        const double e = i < n ? (double)expf(v[i] - mx) : 0.0;
+        const double e = i < n ? (double)expf((v[i] - mx) / t) : 0.0;
         double incl, agg;
         Scan(scan_tmp).InclusiveSum(e, incl, agg);
         const bool hit = i < n && carry + incl > target && carry + incl - e <= target;
@@ -199,7 +200,7 @@ cudaError_t launch_sample(const SampleArgs &a, cudaStream_t stream) {
     cudaError_t e = cudaSuccess;
     if (greedy && !penalty) // the logits themselves
         return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, a.logits, a.vocab, a.out);
-    e = launch_pdl(prepare_kernel, grid, 256, 0, stream, a, w, greedy ? 1.0f : 1.0f / a.temperature);
+    e = launch_pdl(prepare_kernel, grid, 256, 0, stream, a, w);
     if (e == cudaSuccess && penalty) e = launch_pdl(penalty_kernel, a.batch, 256, 0, stream, a, w);
     if (e != cudaSuccess) return e;
     if (greedy) return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, (const float *)w.values, a.vocab, a.out);

@@ -609,6 +609,46 @@ void test_sampling_params_validation(void **) {
 
 } // namespace
 
+// Every accepted temperature is well defined (issue: 1e-38 overflowed logits / T to infinity
+// and the sampler returned junk ids). A temperature far below the logits' gaps keeps only
+// the maxima: with one maximum that is the argmax for any uniform; with several equal
+// maxima, one of them. The brute force (double precision) agrees at every setting.
+void test_tiny_and_huge_temperatures(void **) {
+    std::mt19937_64 rng(reference::sub_seed("tiny_and_huge_temperatures"));
+    const float tiny[] = {1e-38f, 1.4e-45f /* the smallest denormal */, 1e-30f, 1e-20f, 1e-7f};
+    for (int trial = 0; trial < 200; trial++) {
+        const size_t V = 2 + rng() % 500;
+        auto logits = random_logits(rng, V, 4.0f);
+        std::set<size_t> at;
+        const size_t n_top = 1 + rng() % 3;
+        const float top = *std::max_element(logits.begin(), logits.end()) + 1.0f;
+        while (at.size() < std::min(n_top, V)) at.insert(rng() % V);
+        for (size_t i : at) logits[i] = top;
+        Sampler sampler(V);
+        gpt::SampleSpec s;
+        s.top_k = rng() % 2 ? 0 : 1 + (uint32_t)(rng() % V);
+        s.top_p = rng() % 2 ? 1.0f : 0.9f;
+        s.min_p = rng() % 2 ? 0.0f : 0.05f;
+        for (float t : tiny) {
+            s.temperature = t;
+            for (float u : {0.0f, 0.3f, 0.77f, std::nextafter(1.0f, 0.0f)}) {
+                const int32_t got = sampler(logits, s, u);
+                if (got < 0 || (size_t)got >= V || !at.count((size_t)got))
+                    fail_msg("T=%g u=%g: token %d is not one of the %zu maxima (first %zu)", (double)t, (double)u, got,
+                             at.size(), *at.begin());
+            }
+            if (at.size() == 1) assert_int_equal(sampler(logits, s, 0.5f), (int32_t)*at.begin());
+        }
+    }
+    // A huge temperature flattens the distribution: every kept token stays reachable.
+    const std::vector<float> logits = {3.0f, -2.0f, 0.5f, 1.0f};
+    Sampler sampler(logits.size());
+    gpt::SampleSpec s;
+    s.temperature = 3e38f;
+    s.top_k = 0, s.top_p = 1.0f, s.min_p = 0.0f;
+    check_against_brute_force(sampler, logits, s, {}, brute_force(logits, s, {}));
+}
+
 int main(void) {
     reference::test_seed();
     const struct CMUnitTest sampler_tests[] = {
@@ -623,6 +663,7 @@ int main(void) {
         cmocka_unit_test(test_generate_deterministic),
         cmocka_unit_test(test_generate_replay),
         cmocka_unit_test(test_sampling_params_validation),
+        cmocka_unit_test(test_tiny_and_huge_temperatures),
     };
     int failed = cmocka_run_group_tests_name("sampler", sampler_tests, nullptr, nullptr);
     failed += cmocka_run_group_tests_name("sampler_generate", generate_tests, setup_gen, teardown_gen);

@@ -45,19 +45,19 @@ int32_t sample_row(const float *logits, uint32_t vocab, const SampleSpec &spec, 
         return (int32_t)best;
     }
 
-    const float inv_t = 1.0f / spec.temperature;
-    for (uint32_t i = 0; i < vocab; i++) v[i] *= inv_t;
-
+    // Ordered by value then id before the temperature: dividing by a positive number keeps
+    // the order, and scaled values could overflow or round into ties.
     int32_t *idx = scratch.index;
     for (uint32_t i = 0; i < vocab; i++) idx[i] = (int32_t)i;
     const uint32_t k = (spec.top_k > 0 && spec.top_k < vocab) ? spec.top_k : vocab;
     std::partial_sort(idx, idx + k, idx + vocab, ByValueThenId{v});
 
-    // Softmax over the kept k, in place: v[idx[i]] becomes a probability.
+    // Softmax over the kept k, in place: v[idx[i]] becomes exp((v - max) / T), a weight in
+    // [0, 1] for every temperature > 0 (multiplying by 1/T first overflows for T near 1e-38).
     const float mx = v[idx[0]];
     double sum = 0;
     for (uint32_t i = 0; i < k; i++) {
-        v[idx[i]] = std::exp(v[idx[i]] - mx);
+        v[idx[i]] = std::exp((v[idx[i]] - mx) / spec.temperature);
         sum += v[idx[i]];
     }
     uint32_t n = k;

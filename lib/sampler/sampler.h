@@ -31,8 +31,9 @@ struct SamplerScratch {
 // Steps, in order:
 //  1. repetition penalty on each distinct recent token: logit > 0 ? logit / p : logit * p
 //  2. temperature <= 0: return the argmax (lowest id among equal maxima)
-//  3. divide by temperature; keep the top_k largest (all when 0), ordered by value then id
-//  4. softmax over the kept tokens
+//  3. keep the top_k largest (all when 0), ordered by value then id
+//  4. softmax of logit / temperature over the kept tokens, as exp((logit - max) / temperature)
+//     (well defined for every temperature > 0: a tiny one leaves the maxima, a huge one all)
 //  5. top_p: keep the shortest prefix whose probability reaches top_p (at least one)
 //  6. min_p: keep tokens with probability >= min_p * the largest
 //  7. pick the first kept token whose cumulative probability exceeds uniform * total
