@@ -4,16 +4,17 @@
 // allocation in forward/generate, injected allocation failures, status strings, versions
 // and model info.
 //
-// Global operator new/delete are replaced here to count (and on request fail) every C++
-// allocation of the library; gpt::testing counts and fails its host_alloc calls.
+// Global operator new/delete are replaced (tests/support/alloc_hooks) to count (and on
+// request fail) every C++ allocation of the library; gpt::testing counts and fails its
+// host_alloc calls.
 #include "gpt.h"
 
+#include "alloc_hooks.h"
 #include "api/handles.h"
 #include "core/memory.h"
 #include "fixture.h"
 #include "reference.h"
 
-#include <atomic>
 #include <cinttypes>
 #include <climits>
 #include <cmath>
@@ -21,7 +22,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <random>
 #include <set>
 #include <string>
@@ -37,57 +37,14 @@ extern "C" {
 #include <cmocka.h>
 }
 
-// ------------------------------------------------------------- counting operator new
-
-static std::atomic<uint64_t> g_new_count{0}, g_new_bytes{0};
-static std::atomic<int64_t> g_fail_new_after{-1}; // the n-th following operator new throws; -1: never
-static std::atomic<bool> g_new_failed{false};
-
-static bool should_fail_new() {
-    int64_t f = g_fail_new_after.load(std::memory_order_relaxed);
-    while (f >= 0) {
-        if (g_fail_new_after.compare_exchange_weak(f, f - 1)) {
-            if (f == 0) {
-                g_new_failed = true;
-                return true;
-            }
-            return false;
-        }
-    }
-    return false;
-}
-
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void *operator new(size_t n) {
-    g_new_count.fetch_add(1, std::memory_order_relaxed);
-    g_new_bytes.fetch_add(n, std::memory_order_relaxed);
-    if (should_fail_new()) throw std::bad_alloc();
-    void *p = std::malloc(n ? n : 1);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-void *operator new[](size_t n) { return operator new(n); }
-void *operator new(size_t n, const std::nothrow_t &) noexcept {
-    try {
-        return operator new(n);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void *operator new[](size_t n, const std::nothrow_t &) noexcept { return operator new(n, std::nothrow); }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, size_t) noexcept { std::free(p); }
-void operator delete[](void *p, size_t) noexcept { std::free(p); }
-
 namespace {
 
 // Counts of both allocators between construction and now.
 struct AllocWatch {
-    uint64_t n0 = g_new_count.load(), b0 = g_new_bytes.load(), h0 = gpt::testing::alloc_count(),
+    uint64_t n0 = alloc_hooks::count(), b0 = alloc_hooks::bytes(), h0 = gpt::testing::alloc_count(),
              hb0 = gpt::testing::alloc_bytes();
-    uint64_t news() const { return g_new_count.load() - n0; }
-    uint64_t new_bytes() const { return g_new_bytes.load() - b0; }
+    uint64_t news() const { return alloc_hooks::count() - n0; }
+    uint64_t new_bytes() const { return alloc_hooks::bytes() - b0; }
     uint64_t hosts() const { return gpt::testing::alloc_count() - h0; }
     uint64_t host_bytes() const { return gpt::testing::alloc_bytes() - hb0; }
 };
@@ -216,6 +173,10 @@ std::vector<int32_t> greedy(gpt_ctx *ctx, const std::vector<int32_t> &prompt, ui
 }
 
 // =========================================================================== tests
+
+// The replaced operator new (tests/support/alloc_hooks) is what this binary links; without it
+// the allocation checks here would pass without checking anything.
+void test_alloc_hooks_linked(void **) { assert_true(alloc_hooks::installed()); }
 
 void test_status_strings(void **) {
     const char *names[] = {"GPT_OK",          "GPT_ERR_INVALID_ARG", "GPT_ERR_IO",          "GPT_ERR_FORMAT",
@@ -963,8 +924,7 @@ void test_allocation_failures(void **) {
                 mp.device = GPT_DEVICE_CPU;
                 gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
                 gpt_ctx *ctx = reinterpret_cast<gpt_ctx *>(0x1);
-                g_new_failed = false;
-                if (via_new) g_fail_new_after = k;
+                if (via_new) alloc_hooks::fail_nth(k);
                 else gpt::testing::fail_alloc_after(k);
                 gpt_status st;
                 if (how == NO_MMAP_FILE || how == MAPPED_FILE) {
@@ -982,8 +942,8 @@ void test_allocation_failures(void **) {
                 cp.max_seq = 16;
                 const bool loaded = st == GPT_OK;
                 if (loaded) st = gpt_ctx_create(m, &cp, &ctx);
-                const bool injected = via_new ? g_new_failed.load() : false;
-                g_fail_new_after = -1;
+                const bool injected = via_new ? alloc_hooks::fired() : false;
+                alloc_hooks::disarm();
                 gpt::testing::fail_alloc_after(-1);
                 if (st == GPT_OK) {
                     if (via_new && injected) fail_msg("operator new %" PRId64 " failed but the calls succeeded", k);
@@ -1027,6 +987,7 @@ void test_allocation_failures(void **) {
 int main(void) {
     reference::test_seed();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc_hooks_linked),
         cmocka_unit_test(test_status_strings),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_last_error_per_thread),

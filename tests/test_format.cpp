@@ -7,10 +7,11 @@
 //
 // Damaged files are made by patching bytes of a valid file; where the damage must get past
 // a checksum to reach the check under test, the header/metadata/table crc32s are
-// recomputed. A replaced global operator new records the largest request, so absurd
-// counts and sizes are shown to cause no huge allocation.
+// recomputed. The replaced global operator new (tests/support/alloc_hooks) records the
+// largest request, so absurd counts and sizes are shown to cause no huge allocation.
 #include "gpt.h"
 
+#include "alloc_hooks.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/memory.h"
@@ -22,7 +23,6 @@
 #include "reference.h"
 #include "runtime/model.h"
 
-#include <atomic>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -30,7 +30,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <functional>
-#include <new>
 #include <random>
 #include <set>
 #include <string>
@@ -47,36 +46,6 @@
 extern "C" {
 #include <cmocka.h>
 }
-
-// ------------------------------------------------------------ allocation size tracking
-
-static std::atomic<size_t> g_max_new{0};
-
-// GCC cannot see that these replacements pair malloc with free.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-static void note_new(size_t n) {
-    size_t cur = g_max_new.load(std::memory_order_relaxed);
-    while (n > cur && !g_max_new.compare_exchange_weak(cur, n, std::memory_order_relaxed)) {
-    }
-}
-
-void *operator new(size_t n) {
-    note_new(n);
-    void *p = std::malloc(n ? n : 1);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-void *operator new[](size_t n) { return operator new(n); }
-void *operator new(size_t n, const std::nothrow_t &) noexcept {
-    note_new(n);
-    return std::malloc(n ? n : 1);
-}
-void *operator new[](size_t n, const std::nothrow_t &) noexcept { return operator new(n, std::nothrow); }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, size_t) noexcept { std::free(p); }
-void operator delete[](void *p, size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -299,14 +268,14 @@ void check_api(const std::function<gpt_status(gpt_model **)> &load, gpt_status w
 // bookkeeping, never a size taken from the damaged fields.
 void check_no_huge_allocation(size_t file_size, uint64_t host_before, const std::string &what) {
     const size_t limit = file_size + (1u << 20);
-    if (g_max_new.load() > limit) fail_msg("%s: an operator new of %zu bytes", what.c_str(), g_max_new.load());
+    if (alloc_hooks::largest() > limit) fail_msg("%s: an operator new of %zu bytes", what.c_str(), alloc_hooks::largest());
     const uint64_t host = gpt::testing::alloc_bytes() - host_before;
     if (host > 2 * (uint64_t)file_size) fail_msg("%s: host_alloc'd %" PRIu64 " bytes", what.c_str(), host);
 }
 
 // A file the reader must refuse: every path, the exact status, a message containing needle.
 void expect_reject(const Bytes &file, gpt_status want, const char *needle, const std::string &what) {
-    g_max_new = 0;
+    alloc_hooks::reset_largest();
     const uint64_t host_before = gpt::testing::alloc_bytes();
     ReadOptions mm, rd;
     rd.use_mmap = false;
@@ -443,6 +412,10 @@ Bytes model_file(std::mt19937_64 &rng, const gpt::ModelConfig &cfg,
 }
 
 std::mt19937_64 rng_for(const char *test) { return std::mt19937_64(reference::sub_seed(test)); }
+
+// The replaced operator new (tests/support/alloc_hooks) is what this binary links; without it
+// the allocation checks here would pass without checking anything.
+void test_alloc_hooks_linked(void **) { assert_true(alloc_hooks::installed()); }
 
 // ======================================================================== round trip
 
@@ -1492,6 +1465,7 @@ void test_load_io_errors(void **) {
 int main(void) {
     reference::test_seed();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc_hooks_linked),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_minimal_entries),
         cmocka_unit_test(test_writer_rejects_bad_input),

@@ -15,9 +15,10 @@
 //     gpt_tokenize of text with no tokens, JSON nested 200 000 deep in config.json,
 //     safetensors headers and tokenizer.json.
 //
-// Global operator new/delete are replaced to fail on request (as in test_api.cpp).
+// Global operator new/delete are replaced (tests/support/alloc_hooks) to fail on request.
 #include "gpt.h"
 
+#include "alloc_hooks.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/memory.h"
@@ -33,7 +34,6 @@
 #include "convert/tokenizer_import.h"
 #endif
 
-#include <atomic>
 #include <cinttypes>
 #include <climits>
 #include <cmath>
@@ -42,7 +42,6 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <new>
 #include <random>
 #include <string>
 #include <thread>
@@ -57,45 +56,6 @@
 extern "C" {
 #include <cmocka.h>
 }
-
-// ------------------------------------------------------------- failing operator new
-
-static std::atomic<int64_t> g_fail_new_after{-1}; // the n-th following operator new throws; -1: never
-static std::atomic<bool> g_new_failed{false};
-static thread_local bool t_fail_all_new = false;     // every operator new on this thread throws
-
-static bool should_fail_new() {
-    if (t_fail_all_new) return true;
-    int64_t f = g_fail_new_after.load(std::memory_order_relaxed);
-    while (f >= 0) {
-        if (g_fail_new_after.compare_exchange_weak(f, f - 1)) {
-            if (f == 0) g_new_failed = true;
-            return f == 0;
-        }
-    }
-    return false;
-}
-
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void *operator new(size_t n) {
-    if (should_fail_new()) throw std::bad_alloc();
-    void *p = std::malloc(n ? n : 1);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-void *operator new[](size_t n) { return operator new(n); }
-void *operator new(size_t n, const std::nothrow_t &) noexcept {
-    try {
-        return operator new(n);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void *operator new[](size_t n, const std::nothrow_t &) noexcept { return operator new(n, std::nothrow); }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, size_t) noexcept { std::free(p); }
-void operator delete[](void *p, size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -228,6 +188,10 @@ gpt::TokenizerData small_spm() {
         fixture::add_token(d, p, gpt::TOKEN_NORMAL, score--); // the last (id 274) is longer than a short-string buffer
     return d;
 }
+
+// The replaced operator new (tests/support/alloc_hooks) is what this binary links; without it
+// the allocation checks here would pass without checking anything.
+void test_alloc_hooks_linked(void **) { assert_true(alloc_hooks::installed()); }
 
 // ======================================================================== bit flips
 
@@ -645,13 +609,12 @@ void test_tokenizer_model_allocation_failures(void **) {
     const Bytes file = fixture::make(s, &tok).file;
     uint32_t failures = 0;
     for (int64_t k = 0;; k++) {
-        g_new_failed = false;
-        g_fail_new_after = k;
+        alloc_hooks::fail_nth(k);
         gpt_model *m = nullptr;
         const gpt_status st = load(file, 0, &m);
-        g_fail_new_after = -1;
+        alloc_hooks::disarm();
         if (st == GPT_OK) {
-            assert_false(g_new_failed.load());
+            assert_false(alloc_hooks::fired());
             gpt_model_free(m);
             break;
         }
@@ -691,8 +654,7 @@ void test_tokenizer_calls_allocation_failures(void **) {
             streamed.reserve(1024); // the test itself must not allocate while failures are armed
             gpt_status st = GPT_OK;
             gpt_detokenizer *d = nullptr;
-            g_new_failed = false;
-            g_fail_new_after = k;
+            alloc_hooks::fail_nth(k);
             if (call == 0) {
                 st = gpt_tokenize(m, text, std::strlen(text), GPT_TOKENIZE_PARSE_SPECIAL, ids, 256, &n);
             } else if (call == 1) {
@@ -703,20 +665,20 @@ void test_tokenizer_calls_allocation_failures(void **) {
                     gpt_status ps;
                     // A failed push changes nothing: retry it once allocations work again.
                     while ((ps = gpt_detokenizer_push(d, want_ids[i], buf, sizeof buf, &nb)) == GPT_ERR_OUT_OF_MEMORY) {
-                        g_fail_new_after = -1;
+                        alloc_hooks::disarm();
                         fails++;
                     }
                     CHECK_OK(ps);
                     streamed.append(buf, nb);
                 }
                 if (st == GPT_OK) {
-                    g_fail_new_after = -1;
+                    alloc_hooks::disarm();
                     CHECK_OK(gpt_detokenizer_flush(d, buf, sizeof buf, &nb));
                     streamed.append(buf, nb);
                 }
             }
-            const bool injected = g_new_failed.load();
-            g_fail_new_after = -1;
+            const bool injected = alloc_hooks::fired();
+            alloc_hooks::disarm();
             gpt_detokenizer_free(d);
             if (st == GPT_ERR_OUT_OF_MEMORY) {
                 fails++;
@@ -761,7 +723,7 @@ void test_out_of_memory_for_good(void **) {
     gpt_status st[6];
     const char *build_info = nullptr;
     std::thread t([&] {
-        t_fail_all_new = true;
+        alloc_hooks::fail_all_on_this_thread(true);
         gpt_model *m2 = nullptr;
         gpt_model_params mp;
         gpt_model_params_init(&mp);
@@ -782,7 +744,7 @@ void test_out_of_memory_for_good(void **) {
         const int32_t bad = -1; // an error whose message does not fit a short string
         st[5] = gpt_forward(ctx, &bad, 1, 1, 0, nullptr);
         build_info = gpt_build_info(); // returns a string, never throws
-        t_fail_all_new = false;
+        alloc_hooks::fail_all_on_this_thread(false);
         gpt_model_free(m2);
         gpt_ctx_free(c2);
         gpt_detokenizer_free(d);
@@ -927,6 +889,7 @@ void test_deep_json(void **) {
 int main(void) {
     reference::test_seed();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc_hooks_linked),
         cmocka_unit_test(test_bit_flips_everywhere),
         cmocka_unit_test(test_bit_flips_tokenizer_file),
         cmocka_unit_test(test_truncated_everywhere),
