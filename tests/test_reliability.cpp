@@ -25,6 +25,7 @@
 #include "fixture.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "format_decoder.h"
 #include "reference.h"
 #include "tokenizer/tokenizer_data.h"
 
@@ -47,7 +48,6 @@
 #include <thread>
 #include <unistd.h>
 #include <vector>
-#include <zlib.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,7 +59,7 @@ extern "C" {
 
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+using namespace format_decoder; // Bytes, header_of, table_entries, put32, zcrc, fix_all_crcs, ...
 using gpt::format::FileDType;
 
 #define CHECK_OK(expr)                                                                                                 \
@@ -78,19 +78,8 @@ using gpt::format::FileDType;
 
 // ---------------------------------------------------------------- weight file helpers
 
-uint32_t get32(const Bytes &b, size_t at) {
-    return (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24;
-}
-uint64_t get64(const Bytes &b, size_t at) { return (uint64_t)get32(b, at) | (uint64_t)get32(b, at + 4) << 32; }
-void put32(Bytes &b, size_t at, uint32_t v) {
-    for (int i = 0; i < 4; i++) b[at + i] = (uint8_t)(v >> (8 * i));
-}
-void put64(Bytes &b, size_t at, uint64_t v) {
-    for (int i = 0; i < 8; i++) b[at + i] = (uint8_t)(v >> (8 * i));
-}
-uint32_t zcrc(const uint8_t *p, size_t n) { return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n); }
-
-// Where things are in a valid file (docs/FORMAT.md), decoded here from the header and table.
+// Where things are in a valid file (docs/FORMAT.md), from the independent decoder's header
+// and table.
 struct Entry {
     std::string name;
     FileDType dtype;
@@ -102,34 +91,11 @@ struct Layout {
     std::vector<Entry> tensors;
 };
 Layout layout_of(const Bytes &b) {
-    Layout l{get64(b, 24), get64(b, 32), get64(b, 40), get64(b, 48), get64(b, 56), {}};
-    size_t p = l.table_off;
-    for (uint32_t i = 0, n = get32(b, 64); i < n; i++) {
-        Entry e;
-        const size_t name_len = b[p] | b[p + 1] << 8;
-        e.name.assign((const char *)b.data() + p + 2, name_len);
-        p += 2 + name_len;
-        e.dtype = (FileDType)b[p];
-        const uint32_t ndim = b[p + 1];
-        p += 4 + 8ull * ndim;
-        e.offset = l.data_off + get64(b, p);
-        e.nbytes = get64(b, p + 8);
-        e.crc_at = p + 16;
-        p += 20;
-        l.tensors.push_back(e);
-    }
+    const Header h = header_of(b);
+    Layout l{h.meta_off, h.meta_size, h.table_off, h.table_size, h.data_off, {}};
+    for (const TensorPos &t : table_entries(b))
+        l.tensors.push_back(Entry{t.name, (FileDType)t.dtype, h.data_off + t.rel, t.nbytes, t.crc_at});
     return l;
-}
-
-// Recomputes the tensor crcs, then the table, metadata and header crcs, so an edit reaches
-// the checks behind the checksums.
-void fix_crcs(Bytes &b) {
-    const Layout l = layout_of(b);
-    for (const Entry &e : l.tensors)
-        if (e.offset + e.nbytes <= b.size()) put32(b, e.crc_at, zcrc(b.data() + e.offset, e.nbytes));
-    put32(b, 76, zcrc(b.data() + l.table_off, l.table_size));
-    put32(b, 72, zcrc(b.data() + l.meta_off, l.meta_size));
-    put32(b, 124, zcrc(b.data(), 124));
 }
 
 gpt_status load(const Bytes &b, uint32_t flags, gpt_model **m) {
@@ -334,12 +300,12 @@ void test_truncated_everywhere(void **) {
             continue;
         }
         expect_load(b, 0, GPT_ERR_FORMAT, "header says the file is", what);
-        put64(b, 16, cut);
+        put64(b, H_FILE_SIZE, cut);
         const uint64_t meta_end = l.meta_off + l.meta_size, table_end = l.table_off + l.table_size;
         // Crcs of sections still inside the file are made to match.
-        if (meta_end <= cut) put32(b, 72, zcrc(b.data() + l.meta_off, l.meta_size));
-        if (table_end <= cut) put32(b, 76, zcrc(b.data() + l.table_off, l.table_size));
-        put32(b, 124, zcrc(b.data(), 124));
+        if (meta_end <= cut) put32(b, H_META_CRC, zcrc(b.data() + l.meta_off, l.meta_size));
+        if (table_end <= cut) put32(b, H_TABLE_CRC, zcrc(b.data() + l.table_off, l.table_size));
+        put32(b, H_HEADER_CRC, zcrc(b.data(), 124));
         const char *needle = cut < meta_end ? "metadata section [" : cut < table_end ? "tensor table [" : cut < l.data_off ? "data offset" : "data [";
         expect_load(b, 0, GPT_ERR_FORMAT, needle, what + " (header agrees)");
     }
@@ -356,7 +322,7 @@ Bytes with_value(const Bytes &good, const Entry &e, uint64_t element, uint32_t b
         b[e.offset + element * 2] = (uint8_t)bits;
         b[e.offset + element * 2 + 1] = (uint8_t)(bits >> 8);
     }
-    fix_crcs(b);
+    fix_all_crcs(b);
     return b;
 }
 
