@@ -1,15 +1,16 @@
 // test_convert.cpp - `gpt convert` end to end on checkpoints the test writes itself: Hugging
-// Face directories (a small safetensors writer, single file and sharded with an index;
-// config.json for gpt2, llama, mistral, qwen2) and llama2.c checkpoints (v0 and v1, shared
-// and unshared classifier, GQA), converted to every dtype.
+// Face directories (tests/support/hf_fixture: safetensors, single file and sharded with an
+// index; config.json for gpt2, llama, mistral, qwen2) and llama2.c checkpoints
+// (tests/support/llama2c_fixture: v0 and v1, shared and unshared classifier, GQA),
+// converted to every dtype.
 //
 // Each output tensor must equal the source values transposed / fused / permuted as the
 // converter promises (bit-exact for the same dtype, one round-to-nearest-even for a
 // conversion), the metadata must carry the config, and the engine's logits on the
-// converted file must match an independent naive double-precision forward pass on the
-// ORIGINAL tensors (Conv1D GPT-2, rotate-half Hugging Face Llama, and llama2.c's
-// interleaved RoPE) within a relative error of 1e-4: for llama2.c this proves the RoPE row
-// permutation, also when k has fewer heads than q.
+// converted file must match an independent naive double-precision forward pass
+// (tests/support/reference) on the ORIGINAL tensors (Conv1D GPT-2, rotate-half Hugging Face
+// Llama, and llama2.c's interleaved RoPE) within a relative error of 1e-4: for llama2.c
+// this proves the RoPE row permutation, also when k has fewer heads than q.
 //
 // Every rejection (missing tensor, shape mismatch, unknown model_type, F64/I32 tensors,
 // truncated shard or checkpoint, malformed JSON, bad safetensors headers, an existing OUT
@@ -21,10 +22,14 @@
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
-#include "core/half.h"
 #include "format/keys.h"
 #include "format/reader.h"
+#include "dtype_values.h"
+#include "files.h"
+#include "hf_fixture.h"
+#include "llama2c_fixture.h"
 #include "model/config.h"
+#include "reference.h"
 
 #include <nlohmann/json.hpp>
 
@@ -34,9 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <map>
 #include <random>
 #include <spawn.h>
@@ -60,6 +63,27 @@ extern char **environ;
 using gpt::format::FileDType;
 using nlohmann::json;
 namespace cv = gpt::convert;
+using fixture::HfModel;
+using fixture::HfSpec;
+using fixture::L2cModel;
+using fixture::L2cSpec;
+using fixture::StEntry;
+using fixture::decode_one;
+using fixture::encode;
+using fixture::make_hf;
+using fixture::make_l2c;
+using fixture::rounded;
+using fixture::safetensors_bytes;
+using fixture::shard_name;
+using fixture::write_hf_dir;
+using files::exists;
+using files::list_dir;
+using files::make_temp_dir;
+using files::read_bytes;
+using files::read_text;
+using files::remove_tree;
+using files::write_bytes;
+using files::write_text;
 
 namespace {
 
@@ -70,61 +94,12 @@ constexpr double kLogitTolerance = 1e-4;
 const FileDType kAllDTypes[] = {FileDType::F32, FileDType::F16, FileDType::BF16};
 
 const char *dt_name(FileDType t) { return t == FileDType::F32 ? "f32" : t == FileDType::F16 ? "f16" : "bf16"; }
-const char *st_name(FileDType t) { return t == FileDType::F32 ? "F32" : t == FileDType::F16 ? "F16" : "BF16"; }
 uint32_t gpt_dtype_of(FileDType t) { return t == FileDType::F32 ? GPT_DTYPE_F32 : t == FileDType::F16 ? GPT_DTYPE_F16 : GPT_DTYPE_BF16; }
-
-// ------------------------------------------------------------------------------ files
-
-std::string make_temp_dir() {
-    const char *t = std::getenv("TMPDIR");
-    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/gpt-convert-test-XXXXXX";
-    if (!mkdtemp(tmpl.data())) fail_msg("mkdtemp failed");
-    return tmpl;
-}
-
-int rm_entry(const char *path, const struct stat *, int, struct FTW *) { return ::remove(path); }
-void remove_tree(const std::string &path) { nftw(path.c_str(), rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-std::vector<std::string> list_dir(const std::string &path) {
-    std::vector<std::string> out;
-    DIR *d = opendir(path.c_str());
-    if (!d) return out;
-    while (struct dirent *e = readdir(d))
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) out.push_back(e->d_name);
-    closedir(d);
-    std::sort(out.begin(), out.end());
-    return out;
-}
-
-void write_bytes(const std::string &path, const void *data, size_t n) {
-    FILE *f = std::fopen(path.c_str(), "wb");
-    if (!f) fail_msg("cannot write %s", path.c_str());
-    if (n && std::fwrite(data, 1, n, f) != n) fail_msg("short write %s", path.c_str());
-    std::fclose(f);
-}
-void write_bytes(const std::string &path, const std::vector<uint8_t> &b) { write_bytes(path, b.data(), b.size()); }
-void write_text(const std::string &path, const std::string &s) { write_bytes(path, s.data(), s.size()); }
-
-std::vector<uint8_t> read_bytes(const std::string &path) {
-    std::vector<uint8_t> out;
-    FILE *f = std::fopen(path.c_str(), "rb");
-    if (!f) return out;
-    uint8_t buf[65536];
-    size_t k;
-    while ((k = std::fread(buf, 1, sizeof buf, f)) > 0) out.insert(out.end(), buf, buf + k);
-    std::fclose(f);
-    return out;
-}
-
-bool exists(const std::string &path) {
-    struct stat st;
-    return ::lstat(path.c_str(), &st) == 0;
-}
 
 // A scratch directory: src/ for the checkpoint, out/ for the converter's output.
 struct Scratch {
     std::string root, src, out;
-    Scratch() : root(make_temp_dir()), src(root + "/src"), out(root + "/out") {
+    Scratch() : root(make_temp_dir("gpt-convert-test-")), src(root + "/src"), out(root + "/out") {
         mkdir(src.c_str(), 0755);
         mkdir(out.c_str(), 0755);
     }
@@ -132,269 +107,6 @@ struct Scratch {
     std::string in_src(const std::string &n) const { return src + "/" + n; }
     std::string in_out(const std::string &n) const { return out + "/" + n; }
 };
-
-// ----------------------------------------------------------------------------- values
-
-float round_to(float x, FileDType t) {
-    switch (t) {
-    case FileDType::F32: return x;
-    case FileDType::F16: return gpt::f16_to_f32(gpt::f32_to_f16(x));
-    case FileDType::BF16: return gpt::bf16_to_f32(gpt::f32_to_bf16(x));
-    }
-    return x;
-}
-
-std::vector<float> rounded(const std::vector<float> &v, FileDType t) {
-    std::vector<float> o(v.size());
-    for (size_t i = 0; i < v.size(); i++) o[i] = round_to(v[i], t);
-    return o;
-}
-
-std::vector<uint8_t> encode(const std::vector<float> &v, FileDType t) {
-    std::vector<uint8_t> b(v.size() * (t == FileDType::F32 ? 4 : 2));
-    for (size_t i = 0; i < v.size(); i++) {
-        if (t == FileDType::F32) std::memcpy(b.data() + 4 * i, &v[i], 4);
-        else {
-            const uint16_t h = t == FileDType::F16 ? gpt::f32_to_f16(v[i]) : gpt::f32_to_bf16(v[i]);
-            std::memcpy(b.data() + 2 * i, &h, 2);
-        }
-    }
-    return b;
-}
-
-float decode_one(const uint8_t *p, FileDType t) {
-    if (t == FileDType::F32) {
-        float f;
-        std::memcpy(&f, p, 4);
-        return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return t == FileDType::F16 ? gpt::f16_to_f32(h) : gpt::bf16_to_f32(h);
-}
-
-uint64_t numel(const std::vector<uint64_t> &s) {
-    uint64_t n = 1;
-    for (uint64_t d : s) n *= d;
-    return n;
-}
-
-// Normal values (mean, std), rounded to the dtype they will be stored in.
-std::vector<float> draw(std::mt19937_64 &rng, uint64_t n, float mean, float std, FileDType t) {
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto &x : v) x = round_to(mean + std * nd(rng), t);
-    return v;
-}
-
-// ---------------------------------------------------------------------- safetensors
-
-struct StEntry {
-    std::string name;
-    std::string dtype; // "F32", "F64", "U8", ...
-    std::vector<uint64_t> shape;
-    std::vector<uint8_t> bytes;
-};
-
-std::vector<uint8_t> safetensors_bytes(const std::vector<StEntry> &entries) {
-    json h = json::object();
-    h["__metadata__"] = {{"format", "pt"}};
-    uint64_t off = 0;
-    for (const auto &e : entries) {
-        h[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {off, off + e.bytes.size()}}};
-        off += e.bytes.size();
-    }
-    std::string text = h.dump();
-    while (text.size() % 8) text += ' ';
-    std::vector<uint8_t> out;
-    for (int i = 0; i < 8; i++) out.push_back((uint8_t)((uint64_t)text.size() >> (8 * i)));
-    for (char ch : text) out.push_back((uint8_t)ch);
-    for (const auto &e : entries) out.insert(out.end(), e.bytes.begin(), e.bytes.end());
-    return out;
-}
-
-// Writes config.json and the tensors: model.safetensors (n_shards 1) or n shards and the index.
-void write_hf_dir(const std::string &dir, const std::string &config, const std::vector<StEntry> &entries, int n_shards) {
-    write_text(dir + "/config.json", config);
-    if (n_shards <= 1) {
-        write_bytes(dir + "/model.safetensors", safetensors_bytes(entries));
-        return;
-    }
-    json wm = json::object();
-    for (int s = 0; s < n_shards; s++) {
-        char name[64];
-        std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
-        std::vector<StEntry> part;
-        for (size_t i = 0; i < entries.size(); i++)
-            if ((int)(i % n_shards) == s) {
-                part.push_back(entries[i]);
-                wm[entries[i].name] = name;
-            }
-        write_bytes(dir + "/" + name, safetensors_bytes(part));
-    }
-    json idx = {{"metadata", {{"total_size", 0}}}, {"weight_map", wm}};
-    write_text(dir + "/model.safetensors.index.json", idx.dump(2));
-}
-
-std::string shard_name(int s, int n) {
-    char name[64];
-    std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n);
-    return name;
-}
-
-// --------------------------------------------------------------- Hugging Face fixtures
-
-struct HfSpec {
-    std::string type = "llama"; // gpt2 | llama | mistral | qwen2
-    uint32_t d = 48, layers = 2, heads = 4, kv = 2, head_dim = 0 /* 0: d / heads, not in config.json */, ff = 72;
-    uint32_t vocab = 67, ctx = 32;
-    bool tied = false;
-    FileDType dtype = FileDType::F32;
-    uint64_t seed = 1;
-    // gpt2
-    bool prefix = true;     // "transformer." before the body's names
-    bool head_copy = false; // tied, but lm_head.weight written (equal to wte)
-    bool buffers = true;    // attn.bias (U8 mask) and attn.masked_bias (F32) buffers
-    // llama family
-    std::string rope = "top"; // where rope_theta lives: "top", "parameters" (transformers 5), "scaling" (rope_scaling default)
-    float theta = 10000.0f, eps = 1e-5f;
-    int32_t bos = 1;
-    std::vector<int32_t> eos = {2};
-    uint32_t sliding_window = 0;
-    int shards = 1;
-};
-
-struct HfModel {
-    HfSpec spec;
-    std::string config;
-    std::vector<std::string> order;                            // tensors in write order
-    std::map<std::string, std::vector<uint64_t>> shapes;       // HF names
-    std::map<std::string, std::vector<float>> values;          // as stored (rounded)
-    std::vector<StEntry> extra;                                // buffers (not weights)
-    uint32_t hd() const { return spec.head_dim ? spec.head_dim : spec.d / spec.heads; }
-
-    void add(std::mt19937_64 &rng, const std::string &name, std::vector<uint64_t> shape, float mean, float std) {
-        order.push_back(name);
-        values[name] = draw(rng, numel(shape), mean, std, spec.dtype);
-        shapes[name] = std::move(shape);
-    }
-    const std::vector<float> &v(const std::string &n) const {
-        auto it = values.find(n);
-        if (it == values.end()) fail_msg("fixture has no tensor %s", n.c_str());
-        return it->second;
-    }
-    std::vector<StEntry> entries() const {
-        std::vector<StEntry> out;
-        for (const auto &n : order) out.push_back({n, st_name(spec.dtype), shapes.at(n), encode(values.at(n), spec.dtype)});
-        for (const auto &e : extra) out.push_back(e);
-        return out;
-    }
-};
-
-HfModel make_hf(const HfSpec &s) {
-    HfModel m;
-    m.spec = s;
-    std::mt19937_64 rng(s.seed);
-    const uint64_t d = s.d, v = s.vocab, ff = s.ff;
-    json c;
-    c["model_type"] = s.type;
-    c["torch_dtype"] = s.dtype == FileDType::F32 ? "float32" : s.dtype == FileDType::F16 ? "float16" : "bfloat16";
-    c["vocab_size"] = s.vocab;
-    c["bos_token_id"] = s.bos;
-    if (s.eos.size() == 1) c["eos_token_id"] = s.eos[0];
-    else c["eos_token_id"] = s.eos;
-    c["tie_word_embeddings"] = s.tied;
-    const float wstd = 0.8f / std::sqrt((float)d);
-    if (s.type == "gpt2") {
-        c["n_embd"] = s.d;
-        c["n_layer"] = s.layers;
-        c["n_head"] = s.heads;
-        c["n_positions"] = s.ctx;
-        c["n_ctx"] = s.ctx;
-        c["layer_norm_epsilon"] = s.eps;
-        c["n_inner"] = s.ff == 4 * s.d ? json(nullptr) : json(s.ff);
-        c["activation_function"] = "gelu_new";
-        const std::string p = s.prefix ? "transformer." : "";
-        m.add(rng, p + "wte.weight", {v, d}, 0, 0.5f);
-        m.add(rng, p + "wpe.weight", {s.ctx, d}, 0, 0.2f);
-        for (uint32_t i = 0; i < s.layers; i++) {
-            const std::string h = p + "h." + std::to_string(i) + ".";
-            m.add(rng, h + "ln_1.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "ln_1.bias", {d}, 0, 0.1f);
-            m.add(rng, h + "attn.c_attn.weight", {d, 3 * d}, 0, wstd); // Conv1D: [in, out]
-            m.add(rng, h + "attn.c_attn.bias", {3 * d}, 0, 0.1f);
-            m.add(rng, h + "attn.c_proj.weight", {d, d}, 0, wstd);
-            m.add(rng, h + "attn.c_proj.bias", {d}, 0, 0.1f);
-            m.add(rng, h + "ln_2.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "ln_2.bias", {d}, 0, 0.1f);
-            m.add(rng, h + "mlp.c_fc.weight", {d, ff}, 0, wstd);
-            m.add(rng, h + "mlp.c_fc.bias", {ff}, 0, 0.1f);
-            m.add(rng, h + "mlp.c_proj.weight", {ff, d}, 0, 0.8f / std::sqrt((float)ff));
-            m.add(rng, h + "mlp.c_proj.bias", {d}, 0, 0.1f);
-            if (s.buffers) {
-                std::vector<uint8_t> mask(s.ctx * s.ctx);
-                for (uint32_t a = 0; a < s.ctx; a++)
-                    for (uint32_t b = 0; b < s.ctx; b++) mask[a * s.ctx + b] = b <= a;
-                m.extra.push_back({h + "attn.bias", "U8", {1, 1, s.ctx, s.ctx}, mask});
-                m.extra.push_back({h + "attn.masked_bias", "F32", {}, encode({-1e4f}, FileDType::F32)});
-            }
-        }
-        m.add(rng, p + "ln_f.weight", {d}, 1, 0.1f);
-        m.add(rng, p + "ln_f.bias", {d}, 0, 0.1f);
-        if (!s.tied) m.add(rng, "lm_head.weight", {v, d}, 0, 0.5f);
-        else if (s.head_copy) {
-            m.order.push_back("lm_head.weight");
-            m.values["lm_head.weight"] = m.values[p + "wte.weight"];
-            m.shapes["lm_head.weight"] = {v, d};
-        }
-    } else {
-        const uint64_t hd = m.hd(), qd = s.heads * hd, kvd = s.kv * hd;
-        c["hidden_size"] = s.d;
-        c["num_hidden_layers"] = s.layers;
-        c["num_attention_heads"] = s.heads;
-        c["num_key_value_heads"] = s.kv;
-        if (s.head_dim) c["head_dim"] = s.head_dim;
-        c["intermediate_size"] = s.ff;
-        c["max_position_embeddings"] = s.ctx;
-        c["rms_norm_eps"] = s.eps;
-        c["hidden_act"] = "silu";
-        if (s.type != "qwen2") c["attention_bias"] = false;
-        if (s.rope == "top") c["rope_theta"] = s.theta;
-        else if (s.rope == "parameters") c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", s.theta}};
-        else {
-            c["rope_theta"] = s.theta;
-            c["rope_scaling"] = {{"rope_type", "default"}};
-        }
-        if (s.type == "mistral") c["sliding_window"] = s.sliding_window ? json(s.sliding_window) : json(nullptr);
-        if (s.type == "qwen2") {
-            c["use_sliding_window"] = false;
-            c["sliding_window"] = 4096;
-            c["max_window_layers"] = s.layers;
-        }
-        m.add(rng, "model.embed_tokens.weight", {v, d}, 0, 1.0f);
-        for (uint32_t i = 0; i < s.layers; i++) {
-            const std::string h = "model.layers." + std::to_string(i) + ".";
-            m.add(rng, h + "input_layernorm.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "self_attn.q_proj.weight", {qd, d}, 0, wstd);
-            m.add(rng, h + "self_attn.k_proj.weight", {kvd, d}, 0, wstd);
-            m.add(rng, h + "self_attn.v_proj.weight", {kvd, d}, 0, wstd);
-            if (s.type == "qwen2") {
-                m.add(rng, h + "self_attn.q_proj.bias", {qd}, 0, 0.2f);
-                m.add(rng, h + "self_attn.k_proj.bias", {kvd}, 0, 0.2f);
-                m.add(rng, h + "self_attn.v_proj.bias", {kvd}, 0, 0.2f);
-            }
-            m.add(rng, h + "self_attn.o_proj.weight", {d, qd}, 0, 0.8f / std::sqrt((float)qd));
-            m.add(rng, h + "post_attention_layernorm.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "mlp.gate_proj.weight", {ff, d}, 0, wstd);
-            m.add(rng, h + "mlp.up_proj.weight", {ff, d}, 0, wstd);
-            m.add(rng, h + "mlp.down_proj.weight", {d, ff}, 0, 0.8f / std::sqrt((float)ff));
-        }
-        m.add(rng, "model.norm.weight", {d}, 1, 0.1f);
-        if (!s.tied) m.add(rng, "lm_head.weight", {v, d}, 0, wstd * 2);
-    }
-    m.config = c.dump(2);
-    return m;
-}
 
 // ------------------------------------------------------------ expected output tensors
 
@@ -467,90 +179,7 @@ WantMap expected_hf(const HfModel &m) {
     return w;
 }
 
-// ------------------------------------------------------------------ llama2.c fixtures
-
-struct L2cSpec {
-    uint32_t dim = 32, hidden = 48, layers = 2, heads = 4, kv = 2, vocab = 41, seq = 16;
-    bool shared = false;
-    int version = 0;
-    uint64_t seed = 7;
-};
-
-struct L2cModel {
-    L2cSpec spec;
-    std::vector<uint8_t> bytes;
-    std::map<std::string, std::vector<float>> w; // "emb", "rms_att.L", "wq.L", ..., "rms_final", "wcls"
-    uint32_t hs() const { return spec.dim / spec.heads; }
-    const std::vector<float> &at(const std::string &n) const { return w.at(n); }
-    const std::vector<float> &head() const { return spec.shared ? w.at("emb") : w.at("wcls"); }
-};
-
-L2cModel make_l2c(const L2cSpec &s) {
-    L2cModel m;
-    m.spec = s;
-    std::mt19937_64 rng(s.seed);
-    const uint64_t d = s.dim, hs = d / s.heads, kvd = s.kv * hs, ff = s.hidden, v = s.vocab;
-    const float wd = 0.8f / std::sqrt((float)d), wf = 0.8f / std::sqrt((float)ff);
-    auto gen = [&](const std::string &n, uint64_t count, float mean, float std) { m.w[n] = draw(rng, count, mean, std, FileDType::F32); };
-    gen("emb", v * d, 0, 1.0f);
-    for (uint32_t l = 0; l < s.layers; l++) {
-        const std::string L = "." + std::to_string(l);
-        gen("rms_att" + L, d, 1, 0.1f);
-        gen("wq" + L, d * d, 0, wd);
-        gen("wk" + L, kvd * d, 0, wd);
-        gen("wv" + L, kvd * d, 0, wd);
-        gen("wo" + L, d * d, 0, wd);
-        gen("rms_ffn" + L, d, 1, 0.1f);
-        gen("w1" + L, ff * d, 0, wd);
-        gen("w2" + L, d * ff, 0, wf);
-        gen("w3" + L, ff * d, 0, wd);
-    }
-    gen("rms_final", d, 1, 0.1f);
-    if (!s.shared) gen("wcls", v * d, 0, wd * 2);
-
-    auto put_i32 = [&](int32_t x) {
-        uint8_t b[4];
-        std::memcpy(b, &x, 4);
-        m.bytes.insert(m.bytes.end(), b, b + 4);
-    };
-    auto put = [&](const std::vector<float> &x) {
-        const auto e = encode(x, FileDType::F32);
-        m.bytes.insert(m.bytes.end(), e.begin(), e.end());
-    };
-    auto per_layer = [&](const char *n) {
-        for (uint32_t l = 0; l < s.layers; l++) put(m.w.at(std::string(n) + "." + std::to_string(l)));
-    };
-    const int32_t header[7] = {(int32_t)s.dim, (int32_t)s.hidden, (int32_t)s.layers, (int32_t)s.heads, (int32_t)s.kv,
-                               (int32_t)(s.version == 0 && !s.shared ? -(int32_t)s.vocab : (int32_t)s.vocab), (int32_t)s.seq};
-    if (s.version == 0) {
-        for (int32_t x : header) put_i32(x);
-        put(m.w.at("emb"));
-        for (const char *n : {"rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3"}) per_layer(n);
-        put(m.w.at("rms_final"));
-        // freq_cis_real / _imag, as llama2.c wrote them (the converter skips them).
-        std::vector<float> fr, fi;
-        for (uint32_t p = 0; p < s.seq; p++)
-            for (uint32_t i = 0; i < hs / 2; i++) {
-                const double f = std::pow(10000.0, -2.0 * i / (double)hs);
-                fr.push_back((float)std::cos(p * f));
-                fi.push_back((float)std::sin(p * f));
-            }
-        put(fr);
-        put(fi);
-    } else {
-        put_i32(0x616b3432);
-        put_i32(1);
-        for (int32_t x : header) put_i32(x);
-        m.bytes.push_back(s.shared ? 1 : 0);
-        m.bytes.resize(256, 0);
-        for (const char *n : {"rms_att", "rms_ffn"}) per_layer(n);
-        put(m.w.at("rms_final"));
-        put(m.w.at("emb"));
-        for (const char *n : {"wq", "wk", "wv", "wo", "w1", "w2", "w3"}) per_layer(n);
-    }
-    if (!s.shared) put(m.w.at("wcls"));
-    return m;
-}
+// ------------------------------------------------------------ llama2.c expectations
 
 // Rotate-half rows from interleaved ones, written from the definition: within each head,
 // output row i (i < hd/2) is input row 2i and output row hd/2 + i is input row 2i + 1.
@@ -586,246 +215,96 @@ WantMap expected_l2c(const L2cModel &m) {
     return w;
 }
 
-// ---------------------------------------------------------- naive double references
+// ------------------------------------------------- the reference on the ORIGINAL tensors
 
-using Vec = std::vector<double>;
-
-// y = W x (+ b), W row-major [out][in] (nn.Linear); values rounded to `t` first.
-struct Linear {
-    std::vector<float> w, b;
-    uint64_t out = 0, in = 0;
-    Vec operator()(const Vec &x) const {
-        Vec y(out, 0.0);
-        for (uint64_t o = 0; o < out; o++) {
-            double s = b.empty() ? 0.0 : b[o];
-            for (uint64_t i = 0; i < in; i++) s += (double)w[o * in + i] * x[i];
-            y[o] = s;
-        }
-        return y;
-    }
-};
-Linear linear(const std::vector<float> &w, uint64_t out, uint64_t in, FileDType t, const std::vector<float> *b = nullptr) {
-    return Linear{rounded(w, t), b ? rounded(*b, t) : std::vector<float>{}, out, in};
-}
-// GPT-2's Conv1D: y = x W + b with W stored [in][out].
-Linear conv1d(const std::vector<float> &w, const std::vector<float> &b, uint64_t in, uint64_t out, FileDType t) {
-    return Linear{rounded(transpose(w, in, out), t), rounded(b, t), out, in};
-}
-
-Vec rms_norm(const Vec &x, const std::vector<float> &w, double eps, FileDType t) {
-    double ss = 0;
-    for (double v : x) ss += v * v;
-    const double r = 1.0 / std::sqrt(ss / x.size() + eps);
-    Vec y(x.size());
-    for (size_t i = 0; i < x.size(); i++) y[i] = x[i] * r * round_to(w[i], t);
-    return y;
-}
-
-Vec layer_norm(const Vec &x, const std::vector<float> &w, const std::vector<float> &b, double eps, FileDType t) {
-    double mean = 0, var = 0;
-    for (double v : x) mean += v;
-    mean /= x.size();
-    for (double v : x) var += (v - mean) * (v - mean);
-    var /= x.size();
-    const double r = 1.0 / std::sqrt(var + eps);
-    Vec y(x.size());
-    for (size_t i = 0; i < x.size(); i++) y[i] = (x[i] - mean) * r * round_to(w[i], t) + round_to(b[i], t);
-    return y;
-}
-
-// Causal attention of position t over keys 0..t: q [heads][hd], keys/values [pos][kv heads][hd].
-Vec attend(const Vec &q, const std::vector<Vec> &keys, const std::vector<Vec> &vals, uint32_t heads, uint32_t kv, uint32_t hd) {
-    Vec out((size_t)heads * hd, 0.0);
-    const size_t T = keys.size();
-    for (uint32_t h = 0; h < heads; h++) {
-        const uint32_t g = h / (heads / kv);
-        Vec sc(T);
-        double mx = -1e300;
-        for (size_t j = 0; j < T; j++) {
-            double s = 0;
-            for (uint32_t i = 0; i < hd; i++) s += q[(size_t)h * hd + i] * keys[j][(size_t)g * hd + i];
-            sc[j] = s / std::sqrt((double)hd);
-            mx = std::max(mx, sc[j]);
-        }
-        double sum = 0;
-        for (double &s : sc) sum += (s = std::exp(s - mx));
-        for (size_t j = 0; j < T; j++)
-            for (uint32_t i = 0; i < hd; i++) out[(size_t)h * hd + i] += sc[j] / sum * vals[j][(size_t)g * hd + i];
-    }
-    return out;
-}
-
-double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
-
-// Hugging Face GPT2LMHeadModel on the HF tensors.
-std::vector<double> ref_gpt2(const HfModel &m, const std::vector<int32_t> &toks, FileDType t) {
-    const HfSpec &s = m.spec;
-    const uint32_t d = s.d, H = s.heads, hd = d / H;
-    const std::string p = s.prefix ? "transformer." : "";
-    const auto wte = rounded(m.v(p + "wte.weight"), t), wpe = rounded(m.v(p + "wpe.weight"), t);
-    const auto head = s.tied ? wte : rounded(m.v("lm_head.weight"), t);
-    struct L {
-        Linear qkv, proj, fc, down;
-    };
-    std::vector<L> ls;
-    for (uint32_t i = 0; i < s.layers; i++) {
-        const std::string h = p + "h." + std::to_string(i) + ".";
-        ls.push_back({conv1d(m.v(h + "attn.c_attn.weight"), m.v(h + "attn.c_attn.bias"), d, 3 * d, t),
-                      conv1d(m.v(h + "attn.c_proj.weight"), m.v(h + "attn.c_proj.bias"), d, d, t),
-                      conv1d(m.v(h + "mlp.c_fc.weight"), m.v(h + "mlp.c_fc.bias"), d, s.ff, t),
-                      conv1d(m.v(h + "mlp.c_proj.weight"), m.v(h + "mlp.c_proj.bias"), s.ff, d, t)});
-    }
-    std::vector<std::vector<Vec>> K(s.layers), V(s.layers);
-    std::vector<double> logits;
-    for (size_t pos = 0; pos < toks.size(); pos++) {
-        Vec x(d);
-        for (uint32_t i = 0; i < d; i++) x[i] = (double)wte[(size_t)toks[pos] * d + i] + wpe[pos * d + i];
-        for (uint32_t l = 0; l < s.layers; l++) {
-            const std::string h = p + "h." + std::to_string(l) + ".";
-            const Vec qkv = ls[l].qkv(layer_norm(x, m.v(h + "ln_1.weight"), m.v(h + "ln_1.bias"), s.eps, t));
-            K[l].push_back(Vec(qkv.begin() + d, qkv.begin() + 2 * d));
-            V[l].push_back(Vec(qkv.begin() + 2 * d, qkv.end()));
-            const Vec a = ls[l].proj(attend(Vec(qkv.begin(), qkv.begin() + d), K[l], V[l], H, H, hd));
-            for (uint32_t i = 0; i < d; i++) x[i] += a[i];
-            Vec f = ls[l].fc(layer_norm(x, m.v(h + "ln_2.weight"), m.v(h + "ln_2.bias"), s.eps, t));
-            for (double &z : f) z = gelu_tanh(z);
-            const Vec o = ls[l].down(f);
-            for (uint32_t i = 0; i < d; i++) x[i] += o[i];
-        }
-        const Vec hN = layer_norm(x, m.v(p + "ln_f.weight"), m.v(p + "ln_f.bias"), s.eps, t);
-        for (uint32_t v = 0; v < s.vocab; v++) {
-            double z = 0;
-            for (uint32_t i = 0; i < d; i++) z += (double)head[(size_t)v * d + i] * hN[i];
-            logits.push_back(z);
-        }
-    }
-    return logits;
-}
-
-// A Llama-family model described by its original tensors, and how its RoPE pairs dims.
-struct LlamaRef {
-    uint32_t d = 0, heads = 0, kv = 0, hd = 0, ff = 0, vocab = 0;
-    double eps = 1e-5, theta = 10000;
-    bool interleaved = false; // llama2.c / Meta: pairs (2i, 2i+1); Hugging Face: (i, i + hd/2)
-    std::vector<float> emb, final_norm, head;
-    struct Layer {
-        std::vector<float> norm1, norm2;
-        Linear q, k, v, o, gate, up, down;
-    };
-    std::vector<Layer> layers;
+// What tests/support/reference runs: the source checkpoint's tensors under the weight file's
+// names, each rounded to the dtype the engine runs (t), laid out as the SOURCE stores them
+// (GPT-2's Conv1D matrices [in][out]; llama2.c's q and k rows in their interleaved order,
+// with interleaved RoPE), so the reference checks the converter's transposes and row
+// permutations rather than repeating them. Only row concatenations (q|k|v, gate|up) are
+// done here, as the weight file fuses them.
+struct RefInput {
+    gpt::ModelConfig config;
+    reference::TensorMap tensors;
+    reference::Layout layout;
+    std::vector<double> forward(const std::vector<int32_t> &toks) const { return reference::forward(config, tensors, toks, layout); }
 };
 
-void rope(double *x, uint32_t hd, size_t pos, double theta, bool interleaved) {
-    for (uint32_t i = 0; i < hd / 2; i++) {
-        const double a = (double)pos * std::pow(theta, -2.0 * i / hd), c = std::cos(a), s = std::sin(a);
-        double &x0 = interleaved ? x[2 * i] : x[i];
-        double &x1 = interleaved ? x[2 * i + 1] : x[i + hd / 2];
-        const double u = x0, w = x1;
-        x0 = u * c - w * s;
-        x1 = u * s + w * c;
-    }
-}
-
-std::vector<double> ref_llama(const LlamaRef &r, const std::vector<int32_t> &toks, FileDType t) {
-    const std::vector<float> emb = rounded(r.emb, t), head = rounded(r.head, t);
-    std::vector<std::vector<Vec>> K(r.layers.size()), V(r.layers.size());
-    std::vector<double> logits;
-    for (size_t pos = 0; pos < toks.size(); pos++) {
-        Vec x(r.d);
-        for (uint32_t i = 0; i < r.d; i++) x[i] = emb[(size_t)toks[pos] * r.d + i];
-        for (size_t l = 0; l < r.layers.size(); l++) {
-            const auto &L = r.layers[l];
-            const Vec h = rms_norm(x, L.norm1, r.eps, t);
-            Vec q = L.q(h), k = L.k(h);
-            for (uint32_t hh = 0; hh < r.heads; hh++) rope(&q[(size_t)hh * r.hd], r.hd, pos, r.theta, r.interleaved);
-            for (uint32_t g = 0; g < r.kv; g++) rope(&k[(size_t)g * r.hd], r.hd, pos, r.theta, r.interleaved);
-            K[l].push_back(k);
-            V[l].push_back(L.v(h));
-            const Vec a = L.o(attend(q, K[l], V[l], r.heads, r.kv, r.hd));
-            for (uint32_t i = 0; i < r.d; i++) x[i] += a[i];
-            const Vec h2 = rms_norm(x, L.norm2, r.eps, t);
-            Vec g = L.gate(h2);
-            const Vec u = L.up(h2);
-            for (size_t i = 0; i < g.size(); i++) g[i] = silu(g[i]) * u[i];
-            const Vec o = L.down(g);
-            for (uint32_t i = 0; i < r.d; i++) x[i] += o[i];
-        }
-        const Vec hN = rms_norm(x, r.final_norm, r.eps, t);
-        for (uint32_t v = 0; v < r.vocab; v++) {
-            double z = 0;
-            for (uint32_t i = 0; i < r.d; i++) z += (double)head[(size_t)v * r.d + i] * hN[i];
-            logits.push_back(z);
-        }
-    }
-    return logits;
-}
-
-LlamaRef llama_ref_of(const HfModel &m, FileDType t) {
+RefInput reference_input(const HfModel &m, FileDType t) {
     const HfSpec &s = m.spec;
-    LlamaRef r;
-    r.d = s.d;
-    r.heads = s.heads;
-    r.kv = s.kv;
-    r.hd = m.hd();
-    r.ff = s.ff;
-    r.vocab = s.vocab;
-    r.eps = s.eps;
-    r.theta = s.theta;
-    r.interleaved = false;
-    r.emb = m.v("model.embed_tokens.weight");
-    r.final_norm = m.v("model.norm.weight");
-    r.head = s.tied ? r.emb : m.v("lm_head.weight");
-    const uint64_t qd = (uint64_t)s.heads * r.hd, kvd = (uint64_t)s.kv * r.hd;
-    for (uint32_t i = 0; i < s.layers; i++) {
-        const std::string h = "model.layers." + std::to_string(i) + ".", a = h + "self_attn.";
-        const bool bias = s.type == "qwen2";
-        LlamaRef::Layer L;
-        L.norm1 = m.v(h + "input_layernorm.weight");
-        L.norm2 = m.v(h + "post_attention_layernorm.weight");
-        L.q = linear(m.v(a + "q_proj.weight"), qd, s.d, t, bias ? &m.v(a + "q_proj.bias") : nullptr);
-        L.k = linear(m.v(a + "k_proj.weight"), kvd, s.d, t, bias ? &m.v(a + "k_proj.bias") : nullptr);
-        L.v = linear(m.v(a + "v_proj.weight"), kvd, s.d, t, bias ? &m.v(a + "v_proj.bias") : nullptr);
-        L.o = linear(m.v(a + "o_proj.weight"), s.d, qd, t);
-        L.gate = linear(m.v(h + "mlp.gate_proj.weight"), s.ff, s.d, t);
-        L.up = linear(m.v(h + "mlp.up_proj.weight"), s.ff, s.d, t);
-        L.down = linear(m.v(h + "mlp.down_proj.weight"), s.d, s.ff, t);
-        r.layers.push_back(std::move(L));
+    const bool gpt2 = s.type == "gpt2";
+    RefInput r;
+    gpt::ModelConfig &c = r.config;
+    c.arch = gpt2 ? GPT_ARCH_GPT2 : GPT_ARCH_LLAMA;
+    c.n_layers = s.layers, c.d_model = s.d, c.n_heads = s.heads, c.n_kv_heads = gpt2 ? s.heads : s.kv, c.head_dim = m.hd();
+    c.d_ff = s.ff, c.vocab_size = s.vocab, c.context_length = s.ctx, c.norm_eps = s.eps, c.rope_theta = gpt2 ? 0.0f : s.theta;
+    c.tied_head = s.tied, c.qkv_bias = gpt2 || s.type == "qwen2";
+    r.layout.conv1d = gpt2;
+    auto put = [&](const std::string &name, const std::vector<float> &v) { r.tensors[name] = rounded(v, t); };
+    if (gpt2) {
+        const std::string p = s.prefix ? "transformer." : "";
+        put("tok_emb.weight", m.v(p + "wte.weight"));
+        put("pos_emb.weight", m.v(p + "wpe.weight"));
+        for (uint32_t i = 0; i < s.layers; i++) {
+            const std::string h = p + "h." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
+            put(o + "attn_norm.weight", m.v(h + "ln_1.weight"));
+            put(o + "attn_norm.bias", m.v(h + "ln_1.bias"));
+            put(o + "attn_qkv.weight", m.v(h + "attn.c_attn.weight")); // [d][3d]
+            put(o + "attn_qkv.bias", m.v(h + "attn.c_attn.bias"));
+            put(o + "attn_out.weight", m.v(h + "attn.c_proj.weight"));
+            put(o + "attn_out.bias", m.v(h + "attn.c_proj.bias"));
+            put(o + "ffn_norm.weight", m.v(h + "ln_2.weight"));
+            put(o + "ffn_norm.bias", m.v(h + "ln_2.bias"));
+            put(o + "ffn_up.weight", m.v(h + "mlp.c_fc.weight"));
+            put(o + "ffn_up.bias", m.v(h + "mlp.c_fc.bias"));
+            put(o + "ffn_down.weight", m.v(h + "mlp.c_proj.weight"));
+            put(o + "ffn_down.bias", m.v(h + "mlp.c_proj.bias"));
+        }
+        put("out_norm.weight", m.v(p + "ln_f.weight"));
+        put("out_norm.bias", m.v(p + "ln_f.bias"));
+        if (!s.tied) put("lm_head.weight", m.v("lm_head.weight"));
+        return r;
     }
+    put("tok_emb.weight", m.v("model.embed_tokens.weight"));
+    for (uint32_t i = 0; i < s.layers; i++) {
+        const std::string h = "model.layers." + std::to_string(i) + ".", a = h + "self_attn.", o = "blk." + std::to_string(i) + ".";
+        put(o + "attn_norm.weight", m.v(h + "input_layernorm.weight"));
+        put(o + "attn_qkv.weight", concat({&m.v(a + "q_proj.weight"), &m.v(a + "k_proj.weight"), &m.v(a + "v_proj.weight")}));
+        if (s.type == "qwen2")
+            put(o + "attn_qkv.bias", concat({&m.v(a + "q_proj.bias"), &m.v(a + "k_proj.bias"), &m.v(a + "v_proj.bias")}));
+        put(o + "attn_out.weight", m.v(a + "o_proj.weight"));
+        put(o + "ffn_norm.weight", m.v(h + "post_attention_layernorm.weight"));
+        put(o + "ffn_gate_up.weight", concat({&m.v(h + "mlp.gate_proj.weight"), &m.v(h + "mlp.up_proj.weight")}));
+        put(o + "ffn_down.weight", m.v(h + "mlp.down_proj.weight"));
+    }
+    put("out_norm.weight", m.v("model.norm.weight"));
+    if (!s.tied) put("lm_head.weight", m.v("lm_head.weight"));
     return r;
 }
 
 // llama2.c's run.c forward: interleaved RoPE on the original wq / wk, w1 gate, w3 up.
-LlamaRef llama_ref_of(const L2cModel &m, FileDType t) {
+RefInput reference_input(const L2cModel &m, FileDType t) {
     const L2cSpec &s = m.spec;
-    LlamaRef r;
-    r.d = s.dim;
-    r.heads = s.heads;
-    r.kv = s.kv;
-    r.hd = m.hs();
-    r.ff = s.hidden;
-    r.vocab = s.vocab;
-    r.eps = 1e-5;
-    r.theta = 10000.0;
-    r.interleaved = true;
-    r.emb = m.at("emb");
-    r.final_norm = m.at("rms_final");
-    r.head = m.head();
-    const uint64_t kvd = (uint64_t)s.kv * r.hd;
+    RefInput r;
+    gpt::ModelConfig &c = r.config;
+    c.arch = GPT_ARCH_LLAMA;
+    c.n_layers = s.layers, c.d_model = s.dim, c.n_heads = s.heads, c.n_kv_heads = s.kv, c.head_dim = m.hs();
+    c.d_ff = s.hidden, c.vocab_size = s.vocab, c.context_length = s.seq, c.norm_eps = 1e-5f, c.rope_theta = 10000.0f;
+    c.tied_head = s.shared, c.qkv_bias = false;
+    r.layout.interleaved_rope = true;
+    auto put = [&](const std::string &name, const std::vector<float> &v) { r.tensors[name] = rounded(v, t); };
+    put("tok_emb.weight", m.at("emb"));
     for (uint32_t l = 0; l < s.layers; l++) {
-        const std::string L = "." + std::to_string(l);
-        LlamaRef::Layer y;
-        y.norm1 = m.at("rms_att" + L);
-        y.norm2 = m.at("rms_ffn" + L);
-        y.q = linear(m.at("wq" + L), s.dim, s.dim, t);
-        y.k = linear(m.at("wk" + L), kvd, s.dim, t);
-        y.v = linear(m.at("wv" + L), kvd, s.dim, t);
-        y.o = linear(m.at("wo" + L), s.dim, s.dim, t);
-        y.gate = linear(m.at("w1" + L), s.hidden, s.dim, t);
-        y.up = linear(m.at("w3" + L), s.hidden, s.dim, t);
-        y.down = linear(m.at("w2" + L), s.dim, s.hidden, t);
-        r.layers.push_back(std::move(y));
+        const std::string L = "." + std::to_string(l), o = "blk." + std::to_string(l) + ".";
+        put(o + "attn_norm.weight", m.at("rms_att" + L));
+        put(o + "attn_qkv.weight", concat({&m.at("wq" + L), &m.at("wk" + L), &m.at("wv" + L)}));
+        put(o + "attn_out.weight", m.at("wo" + L));
+        put(o + "ffn_norm.weight", m.at("rms_ffn" + L));
+        put(o + "ffn_gate_up.weight", concat({&m.at("w1" + L), &m.at("w3" + L)}));
+        put(o + "ffn_down.weight", m.at("w2" + L));
     }
+    put("out_norm.weight", m.at("rms_final"));
+    if (!s.shared) put("lm_head.weight", m.at("wcls"));
     return r;
 }
 
@@ -1007,8 +486,7 @@ void check_hf(const HfSpec &spec, const char *label) {
             }
         }
         const std::vector<float> got = engine_logits(path, toks, spec.vocab);
-        const std::vector<double> ref = gpt2 ? ref_gpt2(m, toks, out) : ref_llama(llama_ref_of(m, out), toks, out);
-        expect_logits_close(got, ref, what);
+        expect_logits_close(got, reference_input(m, out).forward(toks), what);
     }
 }
 
@@ -1043,7 +521,7 @@ void check_l2c(const L2cSpec &spec, const char *label) {
         assert_true(c.norm_eps == 1e-5f);
         // The point of the whole test: the engine (rotate-half RoPE) on the permuted weights
         // reproduces llama2.c (interleaved RoPE) on the original ones.
-        expect_logits_close(engine_logits(path, toks, spec.vocab), ref_llama(llama_ref_of(m, out), toks, out), what);
+        expect_logits_close(engine_logits(path, toks, spec.vocab), reference_input(m, out).forward(toks), what);
     }
 }
 
@@ -1543,11 +1021,6 @@ int run_tool(const std::vector<std::string> &args, const std::string &log) {
     int st = 0;
     waitpid(pid, &st, 0);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-std::string read_text(const std::string &path) {
-    const auto b = read_bytes(path);
-    return std::string(b.begin(), b.end());
 }
 
 // The `gpt convert` command itself, once: success (summary), and a refusal.

@@ -14,6 +14,8 @@
 #include "alloc_hooks.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "dtype_values.h"
+#include "files.h"
 #include "core/memory.h"
 #include "fixture.h"
 #include "format/keys.h"
@@ -29,7 +31,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <functional>
 #include <random>
 #include <set>
@@ -216,15 +217,9 @@ void add_model_tensors(Writer &w, const gpt::ModelConfig &c, FileDType dt, std::
         if (edit && !edit(slot)) continue;
         uint64_t n = 1;
         for (uint64_t d : slot.shape) n *= d;
-        Bytes bytes(n * (dt == FileDType::F32 ? 4 : 2));
-        for (uint64_t i = 0; i < n; i++) {
-            const float v = nd(rng);
-            if (dt == FileDType::F32) std::memcpy(bytes.data() + 4 * i, &v, 4);
-            else {
-                const uint16_t h = dt == FileDType::F16 ? gpt::f32_to_f16(v) : gpt::f32_to_bf16(v);
-                std::memcpy(bytes.data() + 2 * i, &h, 2);
-            }
-        }
+        std::vector<float> v(n);
+        for (float &x : v) x = nd(rng);
+        const Bytes bytes = fixture::encode(v, dt);
         w.add_tensor(slot.name, dt, slot.shape, bytes.data(), bytes.size());
     }
 }
@@ -594,27 +589,6 @@ void test_writer_rejects_bad_input(void **) {
     assert_true(r3.thrown && r3.status == GPT_ERR_INVALID_ARG && std::strstr(r3.message.c_str(), "bad length"));
 }
 
-std::vector<std::string> dir_entries(const std::string &dir) {
-    std::vector<std::string> out;
-    DIR *d = opendir(dir.c_str());
-    assert_non_null(d);
-    while (dirent *e = readdir(d))
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) out.push_back(e->d_name);
-    closedir(d);
-    return out;
-}
-
-Bytes read_file(const std::string &path) {
-    FILE *fp = std::fopen(path.c_str(), "rb");
-    assert_non_null(fp);
-    Bytes b;
-    uint8_t buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, fp)) > 0) b.insert(b.end(), buf, buf + n);
-    std::fclose(fp);
-    return b;
-}
-
 // write_file: refuses to replace without overwrite, replaces with it, leaves no temporary
 // files, and a failure part way leaves the old file untouched.
 void test_writer_atomic_file(void **) {
@@ -633,17 +607,17 @@ void test_writer_atomic_file(void **) {
     Writer::FileOptions keep, replace;
     replace.overwrite = true;
     a.write_file(path, keep);
-    assert_true(read_file(path) == a.write_memory());
+    assert_true(files::read_bytes(path) == a.write_memory());
 
     Caught c = catch_error([&] { b.write_file(path, keep); });
     assert_true(c.thrown);
     assert_int_equal(c.status, GPT_ERR_IO);
     assert_non_null(std::strstr(c.message.c_str(), "already exists"));
     assert_non_null(std::strstr(c.message.c_str(), path.c_str()));
-    assert_true(read_file(path) == a.write_memory());
+    assert_true(files::read_bytes(path) == a.write_memory());
 
     b.write_file(path, replace);
-    assert_true(read_file(path) == b.write_memory());
+    assert_true(files::read_bytes(path) == b.write_memory());
 
     // A tensor whose bytes cannot be produced: the old file stays, nothing else is left.
     Writer bad;
@@ -654,14 +628,14 @@ void test_writer_atomic_file(void **) {
     assert_true(c.thrown);
     assert_int_equal(c.status, GPT_ERR_IO);
     assert_non_null(std::strstr(c.message.c_str(), "source tensor unreadable"));
-    assert_true(read_file(path) == b.write_memory());
+    assert_true(files::read_bytes(path) == b.write_memory());
     const std::string fresh = std::string(dir) + "/fresh.gpt";
     c = catch_error([&] { bad.write_file(fresh, keep); });
     assert_true(c.thrown);
     struct stat st;
     assert_int_not_equal(::stat(fresh.c_str(), &st), 0);
 
-    const auto entries = dir_entries(dir);
+    const auto entries = files::list_dir(dir);
     if (entries.size() != 1 || entries[0] != "model.gpt") {
         for (const auto &e : entries) std::printf("left in %s: %s\n", dir, e.c_str());
         fail_msg("write_file left files behind");
