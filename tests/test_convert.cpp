@@ -525,15 +525,19 @@ void check_l2c(const L2cSpec &spec, const char *label) {
     }
 }
 
-// ----------------------------------------------------------------------------- tests
+// ----------------------------------------------------------------- safetensors headers
+
+// A valid header, parsed from memory: dtypes, shapes, offsets, metadata.
+std::vector<uint8_t> valid_safetensors() {
+    const std::vector<StEntry> e = {{"a", "F32", {2, 3}, std::vector<uint8_t>(24, 1)},
+                                    {"b", "BF16", {5}, std::vector<uint8_t>(10, 2)},
+                                    {"c", "I64", {}, std::vector<uint8_t>(8, 3)},
+                                    {"d", "F16", {0, 4}, {}}};
+    return safetensors_bytes(e);
+}
 
 void test_convert_safetensors_header(void **) {
-    // A valid header, parsed from memory: dtypes, shapes, offsets, metadata.
-    std::vector<StEntry> e = {{"a", "F32", {2, 3}, std::vector<uint8_t>(24, 1)},
-                              {"b", "BF16", {5}, std::vector<uint8_t>(10, 2)},
-                              {"c", "I64", {}, std::vector<uint8_t>(8, 3)},
-                              {"d", "F16", {0, 4}, {}}};
-    const auto bytes = safetensors_bytes(e);
+    const auto bytes = valid_safetensors();
     const cv::StHeader h = cv::parse_safetensors(bytes.data(), bytes.size(), "mem.safetensors");
     assert_int_equal(h.tensors.size(), 4);
     assert_string_equal(h.metadata.at("format").c_str(), "pt");
@@ -547,9 +551,11 @@ void test_convert_safetensors_header(void **) {
     assert_int_equal(by["d"]->numel(), 0);
     assert_int_equal(by["a"]->data[0], 1);
     assert_int_equal(by["c"]->data[0], 3);
+}
 
-    // Every malformed header is GPT_ERR_FORMAT (unknown dtype: UNSUPPORTED) naming the
-    // source and, where there is one, the tensor.
+// Every malformed header is GPT_ERR_FORMAT (unknown dtype: UNSUPPORTED) naming the source
+// and, where there is one, the tensor.
+void test_convert_safetensors_header_malformed(void **) {
     struct Case {
         const char *json;
         uint64_t data_size;
@@ -579,7 +585,11 @@ void test_convert_safetensors_header(void **) {
                 fail_msg("%s -> %s (%d)", c.json, e.what(), (int)e.status());
         }
     }
-    // Header length fields: past the end, shorter than 8 bytes.
+}
+
+// Header length fields: past the end, shorter than 8 bytes.
+void test_convert_safetensors_header_length(void **) {
+    const auto bytes = valid_safetensors();
     std::vector<uint8_t> bad = bytes;
     bad[0] = 0xff;
     bad[3] = 0x7f;
@@ -597,28 +607,53 @@ void test_convert_safetensors_header(void **) {
     }
 }
 
-void test_convert_hf_config(void **) {
-    // rope_theta in each of the places transformers has kept it; eos lists; head_dim null.
-    auto parse = [](const std::string &s) { return cv::parse_hf_config(s, "config.json"); };
-    const std::string base = R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100)";
-    cv::HfConfig h = parse("{\"model_type\": \"llama\", " + base + ", \"rope_theta\": 500000.0, \"eos_token_id\": [7, 9, 7], \"head_dim\": null}");
+// ------------------------------------------------------------------------- config.json
+
+cv::HfConfig parse_config(const std::string &s) { return cv::parse_hf_config(s, "config.json"); }
+const std::string kConfigBase =
+    R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100)";
+
+// rope_theta at the top level; an eos list (first id, duplicates dropped); head_dim null.
+void test_convert_hf_config_llama(void **) {
+    const cv::HfConfig h =
+        parse_config("{\"model_type\": \"llama\", " + kConfigBase + ", \"rope_theta\": 500000.0, \"eos_token_id\": [7, 9, 7], \"head_dim\": null}");
     assert_true(h.config.rope_theta == 500000.0f);
     assert_int_equal(h.config.eos_id, 7);
     assert_int_equal(h.eos_ids.size(), 2);
     assert_int_equal(h.config.head_dim, 16);
     assert_int_equal(h.config.n_kv_heads, 4);
-    h = parse("{\"model_type\": \"qwen2\", " + base + ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000}}");
+}
+
+// rope_theta in rope_parameters (transformers 5); qwen2 has q/k/v biases.
+void test_convert_hf_config_qwen2_rope_parameters(void **) {
+    const cv::HfConfig h =
+        parse_config("{\"model_type\": \"qwen2\", " + kConfigBase + ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000}}");
     assert_true(h.config.rope_theta == 1e6f);
     assert_true(h.config.qkv_bias);
-    h = parse("{\"model_type\": \"mistral\", " + base + ", \"rope_scaling\": {\"type\": \"default\"}, \"sliding_window\": 8, \"max_position_embeddings\": 64}");
+}
+
+// A default rope_scaling is accepted; a sliding window shorter than the context warns.
+void test_convert_hf_config_mistral_sliding_window(void **) {
+    const cv::HfConfig h = parse_config("{\"model_type\": \"mistral\", " + kConfigBase +
+                                        ", \"rope_scaling\": {\"type\": \"default\"}, \"sliding_window\": 8, \"max_position_embeddings\": 64}");
     assert_int_equal(h.warnings.size(), 1);
     assert_true(contains(h.warnings[0], "sliding_window"));
-    h = parse("{\"model_type\": \"gpt2\", \"n_embd\": 32, \"n_layer\": 1, \"n_head\": 4, \"n_ctx\": 16, \"vocab_size\": 50, \"n_inner\": null, \"eos_token_id\": 50256}");
+}
+
+// n_inner null means 4 * n_embd; n_ctx is the context; an eos outside the vocabulary is
+// dropped with a warning.
+void test_convert_hf_config_gpt2_defaults(void **) {
+    const cv::HfConfig h = parse_config(
+        "{\"model_type\": \"gpt2\", \"n_embd\": 32, \"n_layer\": 1, \"n_head\": 4, \"n_ctx\": 16, \"vocab_size\": 50, \"n_inner\": null, \"eos_token_id\": 50256}");
     assert_int_equal(h.config.d_ff, 128);
     assert_int_equal(h.config.context_length, 16);
     assert_int_equal(h.config.eos_id, -1); // outside the vocabulary: dropped, with a warning
     assert_int_equal(h.warnings.size(), 1);
+}
 
+// Every refused config.json names the file and the key (the message shows the JSON).
+void test_convert_hf_config_rejects(void **) {
+    const std::string &base = kConfigBase;
     struct Case {
         std::string json;
         gpt_status status;
@@ -638,7 +673,7 @@ void test_convert_hf_config(void **) {
     };
     for (const Case &c : cases) {
         try {
-            parse(c.json);
+            parse_config(c.json);
             fail_msg("accepted: %s", c.json.c_str());
         } catch (const gpt::Error &e) {
             if (e.status() != c.status || !contains(e.what(), "config.json") || !contains(e.what(), c.names))
@@ -647,76 +682,131 @@ void test_convert_hf_config(void **) {
     }
 }
 
-void test_convert_gpt2(void **) {
+// ---------------------------------------------------------- Hugging Face conversions
+
+HfSpec gpt2_tied_spec() {
     HfSpec s;
     s.type = "gpt2";
     s.d = 24, s.heads = 3, s.ff = 96, s.vocab = 61, s.ctx = 16, s.tied = true, s.bos = 60, s.eos = {60};
-    check_hf(s, "gpt2 tied (no lm_head), transformer. prefix, mask buffers");
+    return s;
+}
+HfSpec gpt2_untied_spec() {
+    HfSpec s = gpt2_tied_spec();
     s.d = 20, s.heads = 4, s.ff = 36, s.vocab = 53, s.tied = false, s.prefix = false, s.buffers = false;
     s.dtype = FileDType::F16, s.shards = 3, s.seed = 2, s.bos = 0, s.eos = {1};
-    check_hf(s, "gpt2 untied, no prefix, 3 shards");
+    return s;
+}
+
+void test_convert_gpt2_tied(void **) { check_hf(gpt2_tied_spec(), "gpt2 tied (no lm_head), transformer. prefix, mask buffers"); }
+
+void test_convert_gpt2_untied_sharded(void **) { check_hf(gpt2_untied_spec(), "gpt2 untied, no prefix, 3 shards"); }
+
+void test_convert_gpt2_tied_head_copy(void **) {
+    HfSpec s = gpt2_untied_spec();
     s.tied = true, s.head_copy = true, s.dtype = FileDType::BF16, s.shards = 1, s.seed = 3;
     check_hf(s, "gpt2 tied with lm_head == wte");
 }
 
-void test_convert_llama(void **) {
-    HfSpec s; // GQA 4 q / 2 kv heads, untied
-    check_hf(s, "llama 4q/2kv untied");
+HfSpec llama_tied_spec() {
+    HfSpec s;
     s.d = 40, s.heads = 5, s.kv = 1, s.head_dim = 8, s.ff = 56, s.vocab = 71, s.tied = true, s.dtype = FileDType::BF16;
     s.rope = "parameters", s.theta = 500000.0f, s.seed = 4, s.eps = 1e-6f;
-    check_hf(s, "llama 5q/1kv head_dim 8 tied, rope_parameters");
+    return s;
+}
+
+void test_convert_llama_gqa(void **) {
+    HfSpec s; // GQA 4 q / 2 kv heads, untied
+    check_hf(s, "llama 4q/2kv untied");
+}
+
+void test_convert_llama_head_dim_tied(void **) { check_hf(llama_tied_spec(), "llama 5q/1kv head_dim 8 tied, rope_parameters"); }
+
+void test_convert_llama_wide_q_sharded(void **) {
+    HfSpec s = llama_tied_spec();
     s.d = 36, s.heads = 4, s.kv = 1, s.head_dim = 10, s.ff = 44, s.vocab = 59, s.tied = false, s.dtype = FileDType::F16;
     s.rope = "scaling", s.theta = 10000.0f, s.shards = 2, s.seed = 5;
     check_hf(s, "llama 4q/1kv head_dim 10 (q width 40 != hidden 36), 2 shards");
 }
 
-void test_convert_mistral_qwen2(void **) {
+HfSpec mistral_spec() {
     HfSpec s;
     s.type = "mistral", s.d = 32, s.heads = 4, s.kv = 2, s.ff = 64, s.vocab = 50, s.sliding_window = 8;
     s.dtype = FileDType::F16, s.seed = 6;
-    check_hf(s, "mistral 4q/2kv, sliding window");
-    {
-        Scratch sc;
-        const HfModel m = make_hf(s);
-        write_hf_dir(sc.src, m.config, m.entries(), 1);
-        const Run r = convert(sc.src, sc.in_out("m.gpt"));
-        expect_ok(r, "mistral");
-        bool warned = false;
-        for (const auto &w : r.warnings) warned |= contains(w, "sliding_window 8");
-        assert_true(warned);
-    }
+    return s;
+}
+
+void test_convert_mistral(void **) { check_hf(mistral_spec(), "mistral 4q/2kv, sliding window"); }
+
+// A sliding window shorter than the context converts, with a warning.
+void test_convert_mistral_sliding_window_warns(void **) {
+    Scratch sc;
+    const HfModel m = make_hf(mistral_spec());
+    write_hf_dir(sc.src, m.config, m.entries(), 1);
+    const Run r = convert(sc.src, sc.in_out("m.gpt"));
+    expect_ok(r, "mistral");
+    bool warned = false;
+    for (const auto &w : r.warnings) warned |= contains(w, "sliding_window 8");
+    assert_true(warned);
+}
+
+HfSpec qwen2_tied_spec() {
     HfSpec q;
     q.type = "qwen2", q.d = 48, q.heads = 4, q.kv = 2, q.ff = 80, q.vocab = 77, q.tied = true, q.dtype = FileDType::BF16;
     q.rope = "parameters", q.theta = 1000000.0f, q.eos = {5, 6}, q.bos = 4, q.seed = 8, q.eps = 1e-6f;
-    check_hf(q, "qwen2 4q/2kv q/k/v biases tied, eos list");
+    return q;
+}
+
+void test_convert_qwen2_tied(void **) { check_hf(qwen2_tied_spec(), "qwen2 4q/2kv q/k/v biases tied, eos list"); }
+
+void test_convert_qwen2_untied(void **) {
+    HfSpec q = qwen2_tied_spec();
     q.heads = 4, q.kv = 1, q.tied = false, q.dtype = FileDType::F32, q.seed = 9, q.eos = {3};
     check_hf(q, "qwen2 4q/1kv untied");
 }
 
-void test_convert_llama2c(void **) {
+// --------------------------------------------------------------- llama2.c conversions
+
+void test_convert_llama2c_v0_unshared(void **) {
     L2cSpec s; // 4 q / 2 kv heads, unshared classifier
     check_l2c(s, "llama2.c v0 4q/2kv unshared");
+}
+
+void test_convert_llama2c_v0_shared(void **) {
+    L2cSpec s;
     s.dim = 48, s.hidden = 40, s.heads = 4, s.kv = 1, s.vocab = 37, s.shared = true, s.seed = 11;
     check_l2c(s, "llama2.c v0 4q/1kv shared");
+}
+
+L2cSpec l2c_head_size_6_spec() {
+    L2cSpec s;
     s.dim = 36, s.heads = 6, s.kv = 3, s.hidden = 52, s.vocab = 45, s.shared = false, s.seq = 12, s.seed = 12; // head size 6
-    check_l2c(s, "llama2.c v0 6q/3kv head size 6");
+    return s;
+}
+
+void test_convert_llama2c_v0_head_size_6(void **) { check_l2c(l2c_head_size_6_spec(), "llama2.c v0 6q/3kv head size 6"); }
+
+void test_convert_llama2c_v1(void **) {
+    L2cSpec s = l2c_head_size_6_spec();
     s.version = 1, s.heads = 6, s.kv = 2, s.seed = 13;
     check_l2c(s, "llama2.c v1 6q/2kv");
 }
 
-// tokenizer.bin beside the checkpoint (llama2.c's own format) ends up in the file.
-void test_convert_llama2c_tokenizer(void **) {
-    Scratch sc;
+// ----------------------------------------------------------------------- tokenizers
+
+// A llama2.c model with vocab_size 300 (a shared classifier) and its tokenizer.bin in
+// llama2.c's own format: <unk>, <s>, </s>, the 256 byte tokens, then " w<i>" pieces.
+L2cSpec l2c_tokenizer_spec() {
     L2cSpec s;
     s.vocab = 300;
     s.shared = true;
-    const L2cModel m = make_l2c(s);
-    write_bytes(sc.in_src("model.bin"), m.bytes);
+    return s;
+}
+std::vector<uint8_t> l2c_tokenizer_bin(uint32_t vocab) {
     std::vector<uint8_t> tok;
     auto put = [&](const void *p, size_t n) { tok.insert(tok.end(), (const uint8_t *)p, (const uint8_t *)p + n); };
     const int32_t max_len = 16;
     put(&max_len, 4);
-    for (uint32_t i = 0; i < s.vocab; i++) {
+    for (uint32_t i = 0; i < vocab; i++) {
         char buf[16];
         std::string t;
         if (i == 0) t = "<unk>";
@@ -735,7 +825,15 @@ void test_convert_llama2c_tokenizer(void **) {
         put(&len, 4);
         put(t.data(), t.size());
     }
-    write_bytes(sc.in_src("tokenizer.bin"), tok);
+    return tok;
+}
+
+// tokenizer.bin beside the checkpoint ends up in the file.
+void test_convert_llama2c_tokenizer(void **) {
+    Scratch sc;
+    const L2cSpec s = l2c_tokenizer_spec();
+    write_bytes(sc.in_src("model.bin"), make_l2c(s).bytes);
+    write_bytes(sc.in_src("tokenizer.bin"), l2c_tokenizer_bin(s.vocab));
     const Run r = convert(sc.in_src("model.bin"), sc.in_out("m.gpt"));
     expect_ok(r, "llama2.c with tokenizer.bin");
     assert_true(contains(r.result.tokenizer, "spm"));
@@ -756,13 +854,25 @@ void test_convert_llama2c_tokenizer(void **) {
     assert_int_equal(info.bos_token, 1);
     assert_int_equal(info.eos_token, 2);
     gpt_model_free(model);
+}
 
-    // Elsewhere and under another name, given with --tokenizer (llama2.c's tok512.bin style).
-    assert_int_equal(::rename(sc.in_src("tokenizer.bin").c_str(), (sc.root + "/tok300.bin").c_str()), 0);
+// Elsewhere and under another name, given with --tokenizer (llama2.c's tok512.bin style).
+void test_convert_llama2c_tokenizer_option(void **) {
+    Scratch sc;
+    const L2cSpec s = l2c_tokenizer_spec();
+    write_bytes(sc.in_src("model.bin"), make_l2c(s).bytes);
+    write_bytes(sc.root + "/tok300.bin", l2c_tokenizer_bin(s.vocab));
     Run r2 = convert(sc.in_src("model.bin"), sc.in_out("m2.gpt"), GPT_DTYPE_BF16, false, sc.root + "/tok300.bin");
     expect_ok(r2, "--tokenizer tok300.bin");
     assert_true(contains(r2.result.tokenizer, "tok300.bin"));
-    // A wrong-size tokenizer given explicitly is an error naming it.
+}
+
+// A wrong-size tokenizer given explicitly is an error naming it.
+void test_convert_llama2c_tokenizer_wrong_size(void **) {
+    Scratch sc;
+    const L2cSpec s = l2c_tokenizer_spec();
+    write_bytes(sc.in_src("model.bin"), make_l2c(s).bytes);
+    const std::vector<uint8_t> tok = l2c_tokenizer_bin(s.vocab);
     std::vector<uint8_t> shorter(tok.begin(), tok.end() - 8);
     write_bytes(sc.root + "/short.bin", shorter);
     Run r3 = convert(sc.in_src("model.bin"), sc.in_out("m3.gpt"), GPT_DTYPE_AUTO, false, sc.root + "/short.bin");
@@ -811,199 +921,258 @@ void test_convert_hf_tokenizer_padding(void **) {
     assert_string_equal((*tokens)[257].c_str(), "he");
 }
 
-void test_convert_rejects_bad_checkpoints(void **) {
+// ----------------------------------------------------------------------- rejections
+
+// The Hugging Face checkpoint the rejection tests damage: llama 4q/2kv, d 32, vocab 40.
+HfModel reject_base() {
     HfSpec s;
     s.d = 32, s.heads = 4, s.kv = 2, s.ff = 48, s.vocab = 40;
-    const HfModel m = make_hf(s);
+    return make_hf(s);
+}
 
-    { // a missing tensor
-        Scratch sc;
-        auto e = m.entries();
-        e.erase(std::remove_if(e.begin(), e.end(), [](const StEntry &x) { return x.name == "model.layers.1.mlp.up_proj.weight"; }), e.end());
-        write_hf_dir(sc.src, m.config, e, 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.1.mlp.up_proj.weight", "missing", "model.safetensors"},
-                        "missing tensor");
-    }
-    { // a shape that disagrees with config.json
+void test_convert_rejects_missing_tensor(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    auto e = m.entries();
+    e.erase(std::remove_if(e.begin(), e.end(), [](const StEntry &x) { return x.name == "model.layers.1.mlp.up_proj.weight"; }), e.end());
+    write_hf_dir(sc.src, m.config, e, 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.1.mlp.up_proj.weight", "missing", "model.safetensors"},
+                    "missing tensor");
+}
+
+// A shape that disagrees with config.json.
+void test_convert_rejects_shape_mismatch(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    auto e = m.entries();
+    for (auto &x : e)
+        if (x.name == "model.layers.0.self_attn.k_proj.weight") {
+            x.shape = {8, 32}; // 1 kv head's worth; config says 2
+            x.bytes.resize(8 * 32 * 4);
+        }
+    write_hf_dir(sc.src, m.config, e, 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT,
+                    {"model.layers.0.self_attn.k_proj.weight", "[8, 32]", "[16, 32]", sc.in_src("model.safetensors")}, "shape mismatch");
+}
+
+// A tensor the config has no place for.
+void test_convert_rejects_unexpected_tensor(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    auto e = m.entries();
+    e.push_back({"model.layers.2.input_layernorm.weight", "F32", {32}, std::vector<uint8_t>(128)});
+    write_hf_dir(sc.src, m.config, e, 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.2.input_layernorm.weight", "model.safetensors"},
+                    "unexpected tensor");
+}
+
+void test_convert_rejects_unknown_model_type(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    json c = json::parse(m.config);
+    c["model_type"] = "falcon";
+    write_hf_dir(sc.src, c.dump(), m.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED, {"falcon", "config.json"}, "unknown model_type");
+}
+
+void test_convert_rejects_malformed_config(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    write_hf_dir(sc.src, m.config.substr(0, m.config.size() / 2), m.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"config.json", "malformed JSON"}, "malformed config.json");
+}
+
+// F64 and I32 tensors (the message names the dtype).
+void test_convert_rejects_f64_i32_tensors(void **) {
+    const HfModel m = reject_base();
+    for (const char *dt : {"F64", "I32"}) {
         Scratch sc;
         auto e = m.entries();
         for (auto &x : e)
-            if (x.name == "model.layers.0.self_attn.k_proj.weight") {
-                x.shape = {8, 32}; // 1 kv head's worth; config says 2
-                x.bytes.resize(8 * 32 * 4);
+            if (x.name == "model.layers.0.self_attn.q_proj.weight") {
+                x.dtype = dt;
+                x.bytes.resize(x.bytes.size() * (std::strcmp(dt, "F64") ? 1 : 2));
             }
         write_hf_dir(sc.src, m.config, e, 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT,
-                        {"model.layers.0.self_attn.k_proj.weight", "[8, 32]", "[16, 32]", sc.in_src("model.safetensors")}, "shape mismatch");
-    }
-    { // a tensor the config has no place for
-        Scratch sc;
-        auto e = m.entries();
-        e.push_back({"model.layers.2.input_layernorm.weight", "F32", {32}, std::vector<uint8_t>(128)});
-        write_hf_dir(sc.src, m.config, e, 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.2.input_layernorm.weight", "model.safetensors"},
-                        "unexpected tensor");
-    }
-    { // unknown model_type
-        Scratch sc;
-        json c = json::parse(m.config);
-        c["model_type"] = "falcon";
-        write_hf_dir(sc.src, c.dump(), m.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED, {"falcon", "config.json"}, "unknown model_type");
-    }
-    { // malformed config.json
-        Scratch sc;
-        write_hf_dir(sc.src, m.config.substr(0, m.config.size() / 2), m.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"config.json", "malformed JSON"}, "malformed config.json");
-    }
-    { // F64 and I32 tensors
-        for (const char *dt : {"F64", "I32"}) {
-            Scratch sc;
-            auto e = m.entries();
-            for (auto &x : e)
-                if (x.name == "model.layers.0.self_attn.q_proj.weight") {
-                    x.dtype = dt;
-                    x.bytes.resize(x.bytes.size() * (std::strcmp(dt, "F64") ? 1 : 2));
-                }
-            write_hf_dir(sc.src, m.config, e, 1);
-            expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED,
-                            {"model.layers.0.self_attn.q_proj.weight", dt, "model.safetensors"}, dt);
-        }
-    }
-    { // a truncated shard
-        Scratch sc;
-        write_hf_dir(sc.src, m.config, m.entries(), 2);
-        const std::string shard = sc.in_src(shard_name(1, 2));
-        std::vector<uint8_t> b = read_bytes(shard);
-        b.resize(b.size() - 100);
-        write_bytes(shard, b);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {shard_name(1, 2), "past the end", "truncated"}, "truncated shard");
-    }
-    { // the index names a tensor its shard lacks
-        Scratch sc;
-        write_hf_dir(sc.src, m.config, m.entries(), 2);
-        json idx = json::parse(read_bytes(sc.in_src("model.safetensors.index.json")));
-        json &where = idx["weight_map"]["model.layers.0.mlp.gate_proj.weight"];
-        where = where.get<std::string>() == shard_name(0, 2) ? shard_name(1, 2) : shard_name(0, 2);
-        write_text(sc.in_src("model.safetensors.index.json"), idx.dump());
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.0.mlp.gate_proj.weight", "shard"}, "index vs shard");
-    }
-    { // safetensors header: malformed JSON, length past the end, overlapping and out-of-range offsets
-        const std::string path_part = "model.safetensors";
-        auto with_header = [&](const std::string &hdr, size_t data) {
-            std::vector<uint8_t> b;
-            for (int i = 0; i < 8; i++) b.push_back((uint8_t)((uint64_t)hdr.size() >> (8 * i)));
-            for (char ch : hdr) b.push_back((uint8_t)ch);
-            b.resize(b.size() + data, 0);
-            return b;
-        };
-        struct Case {
-            std::vector<uint8_t> file;
-            std::vector<std::string> parts;
-            const char *what;
-        };
-        std::vector<uint8_t> past = with_header("{}", 0);
-        past[0] = 200;
-        const std::string w = "\"model.embed_tokens.weight\"";
-        const Case cases[] = {
-            {with_header("{" + w + ": {\"dtype\": \"F32\", ", 64), {"malformed JSON"}, "malformed header JSON"},
-            {past, {"header length"}, "header length past the end"},
-            {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, \"model.norm.weight\": "
-                         "{\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 16),
-             {"model.embed_tokens.weight", "model.norm.weight", "overlap"}, "overlapping data_offsets"},
-            {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", 8),
-             {"model.embed_tokens.weight", "past the end"}, "out-of-range data_offsets"},
-        };
-        for (const Case &c : cases) {
-            Scratch sc;
-            write_text(sc.in_src("config.json"), m.config);
-            write_bytes(sc.in_src("model.safetensors"), c.file);
-            Run r = convert(sc.src, sc.in_out("m.gpt"));
-            std::vector<std::string> parts = c.parts;
-            parts.push_back(sc.in_src(path_part));
-            expect_rejected(r, sc, GPT_ERR_FORMAT, {}, c.what);
-            for (const auto &p : parts)
-                if (!contains(r.message, p)) fail_msg("%s: message \"%s\" lacks \"%s\"", c.what, r.message.c_str(), p.c_str());
-        }
-    }
-    { // a truncated llama2.c checkpoint names the tensor it cuts
-        Scratch sc;
-        L2cSpec ls;
-        L2cModel lm = make_l2c(ls);
-        // Cut 10 floats into wk: after the header, token_embedding, rms_att and wq.
-        lm.bytes.resize(28 + 4 * (ls.vocab * ls.dim + ls.layers * ls.dim + ls.layers * ls.dim * ls.dim + 10));
-        write_bytes(sc.in_src("model.bin"), lm.bytes);
-        expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "truncated", "'wk'"},
-                        "truncated llama2.c checkpoint");
-    }
-    { // a llama2.c checkpoint with bytes the header does not account for
-        Scratch sc;
-        L2cModel lm = make_l2c(L2cSpec{});
-        lm.bytes.resize(lm.bytes.size() + 12, 0);
-        write_bytes(sc.in_src("model.bin"), lm.bytes);
-        expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "12 bytes"}, "oversized llama2.c");
-    }
-    { // a weight f16 cannot hold, converted to f16: named, not turned into infinity
-        Scratch sc;
-        HfModel big = m;
-        big.values["model.layers.1.mlp.down_proj.weight"][5] = 1e6f;
-        write_hf_dir(sc.src, big.config, big.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_F16), sc, GPT_ERR_UNSUPPORTED,
-                        {"model.layers.1.mlp.down_proj.weight", "blk.1.ffn_down.weight", "f16", "model.safetensors"}, "f16 overflow");
-        expect_ok(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_BF16), "the same to bf16");
-    }
-    { // NaN weights: the written file fails verification and is removed (staging file too)
-        Scratch sc;
-        HfModel nan = m;
-        nan.values["model.norm.weight"][3] = NAN;
-        write_hf_dir(sc.src, nan.config, nan.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"verification", "non-finite"}, "NaN weights");
-    }
-    { // an unsupported --dtype value
-        Scratch sc;
-        write_hf_dir(sc.src, m.config, m.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt"), 7), sc, GPT_ERR_INVALID_ARG, {"dtype"}, "dtype 7");
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED,
+                        {"model.layers.0.self_attn.q_proj.weight", dt, "model.safetensors"}, dt);
     }
 }
 
-// OUT is never overwritten without --force; with --force a failed conversion leaves it as
-// it was; an interrupt leaves nothing.
-void test_convert_output_safety(void **) {
+void test_convert_rejects_truncated_shard(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    write_hf_dir(sc.src, m.config, m.entries(), 2);
+    const std::string shard = sc.in_src(shard_name(1, 2));
+    std::vector<uint8_t> b = read_bytes(shard);
+    b.resize(b.size() - 100);
+    write_bytes(shard, b);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {shard_name(1, 2), "past the end", "truncated"}, "truncated shard");
+}
+
+// The index names a tensor its shard lacks.
+void test_convert_rejects_index_shard_mismatch(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    write_hf_dir(sc.src, m.config, m.entries(), 2);
+    json idx = json::parse(read_bytes(sc.in_src("model.safetensors.index.json")));
+    json &where = idx["weight_map"]["model.layers.0.mlp.gate_proj.weight"];
+    where = where.get<std::string>() == shard_name(0, 2) ? shard_name(1, 2) : shard_name(0, 2);
+    write_text(sc.in_src("model.safetensors.index.json"), idx.dump());
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.0.mlp.gate_proj.weight", "shard"}, "index vs shard");
+}
+
+// safetensors headers in a checkpoint: malformed JSON, length past the end, overlapping and
+// out-of-range offsets (each case named in its message).
+void test_convert_rejects_bad_safetensors_headers(void **) {
+    const HfModel m = reject_base();
+    const std::string path_part = "model.safetensors";
+    auto with_header = [&](const std::string &hdr, size_t data) {
+        std::vector<uint8_t> b;
+        for (int i = 0; i < 8; i++) b.push_back((uint8_t)((uint64_t)hdr.size() >> (8 * i)));
+        for (char ch : hdr) b.push_back((uint8_t)ch);
+        b.resize(b.size() + data, 0);
+        return b;
+    };
+    struct Case {
+        std::vector<uint8_t> file;
+        std::vector<std::string> parts;
+        const char *what;
+    };
+    std::vector<uint8_t> past = with_header("{}", 0);
+    past[0] = 200;
+    const std::string w = "\"model.embed_tokens.weight\"";
+    const Case cases[] = {
+        {with_header("{" + w + ": {\"dtype\": \"F32\", ", 64), {"malformed JSON"}, "malformed header JSON"},
+        {past, {"header length"}, "header length past the end"},
+        {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, \"model.norm.weight\": "
+                     "{\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 16),
+         {"model.embed_tokens.weight", "model.norm.weight", "overlap"}, "overlapping data_offsets"},
+        {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", 8),
+         {"model.embed_tokens.weight", "past the end"}, "out-of-range data_offsets"},
+    };
+    for (const Case &c : cases) {
+        Scratch sc;
+        write_text(sc.in_src("config.json"), m.config);
+        write_bytes(sc.in_src("model.safetensors"), c.file);
+        Run r = convert(sc.src, sc.in_out("m.gpt"));
+        std::vector<std::string> parts = c.parts;
+        parts.push_back(sc.in_src(path_part));
+        expect_rejected(r, sc, GPT_ERR_FORMAT, {}, c.what);
+        for (const auto &p : parts)
+            if (!contains(r.message, p)) fail_msg("%s: message \"%s\" lacks \"%s\"", c.what, r.message.c_str(), p.c_str());
+    }
+}
+
+// A truncated llama2.c checkpoint names the tensor it cuts.
+void test_convert_rejects_truncated_llama2c(void **) {
+    Scratch sc;
+    L2cSpec ls;
+    L2cModel lm = make_l2c(ls);
+    // Cut 10 floats into wk: after the header, token_embedding, rms_att and wq.
+    lm.bytes.resize(28 + 4 * (ls.vocab * ls.dim + ls.layers * ls.dim + ls.layers * ls.dim * ls.dim + 10));
+    write_bytes(sc.in_src("model.bin"), lm.bytes);
+    expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "truncated", "'wk'"},
+                    "truncated llama2.c checkpoint");
+}
+
+// A llama2.c checkpoint with bytes the header does not account for.
+void test_convert_rejects_oversized_llama2c(void **) {
     Scratch sc;
     L2cModel lm = make_l2c(L2cSpec{});
+    lm.bytes.resize(lm.bytes.size() + 12, 0);
     write_bytes(sc.in_src("model.bin"), lm.bytes);
-    const std::string out = sc.in_out("m.gpt");
-    const std::vector<uint8_t> old = {'o', 'l', 'd'};
-    write_bytes(out, old);
-    Run r = convert(sc.in_src("model.bin"), out);
-    assert_int_equal(r.status, GPT_ERR_IO);
-    assert_true(contains(r.message, out) && contains(r.message, "already exists") && contains(r.message, "--force"));
-    assert_true(read_bytes(out) == old);
-    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
-
-    // --force with a bad source: the old file survives, nothing else appears.
-    std::vector<uint8_t> bad = lm.bytes;
-    bad.resize(bad.size() - 8);
-    write_bytes(sc.in_src("bad.bin"), bad);
-    r = convert(sc.in_src("bad.bin"), out, GPT_DTYPE_AUTO, true);
-    assert_int_equal(r.status, GPT_ERR_FORMAT);
-    assert_true(read_bytes(out) == old);
-    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
-
-    // An interrupt (the flag a signal handler sets) during writing.
-    volatile std::sig_atomic_t stop = 1;
-    r = convert(sc.in_src("model.bin"), out, GPT_DTYPE_AUTO, true, "", &stop);
-    assert_int_equal(r.status, GPT_ERR_ABORTED);
-    assert_true(read_bytes(out) == old);
-    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
-
-    // --force replaces it.
-    r = convert(sc.in_src("model.bin"), out, GPT_DTYPE_AUTO, true);
-    expect_ok(r, "--force");
-    assert_true(read_bytes(out) != old);
-    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
-    (void)read_config(out);
+    expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "12 bytes"}, "oversized llama2.c");
 }
+
+// A weight f16 cannot hold, converted to f16: named, not turned into infinity (bf16 holds it).
+void test_convert_rejects_f16_overflow(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    HfModel big = m;
+    big.values["model.layers.1.mlp.down_proj.weight"][5] = 1e6f;
+    write_hf_dir(sc.src, big.config, big.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_F16), sc, GPT_ERR_UNSUPPORTED,
+                    {"model.layers.1.mlp.down_proj.weight", "blk.1.ffn_down.weight", "f16", "model.safetensors"}, "f16 overflow");
+    expect_ok(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_BF16), "the same to bf16");
+}
+
+// NaN weights: the written file fails verification and is removed (staging file too).
+void test_convert_rejects_nan_weights(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    HfModel nan = m;
+    nan.values["model.norm.weight"][3] = NAN;
+    write_hf_dir(sc.src, nan.config, nan.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"verification", "non-finite"}, "NaN weights");
+}
+
+// An unsupported --dtype value.
+void test_convert_rejects_bad_dtype(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    write_hf_dir(sc.src, m.config, m.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt"), 7), sc, GPT_ERR_INVALID_ARG, {"dtype"}, "dtype 7");
+}
+
+// -------------------------------------------------------------------- output safety
+
+// OUT is never overwritten without --force; with --force a failed conversion leaves it as
+// it was; an interrupt leaves nothing. Each starts from a llama2.c checkpoint in src/ and an
+// OUT holding "old".
+struct ExistingOut {
+    Scratch sc;
+    L2cModel lm = make_l2c(L2cSpec{});
+    std::string out = sc.in_out("m.gpt");
+    std::vector<uint8_t> old = {'o', 'l', 'd'};
+    ExistingOut() {
+        write_bytes(sc.in_src("model.bin"), lm.bytes);
+        write_bytes(out, old);
+    }
+};
+
+void test_convert_keeps_existing_output(void **) {
+    ExistingOut e;
+    Run r = convert(e.sc.in_src("model.bin"), e.out);
+    assert_int_equal(r.status, GPT_ERR_IO);
+    assert_true(contains(r.message, e.out) && contains(r.message, "already exists") && contains(r.message, "--force"));
+    assert_true(read_bytes(e.out) == e.old);
+    assert_true(list_dir(e.sc.out) == std::vector<std::string>{"m.gpt"});
+}
+
+// --force with a bad source: the old file survives, nothing else appears.
+void test_convert_force_failure_keeps_output(void **) {
+    ExistingOut e;
+    std::vector<uint8_t> bad = e.lm.bytes;
+    bad.resize(bad.size() - 8);
+    write_bytes(e.sc.in_src("bad.bin"), bad);
+    Run r = convert(e.sc.in_src("bad.bin"), e.out, GPT_DTYPE_AUTO, true);
+    assert_int_equal(r.status, GPT_ERR_FORMAT);
+    assert_true(read_bytes(e.out) == e.old);
+    assert_true(list_dir(e.sc.out) == std::vector<std::string>{"m.gpt"});
+}
+
+// An interrupt (the flag a signal handler sets) during writing.
+void test_convert_interrupt_keeps_output(void **) {
+    ExistingOut e;
+    volatile std::sig_atomic_t stop = 1;
+    Run r = convert(e.sc.in_src("model.bin"), e.out, GPT_DTYPE_AUTO, true, "", &stop);
+    assert_int_equal(r.status, GPT_ERR_ABORTED);
+    assert_true(read_bytes(e.out) == e.old);
+    assert_true(list_dir(e.sc.out) == std::vector<std::string>{"m.gpt"});
+}
+
+// --force replaces it.
+void test_convert_force_replaces_output(void **) {
+    ExistingOut e;
+    Run r = convert(e.sc.in_src("model.bin"), e.out, GPT_DTYPE_AUTO, true);
+    expect_ok(r, "--force");
+    assert_true(read_bytes(e.out) != e.old);
+    assert_true(list_dir(e.sc.out) == std::vector<std::string>{"m.gpt"});
+    (void)read_config(e.out);
+}
+
+// ----------------------------------------------------------------------- the command
 
 // Runs argv, stdout and stderr to files; returns the exit status.
 int run_tool(const std::vector<std::string> &args, const std::string &log) {
@@ -1054,15 +1223,49 @@ void test_convert_command(void **) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convert_safetensors_header),
-        cmocka_unit_test(test_convert_hf_config),
-        cmocka_unit_test(test_convert_gpt2),
-        cmocka_unit_test(test_convert_llama),
-        cmocka_unit_test(test_convert_mistral_qwen2),
-        cmocka_unit_test(test_convert_llama2c),
+        cmocka_unit_test(test_convert_safetensors_header_malformed),
+        cmocka_unit_test(test_convert_safetensors_header_length),
+        cmocka_unit_test(test_convert_hf_config_llama),
+        cmocka_unit_test(test_convert_hf_config_qwen2_rope_parameters),
+        cmocka_unit_test(test_convert_hf_config_mistral_sliding_window),
+        cmocka_unit_test(test_convert_hf_config_gpt2_defaults),
+        cmocka_unit_test(test_convert_hf_config_rejects),
+        cmocka_unit_test(test_convert_gpt2_tied),
+        cmocka_unit_test(test_convert_gpt2_untied_sharded),
+        cmocka_unit_test(test_convert_gpt2_tied_head_copy),
+        cmocka_unit_test(test_convert_llama_gqa),
+        cmocka_unit_test(test_convert_llama_head_dim_tied),
+        cmocka_unit_test(test_convert_llama_wide_q_sharded),
+        cmocka_unit_test(test_convert_mistral),
+        cmocka_unit_test(test_convert_mistral_sliding_window_warns),
+        cmocka_unit_test(test_convert_qwen2_tied),
+        cmocka_unit_test(test_convert_qwen2_untied),
+        cmocka_unit_test(test_convert_llama2c_v0_unshared),
+        cmocka_unit_test(test_convert_llama2c_v0_shared),
+        cmocka_unit_test(test_convert_llama2c_v0_head_size_6),
+        cmocka_unit_test(test_convert_llama2c_v1),
         cmocka_unit_test(test_convert_llama2c_tokenizer),
+        cmocka_unit_test(test_convert_llama2c_tokenizer_option),
+        cmocka_unit_test(test_convert_llama2c_tokenizer_wrong_size),
         cmocka_unit_test(test_convert_hf_tokenizer_padding),
-        cmocka_unit_test(test_convert_rejects_bad_checkpoints),
-        cmocka_unit_test(test_convert_output_safety),
+        cmocka_unit_test(test_convert_rejects_missing_tensor),
+        cmocka_unit_test(test_convert_rejects_shape_mismatch),
+        cmocka_unit_test(test_convert_rejects_unexpected_tensor),
+        cmocka_unit_test(test_convert_rejects_unknown_model_type),
+        cmocka_unit_test(test_convert_rejects_malformed_config),
+        cmocka_unit_test(test_convert_rejects_f64_i32_tensors),
+        cmocka_unit_test(test_convert_rejects_truncated_shard),
+        cmocka_unit_test(test_convert_rejects_index_shard_mismatch),
+        cmocka_unit_test(test_convert_rejects_bad_safetensors_headers),
+        cmocka_unit_test(test_convert_rejects_truncated_llama2c),
+        cmocka_unit_test(test_convert_rejects_oversized_llama2c),
+        cmocka_unit_test(test_convert_rejects_f16_overflow),
+        cmocka_unit_test(test_convert_rejects_nan_weights),
+        cmocka_unit_test(test_convert_rejects_bad_dtype),
+        cmocka_unit_test(test_convert_keeps_existing_output),
+        cmocka_unit_test(test_convert_force_failure_keeps_output),
+        cmocka_unit_test(test_convert_interrupt_keeps_output),
+        cmocka_unit_test(test_convert_force_replaces_output),
         cmocka_unit_test(test_convert_command),
     };
     return cmocka_run_group_tests_name("convert", tests, nullptr, nullptr);
