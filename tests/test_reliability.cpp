@@ -521,6 +521,7 @@ void test_detokenizer_push_bad_ids(void **) {
 // max_seq tokens (0: the model's context) with greedy sampling.
 struct LongPrompt {
     fixture::Spec s = tiny_spec(reference::sub_seed("long prompt"));
+    Bytes file; // the model may borrow it (an aligned buffer): kept as long as the model
     gpt_model *m = nullptr;
     gpt_ctx *ctx = nullptr;
     std::vector<int32_t> prompt = std::vector<int32_t>(40);
@@ -528,7 +529,7 @@ struct LongPrompt {
     gpt_sampling_params sp;
     explicit LongPrompt(uint32_t max_seq) {
         s.context_length = 32;
-        const Bytes file = fixture::make(s).file;
+        file = fixture::make(s).file;
         CHECK_OK(load(file, 0, &m));
         for (size_t i = 0; i < prompt.size(); i++) prompt[i] = (int32_t)(i * 7 % s.vocab_size);
         gpt_ctx_params cp;

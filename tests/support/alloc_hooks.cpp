@@ -1,6 +1,6 @@
 // alloc_hooks.cpp - the replaced global operator new/delete (see alloc_hooks.h): malloc and
 // free underneath, with counters and failure injection. Only the plain and nothrow forms
-// (and the sized deletes) are replaced; the aligned forms stay the library's.
+// (and the sized deletes) are replaced; the aligned forms stay the C++ runtime's.
 #include "alloc_hooks.h"
 
 #include <atomic>

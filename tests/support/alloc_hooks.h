@@ -1,8 +1,10 @@
 // alloc_hooks.h - the global operator new/delete replaced for the tests that watch the
 // library's C++ allocations: counts every call, fails the n-th following one or every one on
-// a thread on request, and records the largest request (built by tests/meson.build with
-// link_whole, so the replacement is always what the test binary links).
+// a thread on request, and records the largest request.
 #pragma once
+
+// tests/meson.build links alloc_hooks.cpp whole into each test that uses it, so the
+// replacement is always in the binary (installed() checks).
 
 #include <cstddef>
 #include <cstdint>

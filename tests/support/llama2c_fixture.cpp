@@ -1,5 +1,5 @@
 // llama2c_fixture.cpp - the llama2.c checkpoint writer (see llama2c_fixture.h): the tensor
-// order of run.c's v0 and export.py's v1 (version 1) layouts.
+// order of run.c's version 0 and export.py's version 1 layouts.
 #include "llama2c_fixture.h"
 
 #include "dtype_values.h"
