@@ -4,16 +4,17 @@
 // allocation in forward/generate, injected allocation failures, status strings, versions
 // and model info.
 //
-// Global operator new/delete are replaced here to count (and on request fail) every C++
-// allocation of the library; gpt::testing counts and fails its host_alloc calls.
+// Global operator new/delete are replaced (tests/support/alloc_hooks) to count (and on
+// request fail) every C++ allocation of the library; gpt::testing counts and fails its
+// host_alloc calls.
 #include "gpt.h"
 
+#include "alloc_hooks.h"
 #include "api/handles.h"
 #include "core/memory.h"
 #include "fixture.h"
 #include "reference.h"
 
-#include <atomic>
 #include <cinttypes>
 #include <climits>
 #include <cmath>
@@ -21,7 +22,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <random>
 #include <set>
 #include <string>
@@ -37,57 +37,14 @@ extern "C" {
 #include <cmocka.h>
 }
 
-// ------------------------------------------------------------- counting operator new
-
-static std::atomic<uint64_t> g_new_count{0}, g_new_bytes{0};
-static std::atomic<int64_t> g_fail_new_after{-1}; // the n-th following operator new throws; -1: never
-static std::atomic<bool> g_new_failed{false};
-
-static bool should_fail_new() {
-    int64_t f = g_fail_new_after.load(std::memory_order_relaxed);
-    while (f >= 0) {
-        if (g_fail_new_after.compare_exchange_weak(f, f - 1)) {
-            if (f == 0) {
-                g_new_failed = true;
-                return true;
-            }
-            return false;
-        }
-    }
-    return false;
-}
-
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void *operator new(size_t n) {
-    g_new_count.fetch_add(1, std::memory_order_relaxed);
-    g_new_bytes.fetch_add(n, std::memory_order_relaxed);
-    if (should_fail_new()) throw std::bad_alloc();
-    void *p = std::malloc(n ? n : 1);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-void *operator new[](size_t n) { return operator new(n); }
-void *operator new(size_t n, const std::nothrow_t &) noexcept {
-    try {
-        return operator new(n);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void *operator new[](size_t n, const std::nothrow_t &) noexcept { return operator new(n, std::nothrow); }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, size_t) noexcept { std::free(p); }
-void operator delete[](void *p, size_t) noexcept { std::free(p); }
-
 namespace {
 
 // Counts of both allocators between construction and now.
 struct AllocWatch {
-    uint64_t n0 = g_new_count.load(), b0 = g_new_bytes.load(), h0 = gpt::testing::alloc_count(),
+    uint64_t n0 = alloc_hooks::count(), b0 = alloc_hooks::bytes(), h0 = gpt::testing::alloc_count(),
              hb0 = gpt::testing::alloc_bytes();
-    uint64_t news() const { return g_new_count.load() - n0; }
-    uint64_t new_bytes() const { return g_new_bytes.load() - b0; }
+    uint64_t news() const { return alloc_hooks::count() - n0; }
+    uint64_t new_bytes() const { return alloc_hooks::bytes() - b0; }
     uint64_t hosts() const { return gpt::testing::alloc_count() - h0; }
     uint64_t host_bytes() const { return gpt::testing::alloc_bytes() - hb0; }
 };
@@ -217,6 +174,10 @@ std::vector<int32_t> greedy(gpt_ctx *ctx, const std::vector<int32_t> &prompt, ui
 
 // =========================================================================== tests
 
+// The replaced operator new (tests/support/alloc_hooks) is what this binary links; without it
+// the allocation checks here would pass without checking anything.
+void test_alloc_hooks_linked(void **) { assert_true(alloc_hooks::installed()); }
+
 void test_status_strings(void **) {
     const char *names[] = {"GPT_OK",          "GPT_ERR_INVALID_ARG", "GPT_ERR_IO",          "GPT_ERR_FORMAT",
                            "GPT_ERR_CHECKSUM", "GPT_ERR_UNSUPPORTED", "GPT_ERR_OUT_OF_MEMORY", "GPT_ERR_DEVICE",
@@ -248,12 +209,18 @@ void test_status_strings(void **) {
     std::set<std::string> distinct;
     for (int v = 0; v > -n_known; v--) distinct.insert(gpt_status_str(v));
     assert_int_equal(distinct.size(), n_known);
+}
+
+void test_dtype_names(void **) {
     assert_string_equal(gpt_dtype_name(GPT_DTYPE_AUTO), "auto");
     assert_string_equal(gpt_dtype_name(GPT_DTYPE_F32), "f32");
     assert_string_equal(gpt_dtype_name(GPT_DTYPE_F16), "f16");
     assert_string_equal(gpt_dtype_name(GPT_DTYPE_BF16), "bf16");
     assert_string_equal(gpt_dtype_name(4), "?");
     assert_string_equal(gpt_dtype_name(-1), "?");
+}
+
+void test_arch_names(void **) {
     assert_string_equal(gpt_arch_name(GPT_ARCH_GPT2), "gpt2");
     assert_string_equal(gpt_arch_name(GPT_ARCH_LLAMA), "llama");
     assert_string_equal(gpt_arch_name(0), "?");
@@ -290,7 +257,7 @@ void test_last_error_per_thread(void **) {
     assert_non_null(std::strstr(gpt_last_error(), "path is NULL")); // this thread's message is untouched
 }
 
-void test_null_arguments(void **) {
+void test_null_arguments_load(void **) {
     gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
     CHECK_FAILS(gpt_model_load(nullptr, nullptr, &m), GPT_ERR_INVALID_ARG, "path is NULL", nullptr);
     assert_null(m);
@@ -300,32 +267,51 @@ void test_null_arguments(void **) {
     assert_null(m);
     CHECK_FAILS(gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), nullptr, nullptr), GPT_ERR_INVALID_ARG,
                 "out is NULL", nullptr);
+}
 
+void test_null_arguments_model_info(void **) {
     gpt_model_info info;
     info.struct_size = sizeof info;
     CHECK_FAILS(gpt_model_get_info(nullptr, &info), GPT_ERR_INVALID_ARG, "NULL", nullptr);
     CHECK_FAILS(gpt_model_get_info(g->model, nullptr), GPT_ERR_INVALID_ARG, "NULL", nullptr);
+}
 
+void test_null_arguments_estimate_memory(void **) {
     uint64_t h = 7, d = 7;
     CHECK_FAILS(gpt_ctx_estimate_memory(nullptr, nullptr, &h, &d), GPT_ERR_INVALID_ARG, "model is NULL", nullptr);
     CHECK_OK(gpt_ctx_estimate_memory(g->model, nullptr, nullptr, nullptr)); // params and OUTs may be NULL
     CHECK_OK(gpt_ctx_estimate_memory(g->model, nullptr, &h, nullptr));
     assert_true(h > 0);
+}
 
+void test_null_arguments_ctx_create(void **) {
     gpt_ctx *ctx = reinterpret_cast<gpt_ctx *>(0x1);
     CHECK_FAILS(gpt_ctx_create(nullptr, nullptr, &ctx), GPT_ERR_INVALID_ARG, "NULL", nullptr);
     assert_null(ctx);
     CHECK_FAILS(gpt_ctx_create(g->model, nullptr, nullptr), GPT_ERR_INVALID_ARG, "NULL", nullptr);
     CHECK_OK(gpt_ctx_create(g->model, nullptr, &ctx)); // params NULL: defaults
     assert_int_equal(gpt_ctx_seq_len(ctx, 0), 0);
+    gpt_ctx_free(ctx);
+}
 
+void test_null_arguments_forward(void **) {
+    gpt_ctx *ctx = nullptr;
+    CHECK_OK(gpt_ctx_create(g->model, nullptr, &ctx));
     const int32_t toks[2] = {1, 2};
     float logits[V];
     CHECK_FAILS(gpt_forward(nullptr, toks, 1, 2, 0, logits), GPT_ERR_INVALID_ARG, "ctx is NULL", nullptr);
     CHECK_FAILS(gpt_forward(ctx, nullptr, 1, 2, 0, logits), GPT_ERR_INVALID_ARG, "tokens is NULL", ctx);
     CHECK_OK(gpt_forward(ctx, toks, 1, 2, 0, nullptr)); // logits NULL: fill the cache only
     assert_int_equal(gpt_ctx_seq_len(ctx, 0), 2);
+    gpt_ctx_free(ctx);
+}
 
+// With two tokens cached.
+void test_null_arguments_generate(void **) {
+    gpt_ctx *ctx = nullptr;
+    CHECK_OK(gpt_ctx_create(g->model, nullptr, &ctx));
+    const int32_t toks[2] = {1, 2};
+    CHECK_OK(gpt_forward(ctx, toks, 1, 2, 0, nullptr));
     int32_t out[4];
     uint32_t n = 99;
     CHECK_FAILS(gpt_generate(nullptr, toks, 2, nullptr, nullptr, nullptr, out, 4, &n), GPT_ERR_INVALID_ARG, "ctx is NULL",
@@ -342,10 +328,14 @@ void test_null_arguments(void **) {
     assert_int_equal(n, 0);
     assert_int_equal(gpt_ctx_seq_len(ctx, 0), 4);
     CHECK_OK(gpt_generate(ctx, toks, 2, nullptr, nullptr, nullptr, out, 2, nullptr));
+    gpt_ctx_free(ctx);
+}
 
+// gpt_ctx_truncate refuses NULL; destructors and queries accept it; params_init(NULL) is a
+// no-op.
+void test_null_handles(void **) {
     CHECK_FAILS(gpt_ctx_truncate(nullptr, 0, 0), GPT_ERR_INVALID_ARG, "ctx is NULL", nullptr);
 
-    // Destructors and queries accept NULL; params_init(NULL) is a no-op.
     gpt_model_free(nullptr);
     gpt_ctx_free(nullptr);
     gpt_ctx_reset(nullptr);
@@ -354,7 +344,6 @@ void test_null_arguments(void **) {
     gpt_model_params_init(nullptr);
     gpt_ctx_params_init(nullptr);
     gpt_sampling_params_init(nullptr);
-    gpt_ctx_free(ctx);
 }
 
 void test_params_defaults(void **) {
@@ -392,12 +381,14 @@ void test_params_defaults(void **) {
 int always_abort(void *) { return 1; }
 
 // A caller built against an older, shorter struct: the library reads only struct_size bytes
-// and keeps its defaults for the rest (garbage there must not matter); 0 is refused.
-void test_params_struct_size(void **) {
+// and keeps its defaults for the rest (garbage there must not matter); 0 is refused. Each
+// params struct in turn.
+
+// ctx params up to kv_dtype: n_threads, flags and the abort callback are garbage; too small
+// a size is refused, a newer caller's longer struct accepted.
+void test_ctx_params_struct_size(void **) {
     std::mt19937_64 rng(reference::sub_seed("params_struct_size"));
     const auto toks = random_tokens(rng, 6);
-
-    // ctx params up to kv_dtype: n_threads, flags and the abort callback are garbage.
     gpt_ctx_params cp;
     gpt_ctx_params_init(&cp);
     cp.max_seq = 8;
@@ -432,8 +423,10 @@ void test_params_struct_size(void **) {
     std::memset(nw.future, 0xee, sizeof nw.future);
     CHECK_OK(gpt_ctx_create(g->model, &nw.p, &ctx));
     gpt_ctx_free(ctx);
+}
 
-    // Model params up to device: weight_dtype and flags are garbage.
+// Model params up to device: weight_dtype and flags are garbage.
+void test_model_params_struct_size(void **) {
     gpt_model_params mp;
     gpt_model_params_init(&mp);
     mp.device = GPT_DEVICE_CPU;
@@ -450,8 +443,12 @@ void test_params_struct_size(void **) {
     CHECK_FAILS(gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &mp, &m), GPT_ERR_INVALID_ARG,
                 "struct_size", nullptr);
     assert_null(m);
+}
 
-    // Sampling params up to flags: seed and stop_tokens are garbage (a wild pointer).
+// Sampling params up to flags: seed and stop_tokens are garbage (a wild pointer).
+void test_sampling_params_struct_size(void **) {
+    std::mt19937_64 rng(reference::sub_seed("params_struct_size"));
+    const auto toks = random_tokens(rng, 6);
     gpt_ctx *a = make_ctx(), *b = make_ctx();
     gpt_sampling_params sp;
     gpt_sampling_params_init(&sp);
@@ -478,8 +475,10 @@ void test_params_struct_size(void **) {
     CHECK_FAILS(gpt_generate(a, toks.data(), 3, &sp, nullptr, nullptr, out1, 12, &n1), GPT_ERR_INVALID_ARG, "struct_size", a);
     gpt_ctx_free(a);
     gpt_ctx_free(b);
+}
 
-    // gpt_model_info: only struct_size bytes are written.
+// gpt_model_info: only struct_size bytes are written.
+void test_model_info_struct_size(void **) {
     gpt_model_info info;
     std::memset(&info, 0xab, sizeof info);
     info.struct_size = offsetof(gpt_model_info, n_heads);
@@ -492,59 +491,70 @@ void test_params_struct_size(void **) {
     CHECK_FAILS(gpt_model_get_info(g->model, &info), GPT_ERR_INVALID_ARG, "struct_size", nullptr);
 }
 
-void test_model_info(void **) {
-    std::mt19937_64 rng(reference::sub_seed("model_info"));
-    struct Case {
-        gpt_arch arch;
-        bool tied, bias;
-        gpt::DType dt;
-    } cases[] = {{GPT_ARCH_LLAMA, false, false, gpt::DType::F32},
-                 {GPT_ARCH_LLAMA, true, true, gpt::DType::BF16},
-                 {GPT_ARCH_GPT2, true, true, gpt::DType::F16},
-                 {GPT_ARCH_GPT2, false, true, gpt::DType::F32}};
-    for (const Case &c : cases) {
-        fixture::Spec s = small_spec(rng(), 5);
-        s.arch = c.arch;
-        s.tied_head = c.tied;
-        s.qkv_bias = c.bias;
-        s.dtype = c.dt;
-        if (c.arch == GPT_ARCH_GPT2) s.n_kv_heads = s.n_heads;
-        const fixture::Model fx = fixture::make(s);
-        gpt_model *m = load(fx);
-        gpt_model_info info;
-        std::memset(&info, 0xab, sizeof info);
-        info.struct_size = sizeof info;
-        CHECK_OK(gpt_model_get_info(m, &info));
-        const gpt::ModelConfig &cf = fx.config;
-        assert_int_equal(info.struct_size, sizeof info);
-        assert_int_equal(info.arch, c.arch);
-        assert_int_equal(info.n_layers, cf.n_layers);
-        assert_int_equal(info.d_model, cf.d_model);
-        assert_int_equal(info.n_heads, cf.n_heads);
-        assert_int_equal(info.n_kv_heads, cf.n_kv_heads);
-        assert_int_equal(info.head_dim, cf.head_dim);
-        assert_int_equal(info.d_ff, cf.d_ff);
-        assert_int_equal(info.vocab_size, cf.vocab_size);
-        assert_int_equal(info.context_length, cf.context_length);
-        assert_int_equal(info.file_dtype, (uint32_t)c.dt);
-        assert_int_equal(info.weight_dtype, (uint32_t)c.dt); // the CPU keeps the file's dtype
-        assert_int_equal(info.device, GPT_DEVICE_CPU);
-        assert_int_equal(info.bos_token, 1);
-        assert_int_equal(info.eos_token, 5);
-        assert_int_equal(info.flags, (c.tied ? GPT_MODEL_INFO_TIED_HEAD : 0u) | GPT_MODEL_INFO_QKV_BIAS * (c.bias ? 1u : 0u));
-        assert_true(info.norm_eps == cf.norm_eps);
-        assert_true(info.rope_theta == (c.arch == GPT_ARCH_LLAMA ? cf.rope_theta : 0.0f));
-        uint64_t params = 0;
-        for (const auto &t : fx.tensors) params += t.second.size(); // a tied head is stored once
-        assert_int_equal(info.n_params, params);
-        assert_int_equal(info.host_bytes, fx.file.size());
-        assert_int_equal(info.device_bytes, 0);
-        assert_string_equal(info.name, "fixture");
-        gpt_model_free(m);
-    }
+// gpt_model_get_info of a model of the given kind reports its config, dtype, sizes and flags.
+struct InfoCase {
+    gpt_arch arch;
+    bool tied, bias;
+    gpt::DType dt;
+};
+void check_model_info(const InfoCase &c, const char *seed_name) {
+    std::mt19937_64 rng(reference::sub_seed(seed_name));
+    fixture::Spec s = small_spec(rng(), 5);
+    s.arch = c.arch;
+    s.tied_head = c.tied;
+    s.qkv_bias = c.bias;
+    s.dtype = c.dt;
+    if (c.arch == GPT_ARCH_GPT2) s.n_kv_heads = s.n_heads;
+    const fixture::Model fx = fixture::make(s);
+    gpt_model *m = load(fx);
+    gpt_model_info info;
+    std::memset(&info, 0xab, sizeof info);
+    info.struct_size = sizeof info;
+    CHECK_OK(gpt_model_get_info(m, &info));
+    const gpt::ModelConfig &cf = fx.config;
+    assert_int_equal(info.struct_size, sizeof info);
+    assert_int_equal(info.arch, c.arch);
+    assert_int_equal(info.n_layers, cf.n_layers);
+    assert_int_equal(info.d_model, cf.d_model);
+    assert_int_equal(info.n_heads, cf.n_heads);
+    assert_int_equal(info.n_kv_heads, cf.n_kv_heads);
+    assert_int_equal(info.head_dim, cf.head_dim);
+    assert_int_equal(info.d_ff, cf.d_ff);
+    assert_int_equal(info.vocab_size, cf.vocab_size);
+    assert_int_equal(info.context_length, cf.context_length);
+    assert_int_equal(info.file_dtype, (uint32_t)c.dt);
+    assert_int_equal(info.weight_dtype, (uint32_t)c.dt); // the CPU keeps the file's dtype
+    assert_int_equal(info.device, GPT_DEVICE_CPU);
+    assert_int_equal(info.bos_token, 1);
+    assert_int_equal(info.eos_token, 5);
+    assert_int_equal(info.flags, (c.tied ? GPT_MODEL_INFO_TIED_HEAD : 0u) | GPT_MODEL_INFO_QKV_BIAS * (c.bias ? 1u : 0u));
+    assert_true(info.norm_eps == cf.norm_eps);
+    assert_true(info.rope_theta == (c.arch == GPT_ARCH_LLAMA ? cf.rope_theta : 0.0f));
+    uint64_t params = 0;
+    for (const auto &t : fx.tensors) params += t.second.size(); // a tied head is stored once
+    assert_int_equal(info.n_params, params);
+    assert_int_equal(info.host_bytes, fx.file.size());
+    assert_int_equal(info.device_bytes, 0);
+    assert_string_equal(info.name, "fixture");
+    gpt_model_free(m);
 }
 
-void test_bad_tokens_and_batches(void **) {
+void test_model_info_llama(void **) {
+    check_model_info({GPT_ARCH_LLAMA, false, false, gpt::DType::F32}, "model_info llama untied f32");
+}
+void test_model_info_llama_tied_bias(void **) {
+    check_model_info({GPT_ARCH_LLAMA, true, true, gpt::DType::BF16}, "model_info llama tied bias bf16");
+}
+void test_model_info_gpt2_tied(void **) {
+    check_model_info({GPT_ARCH_GPT2, true, true, gpt::DType::F16}, "model_info gpt2 tied f16");
+}
+void test_model_info_gpt2_untied(void **) {
+    check_model_info({GPT_ARCH_GPT2, false, true, gpt::DType::F32}, "model_info gpt2 untied f32");
+}
+
+// Ids outside the vocabulary (>= vocab, negative) anywhere in a batch: refused, nothing
+// written or cached.
+void test_bad_tokens(void **) {
     std::mt19937_64 rng(reference::sub_seed("bad_tokens"));
     gpt_ctx *ctx = make_ctx(2);
     auto toks = random_tokens(rng, 8);
@@ -567,6 +577,15 @@ void test_bad_tokens_and_batches(void **) {
             assert_int_equal(n, 0);
         }
     }
+    gpt_ctx_free(ctx);
+}
+
+// Batch sizes 0 and past max_batch, n_tokens 0, unknown flags.
+void test_bad_batches(void **) {
+    std::mt19937_64 rng(reference::sub_seed("bad_tokens"));
+    gpt_ctx *ctx = make_ctx(2);
+    auto toks = random_tokens(rng, 8);
+    CHECK_OK(gpt_forward(ctx, toks.data(), 2, 2, 0, nullptr));
     CHECK_FAILS(gpt_forward(ctx, toks.data(), 3, 1, 0, nullptr), GPT_ERR_INVALID_ARG, "max_batch 2", ctx);
     CHECK_FAILS(gpt_forward(ctx, toks.data(), 0, 1, 0, nullptr), GPT_ERR_INVALID_ARG, "at least 1", ctx);
     CHECK_FAILS(gpt_forward(ctx, toks.data(), 1, 0, 0, nullptr), GPT_ERR_INVALID_ARG, "at least 1", ctx);
@@ -574,8 +593,9 @@ void test_bad_tokens_and_batches(void **) {
     assert_int_equal(gpt_ctx_seq_len(ctx, 0), 2);
     assert_int_equal(gpt_ctx_seq_len(ctx, 2), 0); // an unknown sequence reads as 0
     gpt_ctx_free(ctx);
+}
 
-    // Context params out of range.
+void test_ctx_params_out_of_range(void **) {
     gpt_ctx_params cp;
     gpt_ctx_params_init(&cp);
     cp.max_seq = 49;
@@ -591,6 +611,11 @@ void test_bad_tokens_and_batches(void **) {
     cp.max_step_tokens = 0xffffffffu;
     CHECK_FAILS(gpt_ctx_create(g->model, &cp, &c2), GPT_ERR_INVALID_ARG, "max_step_tokens", nullptr);
     assert_null(c2);
+}
+
+// A device that does not exist (-5; CUDA device 0 in a build without CUDA devices), an
+// unknown weight_dtype.
+void test_model_params_out_of_range(void **) {
     gpt_model_params mp;
     gpt_model_params_init(&mp);
     mp.device = -5;
@@ -635,8 +660,12 @@ void test_context_full(void **) {
     assert_int_equal(n, 0);
     assert_int_equal(gpt_ctx_seq_len(ctx, 0), 12);
     gpt_ctx_free(ctx);
+}
 
-    // Batch: one sequence too long refuses the whole call.
+// Batch: one sequence too long refuses the whole call.
+void test_context_full_batch(void **) {
+    std::mt19937_64 rng(reference::sub_seed("context_full"));
+    const auto toks = random_tokens(rng, 13);
     gpt_ctx *b = make_ctx(2, 12);
     CHECK_OK(gpt_forward(b, toks.data(), 2, 4, 0, nullptr));
     CHECK_OK(gpt_forward(b, toks.data(), 1, 6, 0, nullptr)); // sequence 0 holds 10, sequence 1 holds 4
@@ -647,9 +676,11 @@ void test_context_full(void **) {
     gpt_ctx_free(b);
 }
 
-void test_truncate_and_reset(void **) {
+// Truncating past a sequence's length or an unknown sequence is refused; to its own length
+// is a no-op.
+void test_truncate_refusals(void **) {
     std::mt19937_64 rng(reference::sub_seed("truncate_reset"));
-    const auto a = random_tokens(rng, 10), extra = random_tokens(rng, 3);
+    const auto a = random_tokens(rng, 10);
     gpt_ctx *ctx = make_ctx(2);
     CHECK_OK(gpt_forward(ctx, a.data(), 1, 10, 0, nullptr));
     CHECK_FAILS(gpt_ctx_truncate(ctx, 0, 11), GPT_ERR_INVALID_ARG, "cannot truncate to 11", ctx);
@@ -657,6 +688,15 @@ void test_truncate_and_reset(void **) {
     CHECK_FAILS(gpt_ctx_truncate(ctx, 1, 1), GPT_ERR_INVALID_ARG, "cannot truncate", ctx);
     CHECK_OK(gpt_ctx_truncate(ctx, 0, 10)); // to its own length: a no-op
     CHECK_OK(gpt_ctx_truncate(ctx, 1, 0));
+    gpt_ctx_free(ctx);
+}
+
+// Truncated to 6, 3 and 0 tokens, the sequence continues as a fresh one with those tokens.
+void test_truncate(void **) {
+    std::mt19937_64 rng(reference::sub_seed("truncate_reset"));
+    const auto a = random_tokens(rng, 10), extra = random_tokens(rng, 3);
+    gpt_ctx *ctx = make_ctx(2);
+    CHECK_OK(gpt_forward(ctx, a.data(), 1, 10, 0, nullptr));
     for (uint32_t keep : {6u, 3u, 0u}) {
         CHECK_OK(gpt_ctx_truncate(ctx, 0, keep));
         assert_int_equal(gpt_ctx_seq_len(ctx, 0), keep);
@@ -669,6 +709,15 @@ void test_truncate_and_reset(void **) {
         gpt_ctx_reset(ctx);
         CHECK_OK(gpt_forward(ctx, a.data(), 1, 10, 0, nullptr));
     }
+    gpt_ctx_free(ctx);
+}
+
+// Reset empties every sequence; the context then equals a fresh one.
+void test_reset(void **) {
+    std::mt19937_64 rng(reference::sub_seed("truncate_reset"));
+    const auto a = random_tokens(rng, 10);
+    gpt_ctx *ctx = make_ctx(2);
+    CHECK_OK(gpt_forward(ctx, a.data(), 1, 10, 0, nullptr));
     CHECK_OK(gpt_forward(ctx, a.data(), 2, 3, 0, nullptr)); // seq 0: 13, seq 1: 3
     gpt_ctx_reset(ctx);
     assert_int_equal(gpt_ctx_seq_len(ctx, 0), 0);
@@ -687,87 +736,144 @@ int on_token(int32_t t, void *user) {
     return log->stop_after && log->seen.size() == log->stop_after;
 }
 
-void test_generate_controls(void **) {
-    std::mt19937_64 rng(reference::sub_seed("generate_controls"));
-    const auto prompt = random_tokens(rng, 4);
-    const uint32_t P = 4, cap = 16;
+// What the generate tests compare against: a 4-token prompt, the 16 tokens greedy decoding
+// continues it with, and a position j in 3..10 whose token serves as a stop token and as
+// eos, first_at the first position holding that token.
+struct Greedy {
+    static constexpr uint32_t P = 4, cap = 16;
+    std::vector<int32_t> prompt, G;
+    uint32_t j = 0, first_at = 0;
+    Greedy() {
+        std::mt19937_64 rng(reference::sub_seed("generate_controls"));
+        prompt = random_tokens(rng, 4);
+        gpt_ctx *ctx = make_ctx();
+        G = greedy(ctx, prompt, cap);
+        gpt_ctx_free(ctx);
+        j = 3 + (uint32_t)(rng() % 8);
+        while (G[first_at] != G[j]) first_at++;
+    }
+};
+
+gpt_sampling_params greedy_params() {
+    gpt_sampling_params sp;
+    gpt_sampling_params_init(&sp);
+    sp.temperature = 0.0f;
+    return sp;
+}
+
+// The cache holds every generated token but the last; the last token as the next prompt
+// continues the text.
+void test_generate_continuation(void **) {
+    const Greedy gr;
+    const auto &prompt = gr.prompt;
+    const uint32_t P = Greedy::P, cap = Greedy::cap;
     gpt_ctx *ctx = make_ctx();
     const auto G = greedy(ctx, prompt, cap);
     assert_int_equal(gpt_ctx_seq_len(ctx, 0), P + cap - 1); // every generated token but the last
-
-    // Continuation: the last token as the next prompt continues the text.
     gpt_ctx_reset(ctx);
     const auto first = greedy(ctx, prompt, 6);
     const auto rest = greedy(ctx, {first.back()}, cap - 6);
     for (uint32_t i = 0; i < cap; i++) assert_int_equal(i < 6 ? first[i] : rest[i - 6], G[i]);
+    gpt_ctx_free(ctx);
+}
 
-    // cap: exactly cap tokens, nothing written past them.
-    gpt_sampling_params sp;
-    gpt_sampling_params_init(&sp);
-    sp.temperature = 0.0f;
+// cap: exactly cap tokens, nothing written past them.
+void test_generate_cap(void **) {
+    const Greedy gr;
+    const uint32_t P = Greedy::P, cap = Greedy::cap;
+    gpt_ctx *ctx = make_ctx();
+    gpt_sampling_params sp = greedy_params();
     std::vector<int32_t> out(cap + 4, -77);
     uint32_t n = 0;
     for (uint32_t c : {1u, 5u}) {
         gpt_ctx_reset(ctx);
         std::fill(out.begin(), out.end(), -77);
-        CHECK_OK(gpt_generate(ctx, prompt.data(), P, &sp, nullptr, nullptr, out.data(), c, &n));
+        CHECK_OK(gpt_generate(ctx, gr.prompt.data(), P, &sp, nullptr, nullptr, out.data(), c, &n));
         assert_int_equal(n, c);
-        for (uint32_t i = 0; i < cap + 4; i++) assert_int_equal(out[i], i < c ? G[i] : -77);
+        for (uint32_t i = 0; i < cap + 4; i++) assert_int_equal(out[i], i < c ? gr.G[i] : -77);
         assert_int_equal(gpt_ctx_seq_len(ctx, 0), P + c - 1);
     }
+    gpt_ctx_free(ctx);
+}
 
-    // Stop tokens: generation ends at the first occurrence, which is written and counted.
-    const uint32_t j = 3 + (uint32_t)(rng() % 8);
-    uint32_t first_at = 0;
-    while (G[first_at] != G[j]) first_at++;
-    const int32_t stops[3] = {(int32_t)V + 100, G[j], -1}; // ids that never occur are harmless
+// Stop tokens: generation ends at the first occurrence, which is written and counted.
+void test_generate_stop_tokens(void **) {
+    const Greedy gr;
+    const uint32_t P = Greedy::P, cap = Greedy::cap;
+    const auto &G = gr.G;
+    gpt_ctx *ctx = make_ctx();
+    gpt_sampling_params sp = greedy_params();
+    std::vector<int32_t> out(cap + 4, -77);
+    uint32_t n = 0;
+    const int32_t stops[3] = {(int32_t)V + 100, G[gr.j], -1}; // ids that never occur are harmless
     sp.stop_tokens = stops;
     sp.n_stop_tokens = 3;
-    gpt_ctx_reset(ctx);
-    CHECK_OK(gpt_generate(ctx, prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n));
-    assert_int_equal(n, first_at + 1);
-    assert_int_equal(out[first_at], G[j]);
-    assert_int_equal(gpt_ctx_seq_len(ctx, 0), P + first_at);
-    sp.stop_tokens = nullptr;
-    sp.n_stop_tokens = 0;
+    CHECK_OK(gpt_generate(ctx, gr.prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n));
+    assert_int_equal(n, gr.first_at + 1);
+    assert_int_equal(out[gr.first_at], G[gr.j]);
+    assert_int_equal(gpt_ctx_seq_len(ctx, 0), P + gr.first_at);
+    gpt_ctx_free(ctx);
+}
 
-    // The token callback sees every token in order; nonzero stops after that token.
+// The token callback sees every token in order; nonzero stops after that token.
+void test_generate_token_callback(void **) {
+    const Greedy gr;
+    const uint32_t P = Greedy::P, cap = Greedy::cap;
+    gpt_ctx *ctx = make_ctx();
+    gpt_sampling_params sp = greedy_params();
+    std::vector<int32_t> out(cap + 4, -77);
+    uint32_t n = 0;
     for (uint32_t k : {1u, 4u, cap}) {
         TokenLog log;
         log.stop_after = k;
         gpt_ctx_reset(ctx);
-        CHECK_OK(gpt_generate(ctx, prompt.data(), P, &sp, on_token, &log, out.data(), cap, &n));
+        CHECK_OK(gpt_generate(ctx, gr.prompt.data(), P, &sp, on_token, &log, out.data(), cap, &n));
         assert_int_equal(n, k);
         assert_int_equal(log.seen.size(), k);
-        for (uint32_t i = 0; i < k; i++) assert_int_equal(log.seen[i], G[i]);
+        for (uint32_t i = 0; i < k; i++) assert_int_equal(log.seen[i], gr.G[i]);
     }
+    gpt_ctx_free(ctx);
+}
 
-    // CONTEXT_FULL part way: n_out counts what was written, the cache is full.
+// CONTEXT_FULL part way: n_out counts what was written, the cache is full.
+void test_generate_context_full(void **) {
+    const Greedy gr;
+    const uint32_t P = Greedy::P, cap = Greedy::cap;
+    gpt_sampling_params sp = greedy_params();
+    std::vector<int32_t> out(cap + 4, -77);
+    uint32_t n = 0;
     for (uint32_t room : {1u, 5u}) {
         gpt_ctx *small = make_ctx(1, P + room);
         std::fill(out.begin(), out.end(), -77);
         n = 0;
-        CHECK_FAILS(gpt_generate(small, prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n), GPT_ERR_CONTEXT_FULL,
+        CHECK_FAILS(gpt_generate(small, gr.prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n), GPT_ERR_CONTEXT_FULL,
                     "full", small);
         assert_int_equal(n, room + 1);
-        for (uint32_t i = 0; i <= room; i++) assert_int_equal(out[i], G[i]);
+        for (uint32_t i = 0; i <= room; i++) assert_int_equal(out[i], gr.G[i]);
         assert_int_equal(out[room + 1], -77);
         assert_int_equal(gpt_ctx_seq_len(small, 0), P + room);
         gpt_ctx_free(small);
     }
-    gpt_ctx_free(ctx);
+}
 
-    // EOS: a model whose eos is a token greedy decoding produces (same weights: the same
-    // seed draws the same tensors) stops there, unless IGNORE_EOS.
-    fixture::Model with_eos = fixture::make(small_spec(reference::sub_seed("api model"), G[j]));
+// EOS: a model whose eos is a token greedy decoding produces (same weights: the same seed
+// draws the same tensors) stops there, unless IGNORE_EOS.
+void test_generate_eos(void **) {
+    const Greedy gr;
+    const uint32_t P = Greedy::P, cap = Greedy::cap;
+    const auto &G = gr.G;
+    gpt_sampling_params sp = greedy_params();
+    std::vector<int32_t> out(cap + 4, -77);
+    uint32_t n = 0;
+    fixture::Model with_eos = fixture::make(small_spec(reference::sub_seed("api model"), G[gr.j]));
     gpt_model *em = load(with_eos);
     gpt_ctx *ec = make_ctx(1, 0, 1, nullptr, nullptr, 0, em);
-    CHECK_OK(gpt_generate(ec, prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n));
-    assert_int_equal(n, first_at + 1);
-    assert_int_equal(out[first_at], G[j]);
+    CHECK_OK(gpt_generate(ec, gr.prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n));
+    assert_int_equal(n, gr.first_at + 1);
+    assert_int_equal(out[gr.first_at], G[gr.j]);
     gpt_ctx_reset(ec);
     sp.flags = GPT_SAMPLING_IGNORE_EOS;
-    CHECK_OK(gpt_generate(ec, prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n));
+    CHECK_OK(gpt_generate(ec, gr.prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n));
     assert_int_equal(n, cap);
     for (uint32_t i = 0; i < cap; i++) assert_int_equal(out[i], G[i]);
     gpt_ctx_free(ec);
@@ -786,46 +892,50 @@ int abort_cb(void *user) {
     return s->abort_at && s->calls >= s->abort_at;
 }
 
-void test_abort_forward(void **) {
+// Abort at each callback of a forward call in turn (steps of max_step tokens; 0: one step):
+// ABORTED, nothing cached, the context usable; a one-token decode is checked too.
+void check_abort_forward(uint32_t max_step) {
     std::mt19937_64 rng(reference::sub_seed("abort_forward"));
     const auto toks = random_tokens(rng, 10);
     const auto want = fresh_logits(toks);
-    for (uint32_t max_step : {0u, 3u}) {
-        AbortState st;
-        gpt_ctx *ctx = make_ctx(1, 0, 1, abort_cb, &st, max_step);
-        // Count the callbacks of the uninterrupted call: between steps and between layers.
+    AbortState st;
+    gpt_ctx *ctx = make_ctx(1, 0, 1, abort_cb, &st, max_step);
+    // Count the callbacks of the uninterrupted call: between steps and between layers.
+    CHECK_OK(gpt_forward(ctx, toks.data(), 1, 4, 0, nullptr));
+    st.calls = 0;
+    CHECK_OK(gpt_forward(ctx, toks.data() + 4, 1, 6, GPT_FORWARD_ALL_LOGITS, nullptr));
+    const uint32_t total = st.calls;
+    const uint32_t steps = max_step ? (6 + max_step - 1) / max_step : 1;
+    if (total < steps * (1 + g->fx.config.n_layers))
+        fail_msg("abort callback called %u times in %u steps of a %u-layer model", total, steps, g->fx.config.n_layers);
+    // Abort at each callback in turn: ABORTED, nothing cached, the context usable.
+    for (uint32_t at = 1; at <= total; at++) {
+        gpt_ctx_reset(ctx);
         CHECK_OK(gpt_forward(ctx, toks.data(), 1, 4, 0, nullptr));
         st.calls = 0;
-        CHECK_OK(gpt_forward(ctx, toks.data() + 4, 1, 6, GPT_FORWARD_ALL_LOGITS, nullptr));
-        const uint32_t total = st.calls;
-        const uint32_t steps = max_step ? (6 + max_step - 1) / max_step : 1;
-        if (total < steps * (1 + g->fx.config.n_layers))
-            fail_msg("abort callback called %u times in %u steps of a %u-layer model", total, steps, g->fx.config.n_layers);
-        // Abort at each callback in turn: ABORTED, nothing cached, the context usable.
-        for (uint32_t at = 1; at <= total; at++) {
-            gpt_ctx_reset(ctx);
-            CHECK_OK(gpt_forward(ctx, toks.data(), 1, 4, 0, nullptr));
-            st.calls = 0;
-            st.abort_at = at;
-            std::vector<float> logits(6 * V);
-            reference::poison(logits.data(), logits.size());
-            CHECK_FAILS(gpt_forward(ctx, toks.data() + 4, 1, 6, GPT_FORWARD_ALL_LOGITS, logits.data()), GPT_ERR_ABORTED,
-                        "abort", ctx);
-            assert_int_equal(gpt_ctx_seq_len(ctx, 0), 4);
-            st.abort_at = 0;
-            reference::poison(logits.data(), logits.size());
-            CHECK_OK(gpt_forward(ctx, toks.data() + 4, 1, 6, GPT_FORWARD_ALL_LOGITS, logits.data()));
-            expect_same(logits.data(), want.data() + 4 * V, 6 * V, "after an aborted forward");
-        }
-        // A one-token decode is checked too (between tokens).
-        gpt_ctx_reset(ctx);
-        st.calls = 0;
-        st.abort_at = 1;
-        CHECK_FAILS(gpt_forward(ctx, toks.data(), 1, 1, 0, nullptr), GPT_ERR_ABORTED, "abort", ctx);
-        assert_int_equal(gpt_ctx_seq_len(ctx, 0), 0);
-        gpt_ctx_free(ctx);
+        st.abort_at = at;
+        std::vector<float> logits(6 * V);
+        reference::poison(logits.data(), logits.size());
+        CHECK_FAILS(gpt_forward(ctx, toks.data() + 4, 1, 6, GPT_FORWARD_ALL_LOGITS, logits.data()), GPT_ERR_ABORTED,
+                    "abort", ctx);
+        assert_int_equal(gpt_ctx_seq_len(ctx, 0), 4);
+        st.abort_at = 0;
+        reference::poison(logits.data(), logits.size());
+        CHECK_OK(gpt_forward(ctx, toks.data() + 4, 1, 6, GPT_FORWARD_ALL_LOGITS, logits.data()));
+        expect_same(logits.data(), want.data() + 4 * V, 6 * V, "after an aborted forward");
     }
+    // A one-token decode is checked too (between tokens).
+    gpt_ctx_reset(ctx);
+    st.calls = 0;
+    st.abort_at = 1;
+    CHECK_FAILS(gpt_forward(ctx, toks.data(), 1, 1, 0, nullptr), GPT_ERR_ABORTED, "abort", ctx);
+    assert_int_equal(gpt_ctx_seq_len(ctx, 0), 0);
+    gpt_ctx_free(ctx);
 }
+
+void test_abort_forward(void **) { check_abort_forward(0); }
+
+void test_abort_forward_in_steps(void **) { check_abort_forward(3); }
 
 // Abort at every callback of a generate call in turn: GPT_ERR_ABORTED, n_out the tokens
 // written, the cache holding the prompt and every generated token but the last (gpt.h),
@@ -901,7 +1011,10 @@ void test_estimate_memory(void **) {
         cp.max_seq = 48;
         cp.max_batch = p.batch + 1;
         CHECK_OK(gpt_ctx_estimate_memory(g->model, &cp, &bigger, nullptr));
-        assert_true(bigger > host);
+        if (!(bigger > host))
+            fail_msg("batch %u seq %u step %u threads %u: the estimate (%" PRIu64
+                     " bytes) does not grow with max_seq 48 and one more sequence (%" PRIu64 ")",
+                     p.batch, p.seq, p.step, p.threads, host, bigger);
     }
 }
 
@@ -941,108 +1054,145 @@ void test_no_allocation_in_forward_and_generate(void **) {
         if (w.news() || w.hosts())
             fail_msg("n_threads %u: forward/generate made %" PRIu64 " operator new and %" PRIu64 " host_alloc calls", threads,
                      w.news(), w.hosts());
-        assert_int_equal(ctx->impl->executor().allocation_count(), exec_allocs);
+        if (ctx->impl->executor().allocation_count() != exec_allocs)
+            fail_msg("n_threads %u: the executor allocated %" PRIu64 " times", threads,
+                     (uint64_t)(ctx->impl->executor().allocation_count() - exec_allocs));
         gpt_ctx_free(ctx);
     }
 }
 
 // Every host_alloc during load and context creation failing in turn, and every operator
-// new: GPT_ERR_OUT_OF_MEMORY, OUT pointers NULL, nothing leaked (LeakSanitizer in CI).
-void test_allocation_failures(void **) {
+// new: GPT_ERR_OUT_OF_MEMORY, OUT pointers NULL, nothing leaked (LeakSanitizer in CI). One
+// test per way of loading.
+enum LoadHow { NO_MMAP_FILE, MISALIGNED_BUFFER, COPY_BUFFER, MAPPED_FILE };
+
+void check_allocation_failures(LoadHow how) {
     const std::string path = fixture::write_temp(g->fx.file);
     // A misaligned copy of the file (load_from_memory copies it with host_alloc).
     std::vector<uint8_t> shifted(g->fx.file.size() + 1);
     std::memcpy(shifted.data() + 1, g->fx.file.data(), g->fx.file.size());
-    enum { NO_MMAP_FILE, MISALIGNED_BUFFER, COPY_BUFFER, MAPPED_FILE };
-    for (int how : {NO_MMAP_FILE, MISALIGNED_BUFFER, COPY_BUFFER, MAPPED_FILE}) {
-        for (bool via_new : {false, true}) {
-            uint32_t failures = 0;
-            for (int64_t k = 0;; k++) {
-                gpt_model_params mp;
-                gpt_model_params_init(&mp);
-                mp.device = GPT_DEVICE_CPU;
-                gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
-                gpt_ctx *ctx = reinterpret_cast<gpt_ctx *>(0x1);
-                g_new_failed = false;
-                if (via_new) g_fail_new_after = k;
-                else gpt::testing::fail_alloc_after(k);
-                gpt_status st;
-                if (how == NO_MMAP_FILE || how == MAPPED_FILE) {
-                    mp.flags = how == NO_MMAP_FILE ? GPT_MODEL_NO_MMAP : 0;
-                    st = gpt_model_load(path.c_str(), &mp, &m);
-                } else if (how == MISALIGNED_BUFFER) {
-                    st = gpt_model_load_from_memory(shifted.data() + 1, g->fx.file.size(), &mp, &m);
-                } else {
-                    mp.flags = GPT_MODEL_COPY_BUFFER;
-                    st = gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &mp, &m);
-                }
-                gpt_ctx_params cp;
-                gpt_ctx_params_init(&cp);
-                cp.n_threads = 2;
-                cp.max_seq = 16;
-                const bool loaded = st == GPT_OK;
-                if (loaded) st = gpt_ctx_create(m, &cp, &ctx);
-                const bool injected = via_new ? g_new_failed.load() : false;
-                g_fail_new_after = -1;
-                gpt::testing::fail_alloc_after(-1);
-                if (st == GPT_OK) {
-                    if (via_new && injected) fail_msg("operator new %" PRId64 " failed but the calls succeeded", k);
-                    // Beyond the last allocation: all ran; the context works.
-                    const int32_t t[2] = {1, 2};
-                    CHECK_OK(gpt_forward(ctx, t, 1, 2, 0, nullptr));
-                    gpt_ctx_free(ctx);
-                    gpt_model_free(m);
-                    break;
-                }
-                failures++;
-                if (st != GPT_ERR_OUT_OF_MEMORY)
-                    fail_msg("allocation %" PRId64 " (%s, %s) failing gave %s: %s", k, via_new ? "new" : "host_alloc",
-                             how == NO_MMAP_FILE ? "read()" : how == MAPPED_FILE ? "mmap" : "buffer", gpt_status_str(st),
-                             gpt_last_error());
-                if (!via_new && !std::strstr(gpt_last_error(), "(injected)"))
-                    fail_msg("host_alloc %" PRId64 ": message \"%s\"", k, gpt_last_error());
-                if (loaded) {
-                    assert_null(ctx);
-                    gpt_model_free(m);
-                } else {
-                    assert_null(m);
-                }
-                assert_true(k < 100000);
+    const char *how_name = how == NO_MMAP_FILE ? "read()" : how == MAPPED_FILE ? "mmap" : how == COPY_BUFFER ? "copied buffer"
+                                                                                                          : "misaligned buffer";
+    for (bool via_new : {false, true}) {
+        uint32_t failures = 0;
+        for (int64_t k = 0;; k++) {
+            gpt_model_params mp;
+            gpt_model_params_init(&mp);
+            mp.device = GPT_DEVICE_CPU;
+            gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
+            gpt_ctx *ctx = reinterpret_cast<gpt_ctx *>(0x1);
+            if (via_new) alloc_hooks::fail_nth(k);
+            else gpt::testing::fail_alloc_after(k);
+            gpt_status st;
+            if (how == NO_MMAP_FILE || how == MAPPED_FILE) {
+                mp.flags = how == NO_MMAP_FILE ? GPT_MODEL_NO_MMAP : 0;
+                st = gpt_model_load(path.c_str(), &mp, &m);
+            } else if (how == MISALIGNED_BUFFER) {
+                st = gpt_model_load_from_memory(shifted.data() + 1, g->fx.file.size(), &mp, &m);
+            } else {
+                mp.flags = GPT_MODEL_COPY_BUFFER;
+                st = gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &mp, &m);
             }
-            // Loading without mmap copies the file, creation allocates the context: at
-            // least those host_alloc calls were made to fail.
-            if (!via_new) assert_true(failures >= (how == MAPPED_FILE ? 1u : 2u));
-            else assert_true(failures >= 5);
-            std::printf("# %s, %s: %u allocation points failed cleanly\n", via_new ? "operator new" : "host_alloc",
-                        how == NO_MMAP_FILE ? "read()" : how == MAPPED_FILE ? "mmap" : how == COPY_BUFFER ? "copied buffer"
-                                                                                                          : "misaligned buffer",
-                        failures);
+            gpt_ctx_params cp;
+            gpt_ctx_params_init(&cp);
+            cp.n_threads = 2;
+            cp.max_seq = 16;
+            const bool loaded = st == GPT_OK;
+            if (loaded) st = gpt_ctx_create(m, &cp, &ctx);
+            const bool injected = via_new ? alloc_hooks::fired() : false;
+            alloc_hooks::disarm();
+            gpt::testing::fail_alloc_after(-1);
+            if (st == GPT_OK) {
+                if (via_new && injected) fail_msg("operator new %" PRId64 " failed but the calls succeeded", k);
+                // Beyond the last allocation: all ran; the context works.
+                const int32_t t[2] = {1, 2};
+                CHECK_OK(gpt_forward(ctx, t, 1, 2, 0, nullptr));
+                gpt_ctx_free(ctx);
+                gpt_model_free(m);
+                break;
+            }
+            failures++;
+            if (st != GPT_ERR_OUT_OF_MEMORY)
+                fail_msg("allocation %" PRId64 " (%s, %s) failing gave %s: %s", k, via_new ? "new" : "host_alloc",
+                         how == NO_MMAP_FILE ? "read()" : how == MAPPED_FILE ? "mmap" : "buffer", gpt_status_str(st),
+                         gpt_last_error());
+            if (!via_new && !std::strstr(gpt_last_error(), "(injected)"))
+                fail_msg("host_alloc %" PRId64 ": message \"%s\"", k, gpt_last_error());
+            if (loaded) {
+                assert_null(ctx);
+                gpt_model_free(m);
+            } else {
+                assert_null(m);
+            }
+            assert_true(k < 100000);
         }
+        // Loading without mmap copies the file, creation allocates the context: at least
+        // those host_alloc calls were made to fail.
+        const uint32_t at_least = !via_new ? (how == MAPPED_FILE ? 1u : 2u) : 5u;
+        if (failures < at_least)
+            fail_msg("%s, %s: %u allocation points failed, expected at least %u", via_new ? "operator new" : "host_alloc", how_name,
+                     failures, at_least);
+        std::printf("# %s, %s: %u allocation points failed cleanly\n", via_new ? "operator new" : "host_alloc", how_name, failures);
     }
     ::unlink(path.c_str());
 }
+
+void test_allocation_failures_read_file(void **) { check_allocation_failures(NO_MMAP_FILE); }
+void test_allocation_failures_mapped_file(void **) { check_allocation_failures(MAPPED_FILE); }
+void test_allocation_failures_copy_buffer(void **) { check_allocation_failures(COPY_BUFFER); }
+void test_allocation_failures_misaligned_buffer(void **) { check_allocation_failures(MISALIGNED_BUFFER); }
 
 } // namespace
 
 int main(void) {
     reference::test_seed();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc_hooks_linked),
         cmocka_unit_test(test_status_strings),
+        cmocka_unit_test(test_dtype_names),
+        cmocka_unit_test(test_arch_names),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_last_error_per_thread),
-        cmocka_unit_test(test_null_arguments),
+        cmocka_unit_test(test_null_arguments_load),
+        cmocka_unit_test(test_null_arguments_model_info),
+        cmocka_unit_test(test_null_arguments_estimate_memory),
+        cmocka_unit_test(test_null_arguments_ctx_create),
+        cmocka_unit_test(test_null_arguments_forward),
+        cmocka_unit_test(test_null_arguments_generate),
+        cmocka_unit_test(test_null_handles),
         cmocka_unit_test(test_params_defaults),
-        cmocka_unit_test(test_params_struct_size),
-        cmocka_unit_test(test_model_info),
-        cmocka_unit_test(test_bad_tokens_and_batches),
+        cmocka_unit_test(test_ctx_params_struct_size),
+        cmocka_unit_test(test_model_params_struct_size),
+        cmocka_unit_test(test_sampling_params_struct_size),
+        cmocka_unit_test(test_model_info_struct_size),
+        cmocka_unit_test(test_model_info_llama),
+        cmocka_unit_test(test_model_info_llama_tied_bias),
+        cmocka_unit_test(test_model_info_gpt2_tied),
+        cmocka_unit_test(test_model_info_gpt2_untied),
+        cmocka_unit_test(test_bad_tokens),
+        cmocka_unit_test(test_bad_batches),
+        cmocka_unit_test(test_ctx_params_out_of_range),
+        cmocka_unit_test(test_model_params_out_of_range),
         cmocka_unit_test(test_context_full),
-        cmocka_unit_test(test_truncate_and_reset),
-        cmocka_unit_test(test_generate_controls),
+        cmocka_unit_test(test_context_full_batch),
+        cmocka_unit_test(test_truncate_refusals),
+        cmocka_unit_test(test_truncate),
+        cmocka_unit_test(test_reset),
+        cmocka_unit_test(test_generate_continuation),
+        cmocka_unit_test(test_generate_cap),
+        cmocka_unit_test(test_generate_stop_tokens),
+        cmocka_unit_test(test_generate_token_callback),
+        cmocka_unit_test(test_generate_context_full),
+        cmocka_unit_test(test_generate_eos),
         cmocka_unit_test(test_abort_forward),
+        cmocka_unit_test(test_abort_forward_in_steps),
         cmocka_unit_test(test_abort_generate),
         cmocka_unit_test(test_estimate_memory),
         cmocka_unit_test(test_no_allocation_in_forward_and_generate),
-        cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_allocation_failures_read_file),
+        cmocka_unit_test(test_allocation_failures_mapped_file),
+        cmocka_unit_test(test_allocation_failures_copy_buffer),
+        cmocka_unit_test(test_allocation_failures_misaligned_buffer),
     };
     return cmocka_run_group_tests_name("api", tests, setup, teardown);
 }

@@ -1,15 +1,16 @@
 // test_convert.cpp - `gpt convert` end to end on checkpoints the test writes itself: Hugging
-// Face directories (a small safetensors writer, single file and sharded with an index;
-// config.json for gpt2, llama, mistral, qwen2) and llama2.c checkpoints (v0 and v1, shared
-// and unshared classifier, GQA), converted to every dtype.
+// Face directories (tests/support/hf_fixture: safetensors, single file and sharded with an
+// index; config.json for gpt2, llama, mistral, qwen2) and llama2.c checkpoints
+// (tests/support/llama2c_fixture: v0 and v1, shared and unshared classifier, GQA),
+// converted to every dtype.
 //
 // Each output tensor must equal the source values transposed / fused / permuted as the
 // converter promises (bit-exact for the same dtype, one round-to-nearest-even for a
 // conversion), the metadata must carry the config, and the engine's logits on the
-// converted file must match an independent naive double-precision forward pass on the
-// ORIGINAL tensors (Conv1D GPT-2, rotate-half Hugging Face Llama, and llama2.c's
-// interleaved RoPE) within a relative error of 1e-4: for llama2.c this proves the RoPE row
-// permutation, also when k has fewer heads than q.
+// converted file must match an independent naive double-precision forward pass
+// (tests/support/reference) on the ORIGINAL tensors (Conv1D GPT-2, rotate-half Hugging Face
+// Llama, and llama2.c's interleaved RoPE) within a relative error of 1e-4: for llama2.c
+// this proves the RoPE row permutation, also when k has fewer heads than q.
 //
 // Every rejection (missing tensor, shape mismatch, unknown model_type, F64/I32 tensors,
 // truncated shard or checkpoint, malformed JSON, bad safetensors headers, an existing OUT
@@ -21,10 +22,14 @@
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
-#include "core/half.h"
 #include "format/keys.h"
 #include "format/reader.h"
+#include "dtype_values.h"
+#include "files.h"
+#include "hf_fixture.h"
+#include "llama2c_fixture.h"
 #include "model/config.h"
+#include "reference.h"
 
 #include <nlohmann/json.hpp>
 
@@ -34,9 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <map>
 #include <random>
 #include <spawn.h>
@@ -60,6 +63,27 @@ extern char **environ;
 using gpt::DType;
 using nlohmann::json;
 namespace cv = gpt::convert;
+using fixture::HfModel;
+using fixture::HfSpec;
+using fixture::L2cModel;
+using fixture::L2cSpec;
+using fixture::StEntry;
+using fixture::decode_one;
+using fixture::encode;
+using fixture::make_hf;
+using fixture::make_l2c;
+using fixture::rounded;
+using fixture::safetensors_bytes;
+using fixture::shard_name;
+using fixture::write_hf_dir;
+using files::exists;
+using files::list_dir;
+using files::make_temp_dir;
+using files::read_bytes;
+using files::read_text;
+using files::remove_tree;
+using files::write_bytes;
+using files::write_text;
 
 namespace {
 
@@ -70,61 +94,12 @@ constexpr double kLogitTolerance = 1e-4;
 const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
 
 const char *dt_name(DType t) { return t == DType::F32 ? "f32" : t == DType::F16 ? "f16" : "bf16"; }
-const char *st_name(DType t) { return t == DType::F32 ? "F32" : t == DType::F16 ? "F16" : "BF16"; }
 uint32_t gpt_dtype_of(DType t) { return t == DType::F32 ? GPT_DTYPE_F32 : t == DType::F16 ? GPT_DTYPE_F16 : GPT_DTYPE_BF16; }
-
-// ------------------------------------------------------------------------------ files
-
-std::string make_temp_dir() {
-    const char *t = std::getenv("TMPDIR");
-    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/gpt-convert-test-XXXXXX";
-    if (!mkdtemp(tmpl.data())) fail_msg("mkdtemp failed");
-    return tmpl;
-}
-
-int rm_entry(const char *path, const struct stat *, int, struct FTW *) { return ::remove(path); }
-void remove_tree(const std::string &path) { nftw(path.c_str(), rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-std::vector<std::string> list_dir(const std::string &path) {
-    std::vector<std::string> out;
-    DIR *d = opendir(path.c_str());
-    if (!d) return out;
-    while (struct dirent *e = readdir(d))
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) out.push_back(e->d_name);
-    closedir(d);
-    std::sort(out.begin(), out.end());
-    return out;
-}
-
-void write_bytes(const std::string &path, const void *data, size_t n) {
-    FILE *f = std::fopen(path.c_str(), "wb");
-    if (!f) fail_msg("cannot write %s", path.c_str());
-    if (n && std::fwrite(data, 1, n, f) != n) fail_msg("short write %s", path.c_str());
-    std::fclose(f);
-}
-void write_bytes(const std::string &path, const std::vector<uint8_t> &b) { write_bytes(path, b.data(), b.size()); }
-void write_text(const std::string &path, const std::string &s) { write_bytes(path, s.data(), s.size()); }
-
-std::vector<uint8_t> read_bytes(const std::string &path) {
-    std::vector<uint8_t> out;
-    FILE *f = std::fopen(path.c_str(), "rb");
-    if (!f) return out;
-    uint8_t buf[65536];
-    size_t k;
-    while ((k = std::fread(buf, 1, sizeof buf, f)) > 0) out.insert(out.end(), buf, buf + k);
-    std::fclose(f);
-    return out;
-}
-
-bool exists(const std::string &path) {
-    struct stat st;
-    return ::lstat(path.c_str(), &st) == 0;
-}
 
 // A scratch directory: src/ for the checkpoint, out/ for the converter's output.
 struct Scratch {
     std::string root, src, out;
-    Scratch() : root(make_temp_dir()), src(root + "/src"), out(root + "/out") {
+    Scratch() : root(make_temp_dir("gpt-convert-test-")), src(root + "/src"), out(root + "/out") {
         mkdir(src.c_str(), 0755);
         mkdir(out.c_str(), 0755);
     }
@@ -132,269 +107,6 @@ struct Scratch {
     std::string in_src(const std::string &n) const { return src + "/" + n; }
     std::string in_out(const std::string &n) const { return out + "/" + n; }
 };
-
-// ----------------------------------------------------------------------------- values
-
-float round_to(float x, DType t) {
-    switch (t) {
-    case DType::F32: return x;
-    case DType::F16: return gpt::f16_to_f32(gpt::f32_to_f16(x));
-    case DType::BF16: return gpt::bf16_to_f32(gpt::f32_to_bf16(x));
-    }
-    return x;
-}
-
-std::vector<float> rounded(const std::vector<float> &v, DType t) {
-    std::vector<float> o(v.size());
-    for (size_t i = 0; i < v.size(); i++) o[i] = round_to(v[i], t);
-    return o;
-}
-
-std::vector<uint8_t> encode(const std::vector<float> &v, DType t) {
-    std::vector<uint8_t> b(v.size() * (t == DType::F32 ? 4 : 2));
-    for (size_t i = 0; i < v.size(); i++) {
-        if (t == DType::F32) std::memcpy(b.data() + 4 * i, &v[i], 4);
-        else {
-            const uint16_t h = t == DType::F16 ? gpt::f32_to_f16(v[i]) : gpt::f32_to_bf16(v[i]);
-            std::memcpy(b.data() + 2 * i, &h, 2);
-        }
-    }
-    return b;
-}
-
-float decode_one(const uint8_t *p, DType t) {
-    if (t == DType::F32) {
-        float f;
-        std::memcpy(&f, p, 4);
-        return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return t == DType::F16 ? gpt::f16_to_f32(h) : gpt::bf16_to_f32(h);
-}
-
-uint64_t numel(const std::vector<uint64_t> &s) {
-    uint64_t n = 1;
-    for (uint64_t d : s) n *= d;
-    return n;
-}
-
-// Normal values (mean, std), rounded to the dtype they will be stored in.
-std::vector<float> draw(std::mt19937_64 &rng, uint64_t n, float mean, float std, DType t) {
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto &x : v) x = round_to(mean + std * nd(rng), t);
-    return v;
-}
-
-// ---------------------------------------------------------------------- safetensors
-
-struct StEntry {
-    std::string name;
-    std::string dtype; // "F32", "F64", "U8", ...
-    std::vector<uint64_t> shape;
-    std::vector<uint8_t> bytes;
-};
-
-std::vector<uint8_t> safetensors_bytes(const std::vector<StEntry> &entries) {
-    json h = json::object();
-    h["__metadata__"] = {{"format", "pt"}};
-    uint64_t off = 0;
-    for (const auto &e : entries) {
-        h[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {off, off + e.bytes.size()}}};
-        off += e.bytes.size();
-    }
-    std::string text = h.dump();
-    while (text.size() % 8) text += ' ';
-    std::vector<uint8_t> out;
-    for (int i = 0; i < 8; i++) out.push_back((uint8_t)((uint64_t)text.size() >> (8 * i)));
-    for (char ch : text) out.push_back((uint8_t)ch);
-    for (const auto &e : entries) out.insert(out.end(), e.bytes.begin(), e.bytes.end());
-    return out;
-}
-
-// Writes config.json and the tensors: model.safetensors (n_shards 1) or n shards and the index.
-void write_hf_dir(const std::string &dir, const std::string &config, const std::vector<StEntry> &entries, int n_shards) {
-    write_text(dir + "/config.json", config);
-    if (n_shards <= 1) {
-        write_bytes(dir + "/model.safetensors", safetensors_bytes(entries));
-        return;
-    }
-    json wm = json::object();
-    for (int s = 0; s < n_shards; s++) {
-        char name[64];
-        std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
-        std::vector<StEntry> part;
-        for (size_t i = 0; i < entries.size(); i++)
-            if ((int)(i % n_shards) == s) {
-                part.push_back(entries[i]);
-                wm[entries[i].name] = name;
-            }
-        write_bytes(dir + "/" + name, safetensors_bytes(part));
-    }
-    json idx = {{"metadata", {{"total_size", 0}}}, {"weight_map", wm}};
-    write_text(dir + "/model.safetensors.index.json", idx.dump(2));
-}
-
-std::string shard_name(int s, int n) {
-    char name[64];
-    std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n);
-    return name;
-}
-
-// --------------------------------------------------------------- Hugging Face fixtures
-
-struct HfSpec {
-    std::string type = "llama"; // gpt2 | llama | mistral | qwen2
-    uint32_t d = 48, layers = 2, heads = 4, kv = 2, head_dim = 0 /* 0: d / heads, not in config.json */, ff = 72;
-    uint32_t vocab = 67, ctx = 32;
-    bool tied = false;
-    DType dtype = DType::F32;
-    uint64_t seed = 1;
-    // gpt2
-    bool prefix = true;     // "transformer." before the body's names
-    bool head_copy = false; // tied, but lm_head.weight written (equal to wte)
-    bool buffers = true;    // attn.bias (U8 mask) and attn.masked_bias (F32) buffers
-    // llama family
-    std::string rope = "top"; // where rope_theta lives: "top", "parameters" (transformers 5), "scaling" (rope_scaling default)
-    float theta = 10000.0f, eps = 1e-5f;
-    int32_t bos = 1;
-    std::vector<int32_t> eos = {2};
-    uint32_t sliding_window = 0;
-    int shards = 1;
-};
-
-struct HfModel {
-    HfSpec spec;
-    std::string config;
-    std::vector<std::string> order;                            // tensors in write order
-    std::map<std::string, std::vector<uint64_t>> shapes;       // HF names
-    std::map<std::string, std::vector<float>> values;          // as stored (rounded)
-    std::vector<StEntry> extra;                                // buffers (not weights)
-    uint32_t hd() const { return spec.head_dim ? spec.head_dim : spec.d / spec.heads; }
-
-    void add(std::mt19937_64 &rng, const std::string &name, std::vector<uint64_t> shape, float mean, float std) {
-        order.push_back(name);
-        values[name] = draw(rng, numel(shape), mean, std, spec.dtype);
-        shapes[name] = std::move(shape);
-    }
-    const std::vector<float> &v(const std::string &n) const {
-        auto it = values.find(n);
-        if (it == values.end()) fail_msg("fixture has no tensor %s", n.c_str());
-        return it->second;
-    }
-    std::vector<StEntry> entries() const {
-        std::vector<StEntry> out;
-        for (const auto &n : order) out.push_back({n, st_name(spec.dtype), shapes.at(n), encode(values.at(n), spec.dtype)});
-        for (const auto &e : extra) out.push_back(e);
-        return out;
-    }
-};
-
-HfModel make_hf(const HfSpec &s) {
-    HfModel m;
-    m.spec = s;
-    std::mt19937_64 rng(s.seed);
-    const uint64_t d = s.d, v = s.vocab, ff = s.ff;
-    json c;
-    c["model_type"] = s.type;
-    c["torch_dtype"] = s.dtype == DType::F32 ? "float32" : s.dtype == DType::F16 ? "float16" : "bfloat16";
-    c["vocab_size"] = s.vocab;
-    c["bos_token_id"] = s.bos;
-    if (s.eos.size() == 1) c["eos_token_id"] = s.eos[0];
-    else c["eos_token_id"] = s.eos;
-    c["tie_word_embeddings"] = s.tied;
-    const float wstd = 0.8f / std::sqrt((float)d);
-    if (s.type == "gpt2") {
-        c["n_embd"] = s.d;
-        c["n_layer"] = s.layers;
-        c["n_head"] = s.heads;
-        c["n_positions"] = s.ctx;
-        c["n_ctx"] = s.ctx;
-        c["layer_norm_epsilon"] = s.eps;
-        c["n_inner"] = s.ff == 4 * s.d ? json(nullptr) : json(s.ff);
-        c["activation_function"] = "gelu_new";
-        const std::string p = s.prefix ? "transformer." : "";
-        m.add(rng, p + "wte.weight", {v, d}, 0, 0.5f);
-        m.add(rng, p + "wpe.weight", {s.ctx, d}, 0, 0.2f);
-        for (uint32_t i = 0; i < s.layers; i++) {
-            const std::string h = p + "h." + std::to_string(i) + ".";
-            m.add(rng, h + "ln_1.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "ln_1.bias", {d}, 0, 0.1f);
-            m.add(rng, h + "attn.c_attn.weight", {d, 3 * d}, 0, wstd); // Conv1D: [in, out]
-            m.add(rng, h + "attn.c_attn.bias", {3 * d}, 0, 0.1f);
-            m.add(rng, h + "attn.c_proj.weight", {d, d}, 0, wstd);
-            m.add(rng, h + "attn.c_proj.bias", {d}, 0, 0.1f);
-            m.add(rng, h + "ln_2.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "ln_2.bias", {d}, 0, 0.1f);
-            m.add(rng, h + "mlp.c_fc.weight", {d, ff}, 0, wstd);
-            m.add(rng, h + "mlp.c_fc.bias", {ff}, 0, 0.1f);
-            m.add(rng, h + "mlp.c_proj.weight", {ff, d}, 0, 0.8f / std::sqrt((float)ff));
-            m.add(rng, h + "mlp.c_proj.bias", {d}, 0, 0.1f);
-            if (s.buffers) {
-                std::vector<uint8_t> mask(s.ctx * s.ctx);
-                for (uint32_t a = 0; a < s.ctx; a++)
-                    for (uint32_t b = 0; b < s.ctx; b++) mask[a * s.ctx + b] = b <= a;
-                m.extra.push_back({h + "attn.bias", "U8", {1, 1, s.ctx, s.ctx}, mask});
-                m.extra.push_back({h + "attn.masked_bias", "F32", {}, encode({-1e4f}, DType::F32)});
-            }
-        }
-        m.add(rng, p + "ln_f.weight", {d}, 1, 0.1f);
-        m.add(rng, p + "ln_f.bias", {d}, 0, 0.1f);
-        if (!s.tied) m.add(rng, "lm_head.weight", {v, d}, 0, 0.5f);
-        else if (s.head_copy) {
-            m.order.push_back("lm_head.weight");
-            m.values["lm_head.weight"] = m.values[p + "wte.weight"];
-            m.shapes["lm_head.weight"] = {v, d};
-        }
-    } else {
-        const uint64_t hd = m.hd(), qd = s.heads * hd, kvd = s.kv * hd;
-        c["hidden_size"] = s.d;
-        c["num_hidden_layers"] = s.layers;
-        c["num_attention_heads"] = s.heads;
-        c["num_key_value_heads"] = s.kv;
-        if (s.head_dim) c["head_dim"] = s.head_dim;
-        c["intermediate_size"] = s.ff;
-        c["max_position_embeddings"] = s.ctx;
-        c["rms_norm_eps"] = s.eps;
-        c["hidden_act"] = "silu";
-        if (s.type != "qwen2") c["attention_bias"] = false;
-        if (s.rope == "top") c["rope_theta"] = s.theta;
-        else if (s.rope == "parameters") c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", s.theta}};
-        else {
-            c["rope_theta"] = s.theta;
-            c["rope_scaling"] = {{"rope_type", "default"}};
-        }
-        if (s.type == "mistral") c["sliding_window"] = s.sliding_window ? json(s.sliding_window) : json(nullptr);
-        if (s.type == "qwen2") {
-            c["use_sliding_window"] = false;
-            c["sliding_window"] = 4096;
-            c["max_window_layers"] = s.layers;
-        }
-        m.add(rng, "model.embed_tokens.weight", {v, d}, 0, 1.0f);
-        for (uint32_t i = 0; i < s.layers; i++) {
-            const std::string h = "model.layers." + std::to_string(i) + ".";
-            m.add(rng, h + "input_layernorm.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "self_attn.q_proj.weight", {qd, d}, 0, wstd);
-            m.add(rng, h + "self_attn.k_proj.weight", {kvd, d}, 0, wstd);
-            m.add(rng, h + "self_attn.v_proj.weight", {kvd, d}, 0, wstd);
-            if (s.type == "qwen2") {
-                m.add(rng, h + "self_attn.q_proj.bias", {qd}, 0, 0.2f);
-                m.add(rng, h + "self_attn.k_proj.bias", {kvd}, 0, 0.2f);
-                m.add(rng, h + "self_attn.v_proj.bias", {kvd}, 0, 0.2f);
-            }
-            m.add(rng, h + "self_attn.o_proj.weight", {d, qd}, 0, 0.8f / std::sqrt((float)qd));
-            m.add(rng, h + "post_attention_layernorm.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "mlp.gate_proj.weight", {ff, d}, 0, wstd);
-            m.add(rng, h + "mlp.up_proj.weight", {ff, d}, 0, wstd);
-            m.add(rng, h + "mlp.down_proj.weight", {d, ff}, 0, 0.8f / std::sqrt((float)ff));
-        }
-        m.add(rng, "model.norm.weight", {d}, 1, 0.1f);
-        if (!s.tied) m.add(rng, "lm_head.weight", {v, d}, 0, wstd * 2);
-    }
-    m.config = c.dump(2);
-    return m;
-}
 
 // ------------------------------------------------------------ expected output tensors
 
@@ -467,90 +179,7 @@ WantMap expected_hf(const HfModel &m) {
     return w;
 }
 
-// ------------------------------------------------------------------ llama2.c fixtures
-
-struct L2cSpec {
-    uint32_t dim = 32, hidden = 48, layers = 2, heads = 4, kv = 2, vocab = 41, seq = 16;
-    bool shared = false;
-    int version = 0;
-    uint64_t seed = 7;
-};
-
-struct L2cModel {
-    L2cSpec spec;
-    std::vector<uint8_t> bytes;
-    std::map<std::string, std::vector<float>> w; // "emb", "rms_att.L", "wq.L", ..., "rms_final", "wcls"
-    uint32_t hs() const { return spec.dim / spec.heads; }
-    const std::vector<float> &at(const std::string &n) const { return w.at(n); }
-    const std::vector<float> &head() const { return spec.shared ? w.at("emb") : w.at("wcls"); }
-};
-
-L2cModel make_l2c(const L2cSpec &s) {
-    L2cModel m;
-    m.spec = s;
-    std::mt19937_64 rng(s.seed);
-    const uint64_t d = s.dim, hs = d / s.heads, kvd = s.kv * hs, ff = s.hidden, v = s.vocab;
-    const float wd = 0.8f / std::sqrt((float)d), wf = 0.8f / std::sqrt((float)ff);
-    auto gen = [&](const std::string &n, uint64_t count, float mean, float std) { m.w[n] = draw(rng, count, mean, std, DType::F32); };
-    gen("emb", v * d, 0, 1.0f);
-    for (uint32_t l = 0; l < s.layers; l++) {
-        const std::string L = "." + std::to_string(l);
-        gen("rms_att" + L, d, 1, 0.1f);
-        gen("wq" + L, d * d, 0, wd);
-        gen("wk" + L, kvd * d, 0, wd);
-        gen("wv" + L, kvd * d, 0, wd);
-        gen("wo" + L, d * d, 0, wd);
-        gen("rms_ffn" + L, d, 1, 0.1f);
-        gen("w1" + L, ff * d, 0, wd);
-        gen("w2" + L, d * ff, 0, wf);
-        gen("w3" + L, ff * d, 0, wd);
-    }
-    gen("rms_final", d, 1, 0.1f);
-    if (!s.shared) gen("wcls", v * d, 0, wd * 2);
-
-    auto put_i32 = [&](int32_t x) {
-        uint8_t b[4];
-        std::memcpy(b, &x, 4);
-        m.bytes.insert(m.bytes.end(), b, b + 4);
-    };
-    auto put = [&](const std::vector<float> &x) {
-        const auto e = encode(x, DType::F32);
-        m.bytes.insert(m.bytes.end(), e.begin(), e.end());
-    };
-    auto per_layer = [&](const char *n) {
-        for (uint32_t l = 0; l < s.layers; l++) put(m.w.at(std::string(n) + "." + std::to_string(l)));
-    };
-    const int32_t header[7] = {(int32_t)s.dim, (int32_t)s.hidden, (int32_t)s.layers, (int32_t)s.heads, (int32_t)s.kv,
-                               (int32_t)(s.version == 0 && !s.shared ? -(int32_t)s.vocab : (int32_t)s.vocab), (int32_t)s.seq};
-    if (s.version == 0) {
-        for (int32_t x : header) put_i32(x);
-        put(m.w.at("emb"));
-        for (const char *n : {"rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3"}) per_layer(n);
-        put(m.w.at("rms_final"));
-        // freq_cis_real / _imag, as llama2.c wrote them (the converter skips them).
-        std::vector<float> fr, fi;
-        for (uint32_t p = 0; p < s.seq; p++)
-            for (uint32_t i = 0; i < hs / 2; i++) {
-                const double f = std::pow(10000.0, -2.0 * i / (double)hs);
-                fr.push_back((float)std::cos(p * f));
-                fi.push_back((float)std::sin(p * f));
-            }
-        put(fr);
-        put(fi);
-    } else {
-        put_i32(0x616b3432);
-        put_i32(1);
-        for (int32_t x : header) put_i32(x);
-        m.bytes.push_back(s.shared ? 1 : 0);
-        m.bytes.resize(256, 0);
-        for (const char *n : {"rms_att", "rms_ffn"}) per_layer(n);
-        put(m.w.at("rms_final"));
-        put(m.w.at("emb"));
-        for (const char *n : {"wq", "wk", "wv", "wo", "w1", "w2", "w3"}) per_layer(n);
-    }
-    if (!s.shared) put(m.w.at("wcls"));
-    return m;
-}
+// ------------------------------------------------------------ llama2.c expectations
 
 // Rotate-half rows from interleaved ones, written from the definition: within each head,
 // output row i (i < hd/2) is input row 2i and output row hd/2 + i is input row 2i + 1.
@@ -586,246 +215,96 @@ WantMap expected_l2c(const L2cModel &m) {
     return w;
 }
 
-// ---------------------------------------------------------- naive double references
+// ------------------------------------------------- the reference on the ORIGINAL tensors
 
-using Vec = std::vector<double>;
-
-// y = W x (+ b), W row-major [out][in] (nn.Linear); values rounded to `t` first.
-struct Linear {
-    std::vector<float> w, b;
-    uint64_t out = 0, in = 0;
-    Vec operator()(const Vec &x) const {
-        Vec y(out, 0.0);
-        for (uint64_t o = 0; o < out; o++) {
-            double s = b.empty() ? 0.0 : b[o];
-            for (uint64_t i = 0; i < in; i++) s += (double)w[o * in + i] * x[i];
-            y[o] = s;
-        }
-        return y;
-    }
-};
-Linear linear(const std::vector<float> &w, uint64_t out, uint64_t in, DType t, const std::vector<float> *b = nullptr) {
-    return Linear{rounded(w, t), b ? rounded(*b, t) : std::vector<float>{}, out, in};
-}
-// GPT-2's Conv1D: y = x W + b with W stored [in][out].
-Linear conv1d(const std::vector<float> &w, const std::vector<float> &b, uint64_t in, uint64_t out, DType t) {
-    return Linear{rounded(transpose(w, in, out), t), rounded(b, t), out, in};
-}
-
-Vec rms_norm(const Vec &x, const std::vector<float> &w, double eps, DType t) {
-    double ss = 0;
-    for (double v : x) ss += v * v;
-    const double r = 1.0 / std::sqrt(ss / x.size() + eps);
-    Vec y(x.size());
-    for (size_t i = 0; i < x.size(); i++) y[i] = x[i] * r * round_to(w[i], t);
-    return y;
-}
-
-Vec layer_norm(const Vec &x, const std::vector<float> &w, const std::vector<float> &b, double eps, DType t) {
-    double mean = 0, var = 0;
-    for (double v : x) mean += v;
-    mean /= x.size();
-    for (double v : x) var += (v - mean) * (v - mean);
-    var /= x.size();
-    const double r = 1.0 / std::sqrt(var + eps);
-    Vec y(x.size());
-    for (size_t i = 0; i < x.size(); i++) y[i] = (x[i] - mean) * r * round_to(w[i], t) + round_to(b[i], t);
-    return y;
-}
-
-// Causal attention of position t over keys 0..t: q [heads][hd], keys/values [pos][kv heads][hd].
-Vec attend(const Vec &q, const std::vector<Vec> &keys, const std::vector<Vec> &vals, uint32_t heads, uint32_t kv, uint32_t hd) {
-    Vec out((size_t)heads * hd, 0.0);
-    const size_t T = keys.size();
-    for (uint32_t h = 0; h < heads; h++) {
-        const uint32_t g = h / (heads / kv);
-        Vec sc(T);
-        double mx = -1e300;
-        for (size_t j = 0; j < T; j++) {
-            double s = 0;
-            for (uint32_t i = 0; i < hd; i++) s += q[(size_t)h * hd + i] * keys[j][(size_t)g * hd + i];
-            sc[j] = s / std::sqrt((double)hd);
-            mx = std::max(mx, sc[j]);
-        }
-        double sum = 0;
-        for (double &s : sc) sum += (s = std::exp(s - mx));
-        for (size_t j = 0; j < T; j++)
-            for (uint32_t i = 0; i < hd; i++) out[(size_t)h * hd + i] += sc[j] / sum * vals[j][(size_t)g * hd + i];
-    }
-    return out;
-}
-
-double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
-
-// Hugging Face GPT2LMHeadModel on the HF tensors.
-std::vector<double> ref_gpt2(const HfModel &m, const std::vector<int32_t> &toks, DType t) {
-    const HfSpec &s = m.spec;
-    const uint32_t d = s.d, H = s.heads, hd = d / H;
-    const std::string p = s.prefix ? "transformer." : "";
-    const auto wte = rounded(m.v(p + "wte.weight"), t), wpe = rounded(m.v(p + "wpe.weight"), t);
-    const auto head = s.tied ? wte : rounded(m.v("lm_head.weight"), t);
-    struct L {
-        Linear qkv, proj, fc, down;
-    };
-    std::vector<L> ls;
-    for (uint32_t i = 0; i < s.layers; i++) {
-        const std::string h = p + "h." + std::to_string(i) + ".";
-        ls.push_back({conv1d(m.v(h + "attn.c_attn.weight"), m.v(h + "attn.c_attn.bias"), d, 3 * d, t),
-                      conv1d(m.v(h + "attn.c_proj.weight"), m.v(h + "attn.c_proj.bias"), d, d, t),
-                      conv1d(m.v(h + "mlp.c_fc.weight"), m.v(h + "mlp.c_fc.bias"), d, s.ff, t),
-                      conv1d(m.v(h + "mlp.c_proj.weight"), m.v(h + "mlp.c_proj.bias"), s.ff, d, t)});
-    }
-    std::vector<std::vector<Vec>> K(s.layers), V(s.layers);
-    std::vector<double> logits;
-    for (size_t pos = 0; pos < toks.size(); pos++) {
-        Vec x(d);
-        for (uint32_t i = 0; i < d; i++) x[i] = (double)wte[(size_t)toks[pos] * d + i] + wpe[pos * d + i];
-        for (uint32_t l = 0; l < s.layers; l++) {
-            const std::string h = p + "h." + std::to_string(l) + ".";
-            const Vec qkv = ls[l].qkv(layer_norm(x, m.v(h + "ln_1.weight"), m.v(h + "ln_1.bias"), s.eps, t));
-            K[l].push_back(Vec(qkv.begin() + d, qkv.begin() + 2 * d));
-            V[l].push_back(Vec(qkv.begin() + 2 * d, qkv.end()));
-            const Vec a = ls[l].proj(attend(Vec(qkv.begin(), qkv.begin() + d), K[l], V[l], H, H, hd));
-            for (uint32_t i = 0; i < d; i++) x[i] += a[i];
-            Vec f = ls[l].fc(layer_norm(x, m.v(h + "ln_2.weight"), m.v(h + "ln_2.bias"), s.eps, t));
-            for (double &z : f) z = gelu_tanh(z);
-            const Vec o = ls[l].down(f);
-            for (uint32_t i = 0; i < d; i++) x[i] += o[i];
-        }
-        const Vec hN = layer_norm(x, m.v(p + "ln_f.weight"), m.v(p + "ln_f.bias"), s.eps, t);
-        for (uint32_t v = 0; v < s.vocab; v++) {
-            double z = 0;
-            for (uint32_t i = 0; i < d; i++) z += (double)head[(size_t)v * d + i] * hN[i];
-            logits.push_back(z);
-        }
-    }
-    return logits;
-}
-
-// A Llama-family model described by its original tensors, and how its RoPE pairs dims.
-struct LlamaRef {
-    uint32_t d = 0, heads = 0, kv = 0, hd = 0, ff = 0, vocab = 0;
-    double eps = 1e-5, theta = 10000;
-    bool interleaved = false; // llama2.c / Meta: pairs (2i, 2i+1); Hugging Face: (i, i + hd/2)
-    std::vector<float> emb, final_norm, head;
-    struct Layer {
-        std::vector<float> norm1, norm2;
-        Linear q, k, v, o, gate, up, down;
-    };
-    std::vector<Layer> layers;
+// What tests/support/reference runs: the source checkpoint's tensors under the weight file's
+// names, each rounded to the dtype the engine runs (t), laid out as the SOURCE stores them
+// (GPT-2's Conv1D matrices [in][out]; llama2.c's q and k rows in their interleaved order,
+// with interleaved RoPE), so the reference checks the converter's transposes and row
+// permutations rather than repeating them. Only row concatenations (q|k|v, gate|up) are
+// done here, as the weight file fuses them.
+struct RefInput {
+    gpt::ModelConfig config;
+    reference::TensorMap tensors;
+    reference::Layout layout;
+    std::vector<double> forward(const std::vector<int32_t> &toks) const { return reference::forward(config, tensors, toks, layout); }
 };
 
-void rope(double *x, uint32_t hd, size_t pos, double theta, bool interleaved) {
-    for (uint32_t i = 0; i < hd / 2; i++) {
-        const double a = (double)pos * std::pow(theta, -2.0 * i / hd), c = std::cos(a), s = std::sin(a);
-        double &x0 = interleaved ? x[2 * i] : x[i];
-        double &x1 = interleaved ? x[2 * i + 1] : x[i + hd / 2];
-        const double u = x0, w = x1;
-        x0 = u * c - w * s;
-        x1 = u * s + w * c;
-    }
-}
-
-std::vector<double> ref_llama(const LlamaRef &r, const std::vector<int32_t> &toks, DType t) {
-    const std::vector<float> emb = rounded(r.emb, t), head = rounded(r.head, t);
-    std::vector<std::vector<Vec>> K(r.layers.size()), V(r.layers.size());
-    std::vector<double> logits;
-    for (size_t pos = 0; pos < toks.size(); pos++) {
-        Vec x(r.d);
-        for (uint32_t i = 0; i < r.d; i++) x[i] = emb[(size_t)toks[pos] * r.d + i];
-        for (size_t l = 0; l < r.layers.size(); l++) {
-            const auto &L = r.layers[l];
-            const Vec h = rms_norm(x, L.norm1, r.eps, t);
-            Vec q = L.q(h), k = L.k(h);
-            for (uint32_t hh = 0; hh < r.heads; hh++) rope(&q[(size_t)hh * r.hd], r.hd, pos, r.theta, r.interleaved);
-            for (uint32_t g = 0; g < r.kv; g++) rope(&k[(size_t)g * r.hd], r.hd, pos, r.theta, r.interleaved);
-            K[l].push_back(k);
-            V[l].push_back(L.v(h));
-            const Vec a = L.o(attend(q, K[l], V[l], r.heads, r.kv, r.hd));
-            for (uint32_t i = 0; i < r.d; i++) x[i] += a[i];
-            const Vec h2 = rms_norm(x, L.norm2, r.eps, t);
-            Vec g = L.gate(h2);
-            const Vec u = L.up(h2);
-            for (size_t i = 0; i < g.size(); i++) g[i] = silu(g[i]) * u[i];
-            const Vec o = L.down(g);
-            for (uint32_t i = 0; i < r.d; i++) x[i] += o[i];
-        }
-        const Vec hN = rms_norm(x, r.final_norm, r.eps, t);
-        for (uint32_t v = 0; v < r.vocab; v++) {
-            double z = 0;
-            for (uint32_t i = 0; i < r.d; i++) z += (double)head[(size_t)v * r.d + i] * hN[i];
-            logits.push_back(z);
-        }
-    }
-    return logits;
-}
-
-LlamaRef llama_ref_of(const HfModel &m, DType t) {
+RefInput reference_input(const HfModel &m, DType t) {
     const HfSpec &s = m.spec;
-    LlamaRef r;
-    r.d = s.d;
-    r.heads = s.heads;
-    r.kv = s.kv;
-    r.hd = m.hd();
-    r.ff = s.ff;
-    r.vocab = s.vocab;
-    r.eps = s.eps;
-    r.theta = s.theta;
-    r.interleaved = false;
-    r.emb = m.v("model.embed_tokens.weight");
-    r.final_norm = m.v("model.norm.weight");
-    r.head = s.tied ? r.emb : m.v("lm_head.weight");
-    const uint64_t qd = (uint64_t)s.heads * r.hd, kvd = (uint64_t)s.kv * r.hd;
-    for (uint32_t i = 0; i < s.layers; i++) {
-        const std::string h = "model.layers." + std::to_string(i) + ".", a = h + "self_attn.";
-        const bool bias = s.type == "qwen2";
-        LlamaRef::Layer L;
-        L.norm1 = m.v(h + "input_layernorm.weight");
-        L.norm2 = m.v(h + "post_attention_layernorm.weight");
-        L.q = linear(m.v(a + "q_proj.weight"), qd, s.d, t, bias ? &m.v(a + "q_proj.bias") : nullptr);
-        L.k = linear(m.v(a + "k_proj.weight"), kvd, s.d, t, bias ? &m.v(a + "k_proj.bias") : nullptr);
-        L.v = linear(m.v(a + "v_proj.weight"), kvd, s.d, t, bias ? &m.v(a + "v_proj.bias") : nullptr);
-        L.o = linear(m.v(a + "o_proj.weight"), s.d, qd, t);
-        L.gate = linear(m.v(h + "mlp.gate_proj.weight"), s.ff, s.d, t);
-        L.up = linear(m.v(h + "mlp.up_proj.weight"), s.ff, s.d, t);
-        L.down = linear(m.v(h + "mlp.down_proj.weight"), s.d, s.ff, t);
-        r.layers.push_back(std::move(L));
+    const bool gpt2 = s.type == "gpt2";
+    RefInput r;
+    gpt::ModelConfig &c = r.config;
+    c.arch = gpt2 ? GPT_ARCH_GPT2 : GPT_ARCH_LLAMA;
+    c.n_layers = s.layers, c.d_model = s.d, c.n_heads = s.heads, c.n_kv_heads = gpt2 ? s.heads : s.kv, c.head_dim = m.hd();
+    c.d_ff = s.ff, c.vocab_size = s.vocab, c.context_length = s.ctx, c.norm_eps = s.eps, c.rope_theta = gpt2 ? 0.0f : s.theta;
+    c.tied_head = s.tied, c.qkv_bias = gpt2 || s.type == "qwen2";
+    r.layout.conv1d = gpt2;
+    auto put = [&](const std::string &name, const std::vector<float> &v) { r.tensors[name] = rounded(v, t); };
+    if (gpt2) {
+        const std::string p = s.prefix ? "transformer." : "";
+        put("tok_emb.weight", m.v(p + "wte.weight"));
+        put("pos_emb.weight", m.v(p + "wpe.weight"));
+        for (uint32_t i = 0; i < s.layers; i++) {
+            const std::string h = p + "h." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
+            put(o + "attn_norm.weight", m.v(h + "ln_1.weight"));
+            put(o + "attn_norm.bias", m.v(h + "ln_1.bias"));
+            put(o + "attn_qkv.weight", m.v(h + "attn.c_attn.weight")); // [d][3d]
+            put(o + "attn_qkv.bias", m.v(h + "attn.c_attn.bias"));
+            put(o + "attn_out.weight", m.v(h + "attn.c_proj.weight"));
+            put(o + "attn_out.bias", m.v(h + "attn.c_proj.bias"));
+            put(o + "ffn_norm.weight", m.v(h + "ln_2.weight"));
+            put(o + "ffn_norm.bias", m.v(h + "ln_2.bias"));
+            put(o + "ffn_up.weight", m.v(h + "mlp.c_fc.weight"));
+            put(o + "ffn_up.bias", m.v(h + "mlp.c_fc.bias"));
+            put(o + "ffn_down.weight", m.v(h + "mlp.c_proj.weight"));
+            put(o + "ffn_down.bias", m.v(h + "mlp.c_proj.bias"));
+        }
+        put("out_norm.weight", m.v(p + "ln_f.weight"));
+        put("out_norm.bias", m.v(p + "ln_f.bias"));
+        if (!s.tied) put("lm_head.weight", m.v("lm_head.weight"));
+        return r;
     }
+    put("tok_emb.weight", m.v("model.embed_tokens.weight"));
+    for (uint32_t i = 0; i < s.layers; i++) {
+        const std::string h = "model.layers." + std::to_string(i) + ".", a = h + "self_attn.", o = "blk." + std::to_string(i) + ".";
+        put(o + "attn_norm.weight", m.v(h + "input_layernorm.weight"));
+        put(o + "attn_qkv.weight", concat({&m.v(a + "q_proj.weight"), &m.v(a + "k_proj.weight"), &m.v(a + "v_proj.weight")}));
+        if (s.type == "qwen2")
+            put(o + "attn_qkv.bias", concat({&m.v(a + "q_proj.bias"), &m.v(a + "k_proj.bias"), &m.v(a + "v_proj.bias")}));
+        put(o + "attn_out.weight", m.v(a + "o_proj.weight"));
+        put(o + "ffn_norm.weight", m.v(h + "post_attention_layernorm.weight"));
+        put(o + "ffn_gate_up.weight", concat({&m.v(h + "mlp.gate_proj.weight"), &m.v(h + "mlp.up_proj.weight")}));
+        put(o + "ffn_down.weight", m.v(h + "mlp.down_proj.weight"));
+    }
+    put("out_norm.weight", m.v("model.norm.weight"));
+    if (!s.tied) put("lm_head.weight", m.v("lm_head.weight"));
     return r;
 }
 
 // llama2.c's run.c forward: interleaved RoPE on the original wq / wk, w1 gate, w3 up.
-LlamaRef llama_ref_of(const L2cModel &m, DType t) {
+RefInput reference_input(const L2cModel &m, DType t) {
     const L2cSpec &s = m.spec;
-    LlamaRef r;
-    r.d = s.dim;
-    r.heads = s.heads;
-    r.kv = s.kv;
-    r.hd = m.hs();
-    r.ff = s.hidden;
-    r.vocab = s.vocab;
-    r.eps = 1e-5;
-    r.theta = 10000.0;
-    r.interleaved = true;
-    r.emb = m.at("emb");
-    r.final_norm = m.at("rms_final");
-    r.head = m.head();
-    const uint64_t kvd = (uint64_t)s.kv * r.hd;
+    RefInput r;
+    gpt::ModelConfig &c = r.config;
+    c.arch = GPT_ARCH_LLAMA;
+    c.n_layers = s.layers, c.d_model = s.dim, c.n_heads = s.heads, c.n_kv_heads = s.kv, c.head_dim = m.hs();
+    c.d_ff = s.hidden, c.vocab_size = s.vocab, c.context_length = s.seq, c.norm_eps = 1e-5f, c.rope_theta = 10000.0f;
+    c.tied_head = s.shared, c.qkv_bias = false;
+    r.layout.interleaved_rope = true;
+    auto put = [&](const std::string &name, const std::vector<float> &v) { r.tensors[name] = rounded(v, t); };
+    put("tok_emb.weight", m.at("emb"));
     for (uint32_t l = 0; l < s.layers; l++) {
-        const std::string L = "." + std::to_string(l);
-        LlamaRef::Layer y;
-        y.norm1 = m.at("rms_att" + L);
-        y.norm2 = m.at("rms_ffn" + L);
-        y.q = linear(m.at("wq" + L), s.dim, s.dim, t);
-        y.k = linear(m.at("wk" + L), kvd, s.dim, t);
-        y.v = linear(m.at("wv" + L), kvd, s.dim, t);
-        y.o = linear(m.at("wo" + L), s.dim, s.dim, t);
-        y.gate = linear(m.at("w1" + L), s.hidden, s.dim, t);
-        y.up = linear(m.at("w3" + L), s.hidden, s.dim, t);
-        y.down = linear(m.at("w2" + L), s.dim, s.hidden, t);
-        r.layers.push_back(std::move(y));
+        const std::string L = "." + std::to_string(l), o = "blk." + std::to_string(l) + ".";
+        put(o + "attn_norm.weight", m.at("rms_att" + L));
+        put(o + "attn_qkv.weight", concat({&m.at("wq" + L), &m.at("wk" + L), &m.at("wv" + L)}));
+        put(o + "attn_out.weight", m.at("wo" + L));
+        put(o + "ffn_norm.weight", m.at("rms_ffn" + L));
+        put(o + "ffn_gate_up.weight", concat({&m.at("w1" + L), &m.at("w3" + L)}));
+        put(o + "ffn_down.weight", m.at("w2" + L));
     }
+    put("out_norm.weight", m.at("rms_final"));
+    if (!s.shared) put("lm_head.weight", m.at("wcls"));
     return r;
 }
 
@@ -1007,8 +486,7 @@ void check_hf(const HfSpec &spec, const char *label) {
             }
         }
         const std::vector<float> got = engine_logits(path, toks, spec.vocab);
-        const std::vector<double> ref = gpt2 ? ref_gpt2(m, toks, out) : ref_llama(llama_ref_of(m, out), toks, out);
-        expect_logits_close(got, ref, what);
+        expect_logits_close(got, reference_input(m, out).forward(toks), what);
     }
 }
 
@@ -1043,19 +521,23 @@ void check_l2c(const L2cSpec &spec, const char *label) {
         assert_true(c.norm_eps == 1e-5f);
         // The point of the whole test: the engine (rotate-half RoPE) on the permuted weights
         // reproduces llama2.c (interleaved RoPE) on the original ones.
-        expect_logits_close(engine_logits(path, toks, spec.vocab), ref_llama(llama_ref_of(m, out), toks, out), what);
+        expect_logits_close(engine_logits(path, toks, spec.vocab), reference_input(m, out).forward(toks), what);
     }
 }
 
-// ----------------------------------------------------------------------------- tests
+// ----------------------------------------------------------------- safetensors headers
+
+// A valid header, parsed from memory: dtypes, shapes, offsets, metadata.
+std::vector<uint8_t> valid_safetensors() {
+    const std::vector<StEntry> e = {{"a", "F32", {2, 3}, std::vector<uint8_t>(24, 1)},
+                                    {"b", "BF16", {5}, std::vector<uint8_t>(10, 2)},
+                                    {"c", "I64", {}, std::vector<uint8_t>(8, 3)},
+                                    {"d", "F16", {0, 4}, {}}};
+    return safetensors_bytes(e);
+}
 
 void test_convert_safetensors_header(void **) {
-    // A valid header, parsed from memory: dtypes, shapes, offsets, metadata.
-    std::vector<StEntry> e = {{"a", "F32", {2, 3}, std::vector<uint8_t>(24, 1)},
-                              {"b", "BF16", {5}, std::vector<uint8_t>(10, 2)},
-                              {"c", "I64", {}, std::vector<uint8_t>(8, 3)},
-                              {"d", "F16", {0, 4}, {}}};
-    const auto bytes = safetensors_bytes(e);
+    const auto bytes = valid_safetensors();
     const cv::StHeader h = cv::parse_safetensors(bytes.data(), bytes.size(), "mem.safetensors");
     assert_int_equal(h.tensors.size(), 4);
     assert_string_equal(h.metadata.at("format").c_str(), "pt");
@@ -1069,9 +551,11 @@ void test_convert_safetensors_header(void **) {
     assert_int_equal(by["d"]->numel(), 0);
     assert_int_equal(by["a"]->data[0], 1);
     assert_int_equal(by["c"]->data[0], 3);
+}
 
-    // Every malformed header is GPT_ERR_FORMAT (unknown dtype: UNSUPPORTED) naming the
-    // source and, where there is one, the tensor.
+// Every malformed header is GPT_ERR_FORMAT (unknown dtype: UNSUPPORTED) naming the source
+// and, where there is one, the tensor.
+void test_convert_safetensors_header_malformed(void **) {
     struct Case {
         const char *json;
         uint64_t data_size;
@@ -1101,7 +585,11 @@ void test_convert_safetensors_header(void **) {
                 fail_msg("%s -> %s (%d)", c.json, e.what(), (int)e.status());
         }
     }
-    // Header length fields: past the end, shorter than 8 bytes.
+}
+
+// Header length fields: past the end, shorter than 8 bytes.
+void test_convert_safetensors_header_length(void **) {
+    const auto bytes = valid_safetensors();
     std::vector<uint8_t> bad = bytes;
     bad[0] = 0xff;
     bad[3] = 0x7f;
@@ -1119,28 +607,53 @@ void test_convert_safetensors_header(void **) {
     }
 }
 
-void test_convert_hf_config(void **) {
-    // rope_theta in each of the places transformers has kept it; eos lists; head_dim null.
-    auto parse = [](const std::string &s) { return cv::parse_hf_config(s, "config.json"); };
-    const std::string base = R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100)";
-    cv::HfConfig h = parse("{\"model_type\": \"llama\", " + base + ", \"rope_theta\": 500000.0, \"eos_token_id\": [7, 9, 7], \"head_dim\": null}");
+// ------------------------------------------------------------------------- config.json
+
+cv::HfConfig parse_config(const std::string &s) { return cv::parse_hf_config(s, "config.json"); }
+const std::string kConfigBase =
+    R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100)";
+
+// rope_theta at the top level; an eos list (first id, duplicates dropped); head_dim null.
+void test_convert_hf_config_llama(void **) {
+    const cv::HfConfig h =
+        parse_config("{\"model_type\": \"llama\", " + kConfigBase + ", \"rope_theta\": 500000.0, \"eos_token_id\": [7, 9, 7], \"head_dim\": null}");
     assert_true(h.config.rope_theta == 500000.0f);
     assert_int_equal(h.config.eos_id, 7);
     assert_int_equal(h.eos_ids.size(), 2);
     assert_int_equal(h.config.head_dim, 16);
     assert_int_equal(h.config.n_kv_heads, 4);
-    h = parse("{\"model_type\": \"qwen2\", " + base + ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000}}");
+}
+
+// rope_theta in rope_parameters (transformers 5); qwen2 has q/k/v biases.
+void test_convert_hf_config_qwen2_rope_parameters(void **) {
+    const cv::HfConfig h =
+        parse_config("{\"model_type\": \"qwen2\", " + kConfigBase + ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000}}");
     assert_true(h.config.rope_theta == 1e6f);
     assert_true(h.config.qkv_bias);
-    h = parse("{\"model_type\": \"mistral\", " + base + ", \"rope_scaling\": {\"type\": \"default\"}, \"sliding_window\": 8, \"max_position_embeddings\": 64}");
+}
+
+// A default rope_scaling is accepted; a sliding window shorter than the context warns.
+void test_convert_hf_config_mistral_sliding_window(void **) {
+    const cv::HfConfig h = parse_config("{\"model_type\": \"mistral\", " + kConfigBase +
+                                        ", \"rope_scaling\": {\"type\": \"default\"}, \"sliding_window\": 8, \"max_position_embeddings\": 64}");
     assert_int_equal(h.warnings.size(), 1);
     assert_true(contains(h.warnings[0], "sliding_window"));
-    h = parse("{\"model_type\": \"gpt2\", \"n_embd\": 32, \"n_layer\": 1, \"n_head\": 4, \"n_ctx\": 16, \"vocab_size\": 50, \"n_inner\": null, \"eos_token_id\": 50256}");
+}
+
+// n_inner null means 4 * n_embd; n_ctx is the context; an eos outside the vocabulary is
+// dropped with a warning.
+void test_convert_hf_config_gpt2_defaults(void **) {
+    const cv::HfConfig h = parse_config(
+        "{\"model_type\": \"gpt2\", \"n_embd\": 32, \"n_layer\": 1, \"n_head\": 4, \"n_ctx\": 16, \"vocab_size\": 50, \"n_inner\": null, \"eos_token_id\": 50256}");
     assert_int_equal(h.config.d_ff, 128);
     assert_int_equal(h.config.context_length, 16);
     assert_int_equal(h.config.eos_id, -1); // outside the vocabulary: dropped, with a warning
     assert_int_equal(h.warnings.size(), 1);
+}
 
+// Every refused config.json names the file and the key (the message shows the JSON).
+void test_convert_hf_config_rejects(void **) {
+    const std::string &base = kConfigBase;
     struct Case {
         std::string json;
         gpt_status status;
@@ -1160,7 +673,7 @@ void test_convert_hf_config(void **) {
     };
     for (const Case &c : cases) {
         try {
-            parse(c.json);
+            parse_config(c.json);
             fail_msg("accepted: %s", c.json.c_str());
         } catch (const gpt::Error &e) {
             if (e.status() != c.status || !contains(e.what(), "config.json") || !contains(e.what(), c.names))
@@ -1169,76 +682,131 @@ void test_convert_hf_config(void **) {
     }
 }
 
-void test_convert_gpt2(void **) {
+// ---------------------------------------------------------- Hugging Face conversions
+
+HfSpec gpt2_tied_spec() {
     HfSpec s;
     s.type = "gpt2";
     s.d = 24, s.heads = 3, s.ff = 96, s.vocab = 61, s.ctx = 16, s.tied = true, s.bos = 60, s.eos = {60};
-    check_hf(s, "gpt2 tied (no lm_head), transformer. prefix, mask buffers");
+    return s;
+}
+HfSpec gpt2_untied_spec() {
+    HfSpec s = gpt2_tied_spec();
     s.d = 20, s.heads = 4, s.ff = 36, s.vocab = 53, s.tied = false, s.prefix = false, s.buffers = false;
     s.dtype = DType::F16, s.shards = 3, s.seed = 2, s.bos = 0, s.eos = {1};
-    check_hf(s, "gpt2 untied, no prefix, 3 shards");
+    return s;
+}
+
+void test_convert_gpt2_tied(void **) { check_hf(gpt2_tied_spec(), "gpt2 tied (no lm_head), transformer. prefix, mask buffers"); }
+
+void test_convert_gpt2_untied_sharded(void **) { check_hf(gpt2_untied_spec(), "gpt2 untied, no prefix, 3 shards"); }
+
+void test_convert_gpt2_tied_head_copy(void **) {
+    HfSpec s = gpt2_untied_spec();
     s.tied = true, s.head_copy = true, s.dtype = DType::BF16, s.shards = 1, s.seed = 3;
     check_hf(s, "gpt2 tied with lm_head == wte");
 }
 
-void test_convert_llama(void **) {
-    HfSpec s; // GQA 4 q / 2 kv heads, untied
-    check_hf(s, "llama 4q/2kv untied");
+HfSpec llama_tied_spec() {
+    HfSpec s;
     s.d = 40, s.heads = 5, s.kv = 1, s.head_dim = 8, s.ff = 56, s.vocab = 71, s.tied = true, s.dtype = DType::BF16;
     s.rope = "parameters", s.theta = 500000.0f, s.seed = 4, s.eps = 1e-6f;
-    check_hf(s, "llama 5q/1kv head_dim 8 tied, rope_parameters");
+    return s;
+}
+
+void test_convert_llama_gqa(void **) {
+    HfSpec s; // GQA 4 q / 2 kv heads, untied
+    check_hf(s, "llama 4q/2kv untied");
+}
+
+void test_convert_llama_head_dim_tied(void **) { check_hf(llama_tied_spec(), "llama 5q/1kv head_dim 8 tied, rope_parameters"); }
+
+void test_convert_llama_wide_q_sharded(void **) {
+    HfSpec s = llama_tied_spec();
     s.d = 36, s.heads = 4, s.kv = 1, s.head_dim = 10, s.ff = 44, s.vocab = 59, s.tied = false, s.dtype = DType::F16;
     s.rope = "scaling", s.theta = 10000.0f, s.shards = 2, s.seed = 5;
     check_hf(s, "llama 4q/1kv head_dim 10 (q width 40 != hidden 36), 2 shards");
 }
 
-void test_convert_mistral_qwen2(void **) {
+HfSpec mistral_spec() {
     HfSpec s;
     s.type = "mistral", s.d = 32, s.heads = 4, s.kv = 2, s.ff = 64, s.vocab = 50, s.sliding_window = 8;
     s.dtype = DType::F16, s.seed = 6;
-    check_hf(s, "mistral 4q/2kv, sliding window");
-    {
-        Scratch sc;
-        const HfModel m = make_hf(s);
-        write_hf_dir(sc.src, m.config, m.entries(), 1);
-        const Run r = convert(sc.src, sc.in_out("m.gpt"));
-        expect_ok(r, "mistral");
-        bool warned = false;
-        for (const auto &w : r.warnings) warned |= contains(w, "sliding_window 8");
-        assert_true(warned);
-    }
+    return s;
+}
+
+void test_convert_mistral(void **) { check_hf(mistral_spec(), "mistral 4q/2kv, sliding window"); }
+
+// A sliding window shorter than the context converts, with a warning.
+void test_convert_mistral_sliding_window_warns(void **) {
+    Scratch sc;
+    const HfModel m = make_hf(mistral_spec());
+    write_hf_dir(sc.src, m.config, m.entries(), 1);
+    const Run r = convert(sc.src, sc.in_out("m.gpt"));
+    expect_ok(r, "mistral");
+    bool warned = false;
+    for (const auto &w : r.warnings) warned |= contains(w, "sliding_window 8");
+    assert_true(warned);
+}
+
+HfSpec qwen2_tied_spec() {
     HfSpec q;
     q.type = "qwen2", q.d = 48, q.heads = 4, q.kv = 2, q.ff = 80, q.vocab = 77, q.tied = true, q.dtype = DType::BF16;
     q.rope = "parameters", q.theta = 1000000.0f, q.eos = {5, 6}, q.bos = 4, q.seed = 8, q.eps = 1e-6f;
-    check_hf(q, "qwen2 4q/2kv q/k/v biases tied, eos list");
+    return q;
+}
+
+void test_convert_qwen2_tied(void **) { check_hf(qwen2_tied_spec(), "qwen2 4q/2kv q/k/v biases tied, eos list"); }
+
+void test_convert_qwen2_untied(void **) {
+    HfSpec q = qwen2_tied_spec();
     q.heads = 4, q.kv = 1, q.tied = false, q.dtype = DType::F32, q.seed = 9, q.eos = {3};
     check_hf(q, "qwen2 4q/1kv untied");
 }
 
-void test_convert_llama2c(void **) {
+// --------------------------------------------------------------- llama2.c conversions
+
+void test_convert_llama2c_v0_unshared(void **) {
     L2cSpec s; // 4 q / 2 kv heads, unshared classifier
     check_l2c(s, "llama2.c v0 4q/2kv unshared");
+}
+
+void test_convert_llama2c_v0_shared(void **) {
+    L2cSpec s;
     s.dim = 48, s.hidden = 40, s.heads = 4, s.kv = 1, s.vocab = 37, s.shared = true, s.seed = 11;
     check_l2c(s, "llama2.c v0 4q/1kv shared");
+}
+
+L2cSpec l2c_head_size_6_spec() {
+    L2cSpec s;
     s.dim = 36, s.heads = 6, s.kv = 3, s.hidden = 52, s.vocab = 45, s.shared = false, s.seq = 12, s.seed = 12; // head size 6
-    check_l2c(s, "llama2.c v0 6q/3kv head size 6");
+    return s;
+}
+
+void test_convert_llama2c_v0_head_size_6(void **) { check_l2c(l2c_head_size_6_spec(), "llama2.c v0 6q/3kv head size 6"); }
+
+void test_convert_llama2c_v1(void **) {
+    L2cSpec s = l2c_head_size_6_spec();
     s.version = 1, s.heads = 6, s.kv = 2, s.seed = 13;
     check_l2c(s, "llama2.c v1 6q/2kv");
 }
 
-// tokenizer.bin beside the checkpoint (llama2.c's own format) ends up in the file.
-void test_convert_llama2c_tokenizer(void **) {
-    Scratch sc;
+// ----------------------------------------------------------------------- tokenizers
+
+// A llama2.c model with vocab_size 300 (a shared classifier) and its tokenizer.bin in
+// llama2.c's own format: <unk>, <s>, </s>, the 256 byte tokens, then " w<i>" pieces.
+L2cSpec l2c_tokenizer_spec() {
     L2cSpec s;
     s.vocab = 300;
     s.shared = true;
-    const L2cModel m = make_l2c(s);
-    write_bytes(sc.in_src("model.bin"), m.bytes);
+    return s;
+}
+std::vector<uint8_t> l2c_tokenizer_bin(uint32_t vocab) {
     std::vector<uint8_t> tok;
     auto put = [&](const void *p, size_t n) { tok.insert(tok.end(), (const uint8_t *)p, (const uint8_t *)p + n); };
     const int32_t max_len = 16;
     put(&max_len, 4);
-    for (uint32_t i = 0; i < s.vocab; i++) {
+    for (uint32_t i = 0; i < vocab; i++) {
         char buf[16];
         std::string t;
         if (i == 0) t = "<unk>";
@@ -1257,7 +825,15 @@ void test_convert_llama2c_tokenizer(void **) {
         put(&len, 4);
         put(t.data(), t.size());
     }
-    write_bytes(sc.in_src("tokenizer.bin"), tok);
+    return tok;
+}
+
+// tokenizer.bin beside the checkpoint ends up in the file.
+void test_convert_llama2c_tokenizer(void **) {
+    Scratch sc;
+    const L2cSpec s = l2c_tokenizer_spec();
+    write_bytes(sc.in_src("model.bin"), make_l2c(s).bytes);
+    write_bytes(sc.in_src("tokenizer.bin"), l2c_tokenizer_bin(s.vocab));
     const Run r = convert(sc.in_src("model.bin"), sc.in_out("m.gpt"));
     expect_ok(r, "llama2.c with tokenizer.bin");
     assert_true(contains(r.result.tokenizer, "spm"));
@@ -1278,13 +854,25 @@ void test_convert_llama2c_tokenizer(void **) {
     assert_int_equal(info.bos_token, 1);
     assert_int_equal(info.eos_token, 2);
     gpt_model_free(model);
+}
 
-    // Elsewhere and under another name, given with --tokenizer (llama2.c's tok512.bin style).
-    assert_int_equal(::rename(sc.in_src("tokenizer.bin").c_str(), (sc.root + "/tok300.bin").c_str()), 0);
+// Elsewhere and under another name, given with --tokenizer (llama2.c's tok512.bin style).
+void test_convert_llama2c_tokenizer_option(void **) {
+    Scratch sc;
+    const L2cSpec s = l2c_tokenizer_spec();
+    write_bytes(sc.in_src("model.bin"), make_l2c(s).bytes);
+    write_bytes(sc.root + "/tok300.bin", l2c_tokenizer_bin(s.vocab));
     Run r2 = convert(sc.in_src("model.bin"), sc.in_out("m2.gpt"), GPT_DTYPE_BF16, false, sc.root + "/tok300.bin");
     expect_ok(r2, "--tokenizer tok300.bin");
     assert_true(contains(r2.result.tokenizer, "tok300.bin"));
-    // A wrong-size tokenizer given explicitly is an error naming it.
+}
+
+// A wrong-size tokenizer given explicitly is an error naming it.
+void test_convert_llama2c_tokenizer_wrong_size(void **) {
+    Scratch sc;
+    const L2cSpec s = l2c_tokenizer_spec();
+    write_bytes(sc.in_src("model.bin"), make_l2c(s).bytes);
+    const std::vector<uint8_t> tok = l2c_tokenizer_bin(s.vocab);
     std::vector<uint8_t> shorter(tok.begin(), tok.end() - 8);
     write_bytes(sc.root + "/short.bin", shorter);
     Run r3 = convert(sc.in_src("model.bin"), sc.in_out("m3.gpt"), GPT_DTYPE_AUTO, false, sc.root + "/short.bin");
@@ -1333,199 +921,258 @@ void test_convert_hf_tokenizer_padding(void **) {
     assert_string_equal((*tokens)[257].c_str(), "he");
 }
 
-void test_convert_rejects_bad_checkpoints(void **) {
+// ----------------------------------------------------------------------- rejections
+
+// The Hugging Face checkpoint the rejection tests damage: llama 4q/2kv, d 32, vocab 40.
+HfModel reject_base() {
     HfSpec s;
     s.d = 32, s.heads = 4, s.kv = 2, s.ff = 48, s.vocab = 40;
-    const HfModel m = make_hf(s);
+    return make_hf(s);
+}
 
-    { // a missing tensor
-        Scratch sc;
-        auto e = m.entries();
-        e.erase(std::remove_if(e.begin(), e.end(), [](const StEntry &x) { return x.name == "model.layers.1.mlp.up_proj.weight"; }), e.end());
-        write_hf_dir(sc.src, m.config, e, 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.1.mlp.up_proj.weight", "missing", "model.safetensors"},
-                        "missing tensor");
-    }
-    { // a shape that disagrees with config.json
+void test_convert_rejects_missing_tensor(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    auto e = m.entries();
+    e.erase(std::remove_if(e.begin(), e.end(), [](const StEntry &x) { return x.name == "model.layers.1.mlp.up_proj.weight"; }), e.end());
+    write_hf_dir(sc.src, m.config, e, 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.1.mlp.up_proj.weight", "missing", "model.safetensors"},
+                    "missing tensor");
+}
+
+// A shape that disagrees with config.json.
+void test_convert_rejects_shape_mismatch(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    auto e = m.entries();
+    for (auto &x : e)
+        if (x.name == "model.layers.0.self_attn.k_proj.weight") {
+            x.shape = {8, 32}; // 1 kv head's worth; config says 2
+            x.bytes.resize(8 * 32 * 4);
+        }
+    write_hf_dir(sc.src, m.config, e, 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT,
+                    {"model.layers.0.self_attn.k_proj.weight", "[8, 32]", "[16, 32]", sc.in_src("model.safetensors")}, "shape mismatch");
+}
+
+// A tensor the config has no place for.
+void test_convert_rejects_unexpected_tensor(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    auto e = m.entries();
+    e.push_back({"model.layers.2.input_layernorm.weight", "F32", {32}, std::vector<uint8_t>(128)});
+    write_hf_dir(sc.src, m.config, e, 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.2.input_layernorm.weight", "model.safetensors"},
+                    "unexpected tensor");
+}
+
+void test_convert_rejects_unknown_model_type(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    json c = json::parse(m.config);
+    c["model_type"] = "falcon";
+    write_hf_dir(sc.src, c.dump(), m.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED, {"falcon", "config.json"}, "unknown model_type");
+}
+
+void test_convert_rejects_malformed_config(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    write_hf_dir(sc.src, m.config.substr(0, m.config.size() / 2), m.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"config.json", "malformed JSON"}, "malformed config.json");
+}
+
+// F64 and I32 tensors (the message names the dtype).
+void test_convert_rejects_f64_i32_tensors(void **) {
+    const HfModel m = reject_base();
+    for (const char *dt : {"F64", "I32"}) {
         Scratch sc;
         auto e = m.entries();
         for (auto &x : e)
-            if (x.name == "model.layers.0.self_attn.k_proj.weight") {
-                x.shape = {8, 32}; // 1 kv head's worth; config says 2
-                x.bytes.resize(8 * 32 * 4);
+            if (x.name == "model.layers.0.self_attn.q_proj.weight") {
+                x.dtype = dt;
+                x.bytes.resize(x.bytes.size() * (std::strcmp(dt, "F64") ? 1 : 2));
             }
         write_hf_dir(sc.src, m.config, e, 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT,
-                        {"model.layers.0.self_attn.k_proj.weight", "[8, 32]", "[16, 32]", sc.in_src("model.safetensors")}, "shape mismatch");
-    }
-    { // a tensor the config has no place for
-        Scratch sc;
-        auto e = m.entries();
-        e.push_back({"model.layers.2.input_layernorm.weight", "F32", {32}, std::vector<uint8_t>(128)});
-        write_hf_dir(sc.src, m.config, e, 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.2.input_layernorm.weight", "model.safetensors"},
-                        "unexpected tensor");
-    }
-    { // unknown model_type
-        Scratch sc;
-        json c = json::parse(m.config);
-        c["model_type"] = "falcon";
-        write_hf_dir(sc.src, c.dump(), m.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED, {"falcon", "config.json"}, "unknown model_type");
-    }
-    { // malformed config.json
-        Scratch sc;
-        write_hf_dir(sc.src, m.config.substr(0, m.config.size() / 2), m.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"config.json", "malformed JSON"}, "malformed config.json");
-    }
-    { // F64 and I32 tensors
-        for (const char *dt : {"F64", "I32"}) {
-            Scratch sc;
-            auto e = m.entries();
-            for (auto &x : e)
-                if (x.name == "model.layers.0.self_attn.q_proj.weight") {
-                    x.dtype = dt;
-                    x.bytes.resize(x.bytes.size() * (std::strcmp(dt, "F64") ? 1 : 2));
-                }
-            write_hf_dir(sc.src, m.config, e, 1);
-            expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED,
-                            {"model.layers.0.self_attn.q_proj.weight", dt, "model.safetensors"}, dt);
-        }
-    }
-    { // a truncated shard
-        Scratch sc;
-        write_hf_dir(sc.src, m.config, m.entries(), 2);
-        const std::string shard = sc.in_src(shard_name(1, 2));
-        std::vector<uint8_t> b = read_bytes(shard);
-        b.resize(b.size() - 100);
-        write_bytes(shard, b);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {shard_name(1, 2), "past the end", "truncated"}, "truncated shard");
-    }
-    { // the index names a tensor its shard lacks
-        Scratch sc;
-        write_hf_dir(sc.src, m.config, m.entries(), 2);
-        json idx = json::parse(read_bytes(sc.in_src("model.safetensors.index.json")));
-        json &where = idx["weight_map"]["model.layers.0.mlp.gate_proj.weight"];
-        where = where.get<std::string>() == shard_name(0, 2) ? shard_name(1, 2) : shard_name(0, 2);
-        write_text(sc.in_src("model.safetensors.index.json"), idx.dump());
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.0.mlp.gate_proj.weight", "shard"}, "index vs shard");
-    }
-    { // safetensors header: malformed JSON, length past the end, overlapping and out-of-range offsets
-        const std::string path_part = "model.safetensors";
-        auto with_header = [&](const std::string &hdr, size_t data) {
-            std::vector<uint8_t> b;
-            for (int i = 0; i < 8; i++) b.push_back((uint8_t)((uint64_t)hdr.size() >> (8 * i)));
-            for (char ch : hdr) b.push_back((uint8_t)ch);
-            b.resize(b.size() + data, 0);
-            return b;
-        };
-        struct Case {
-            std::vector<uint8_t> file;
-            std::vector<std::string> parts;
-            const char *what;
-        };
-        std::vector<uint8_t> past = with_header("{}", 0);
-        past[0] = 200;
-        const std::string w = "\"model.embed_tokens.weight\"";
-        const Case cases[] = {
-            {with_header("{" + w + ": {\"dtype\": \"F32\", ", 64), {"malformed JSON"}, "malformed header JSON"},
-            {past, {"header length"}, "header length past the end"},
-            {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, \"model.norm.weight\": "
-                         "{\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 16),
-             {"model.embed_tokens.weight", "model.norm.weight", "overlap"}, "overlapping data_offsets"},
-            {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", 8),
-             {"model.embed_tokens.weight", "past the end"}, "out-of-range data_offsets"},
-        };
-        for (const Case &c : cases) {
-            Scratch sc;
-            write_text(sc.in_src("config.json"), m.config);
-            write_bytes(sc.in_src("model.safetensors"), c.file);
-            Run r = convert(sc.src, sc.in_out("m.gpt"));
-            std::vector<std::string> parts = c.parts;
-            parts.push_back(sc.in_src(path_part));
-            expect_rejected(r, sc, GPT_ERR_FORMAT, {}, c.what);
-            for (const auto &p : parts)
-                if (!contains(r.message, p)) fail_msg("%s: message \"%s\" lacks \"%s\"", c.what, r.message.c_str(), p.c_str());
-        }
-    }
-    { // a truncated llama2.c checkpoint names the tensor it cuts
-        Scratch sc;
-        L2cSpec ls;
-        L2cModel lm = make_l2c(ls);
-        // Cut 10 floats into wk: after the header, token_embedding, rms_att and wq.
-        lm.bytes.resize(28 + 4 * (ls.vocab * ls.dim + ls.layers * ls.dim + ls.layers * ls.dim * ls.dim + 10));
-        write_bytes(sc.in_src("model.bin"), lm.bytes);
-        expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "truncated", "'wk'"},
-                        "truncated llama2.c checkpoint");
-    }
-    { // a llama2.c checkpoint with bytes the header does not account for
-        Scratch sc;
-        L2cModel lm = make_l2c(L2cSpec{});
-        lm.bytes.resize(lm.bytes.size() + 12, 0);
-        write_bytes(sc.in_src("model.bin"), lm.bytes);
-        expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "12 bytes"}, "oversized llama2.c");
-    }
-    { // a weight f16 cannot hold, converted to f16: named, not turned into infinity
-        Scratch sc;
-        HfModel big = m;
-        big.values["model.layers.1.mlp.down_proj.weight"][5] = 1e6f;
-        write_hf_dir(sc.src, big.config, big.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_F16), sc, GPT_ERR_UNSUPPORTED,
-                        {"model.layers.1.mlp.down_proj.weight", "blk.1.ffn_down.weight", "f16", "model.safetensors"}, "f16 overflow");
-        expect_ok(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_BF16), "the same to bf16");
-    }
-    { // NaN weights: the written file fails verification and is removed (staging file too)
-        Scratch sc;
-        HfModel nan = m;
-        nan.values["model.norm.weight"][3] = NAN;
-        write_hf_dir(sc.src, nan.config, nan.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"verification", "non-finite"}, "NaN weights");
-    }
-    { // an unsupported --dtype value
-        Scratch sc;
-        write_hf_dir(sc.src, m.config, m.entries(), 1);
-        expect_rejected(convert(sc.src, sc.in_out("m.gpt"), 7), sc, GPT_ERR_INVALID_ARG, {"dtype"}, "dtype 7");
+        expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_UNSUPPORTED,
+                        {"model.layers.0.self_attn.q_proj.weight", dt, "model.safetensors"}, dt);
     }
 }
 
-// OUT is never overwritten without --force; with --force a failed conversion leaves it as
-// it was; an interrupt leaves nothing.
-void test_convert_output_safety(void **) {
+void test_convert_rejects_truncated_shard(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    write_hf_dir(sc.src, m.config, m.entries(), 2);
+    const std::string shard = sc.in_src(shard_name(1, 2));
+    std::vector<uint8_t> b = read_bytes(shard);
+    b.resize(b.size() - 100);
+    write_bytes(shard, b);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {shard_name(1, 2), "past the end", "truncated"}, "truncated shard");
+}
+
+// The index names a tensor its shard lacks.
+void test_convert_rejects_index_shard_mismatch(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    write_hf_dir(sc.src, m.config, m.entries(), 2);
+    json idx = json::parse(read_bytes(sc.in_src("model.safetensors.index.json")));
+    json &where = idx["weight_map"]["model.layers.0.mlp.gate_proj.weight"];
+    where = where.get<std::string>() == shard_name(0, 2) ? shard_name(1, 2) : shard_name(0, 2);
+    write_text(sc.in_src("model.safetensors.index.json"), idx.dump());
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.layers.0.mlp.gate_proj.weight", "shard"}, "index vs shard");
+}
+
+// safetensors headers in a checkpoint: malformed JSON, length past the end, overlapping and
+// out-of-range offsets (each case named in its message).
+void test_convert_rejects_bad_safetensors_headers(void **) {
+    const HfModel m = reject_base();
+    const std::string path_part = "model.safetensors";
+    auto with_header = [&](const std::string &hdr, size_t data) {
+        std::vector<uint8_t> b;
+        for (int i = 0; i < 8; i++) b.push_back((uint8_t)((uint64_t)hdr.size() >> (8 * i)));
+        for (char ch : hdr) b.push_back((uint8_t)ch);
+        b.resize(b.size() + data, 0);
+        return b;
+    };
+    struct Case {
+        std::vector<uint8_t> file;
+        std::vector<std::string> parts;
+        const char *what;
+    };
+    std::vector<uint8_t> past = with_header("{}", 0);
+    past[0] = 200;
+    const std::string w = "\"model.embed_tokens.weight\"";
+    const Case cases[] = {
+        {with_header("{" + w + ": {\"dtype\": \"F32\", ", 64), {"malformed JSON"}, "malformed header JSON"},
+        {past, {"header length"}, "header length past the end"},
+        {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, \"model.norm.weight\": "
+                     "{\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 16),
+         {"model.embed_tokens.weight", "model.norm.weight", "overlap"}, "overlapping data_offsets"},
+        {with_header("{" + w + ": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", 8),
+         {"model.embed_tokens.weight", "past the end"}, "out-of-range data_offsets"},
+    };
+    for (const Case &c : cases) {
+        Scratch sc;
+        write_text(sc.in_src("config.json"), m.config);
+        write_bytes(sc.in_src("model.safetensors"), c.file);
+        Run r = convert(sc.src, sc.in_out("m.gpt"));
+        std::vector<std::string> parts = c.parts;
+        parts.push_back(sc.in_src(path_part));
+        expect_rejected(r, sc, GPT_ERR_FORMAT, {}, c.what);
+        for (const auto &p : parts)
+            if (!contains(r.message, p)) fail_msg("%s: message \"%s\" lacks \"%s\"", c.what, r.message.c_str(), p.c_str());
+    }
+}
+
+// A truncated llama2.c checkpoint names the tensor it cuts.
+void test_convert_rejects_truncated_llama2c(void **) {
+    Scratch sc;
+    L2cSpec ls;
+    L2cModel lm = make_l2c(ls);
+    // Cut 10 floats into wk: after the header, token_embedding, rms_att and wq.
+    lm.bytes.resize(28 + 4 * (ls.vocab * ls.dim + ls.layers * ls.dim + ls.layers * ls.dim * ls.dim + 10));
+    write_bytes(sc.in_src("model.bin"), lm.bytes);
+    expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "truncated", "'wk'"},
+                    "truncated llama2.c checkpoint");
+}
+
+// A llama2.c checkpoint with bytes the header does not account for.
+void test_convert_rejects_oversized_llama2c(void **) {
     Scratch sc;
     L2cModel lm = make_l2c(L2cSpec{});
+    lm.bytes.resize(lm.bytes.size() + 12, 0);
     write_bytes(sc.in_src("model.bin"), lm.bytes);
-    const std::string out = sc.in_out("m.gpt");
-    const std::vector<uint8_t> old = {'o', 'l', 'd'};
-    write_bytes(out, old);
-    Run r = convert(sc.in_src("model.bin"), out);
-    assert_int_equal(r.status, GPT_ERR_IO);
-    assert_true(contains(r.message, out) && contains(r.message, "already exists") && contains(r.message, "--force"));
-    assert_true(read_bytes(out) == old);
-    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
-
-    // --force with a bad source: the old file survives, nothing else appears.
-    std::vector<uint8_t> bad = lm.bytes;
-    bad.resize(bad.size() - 8);
-    write_bytes(sc.in_src("bad.bin"), bad);
-    r = convert(sc.in_src("bad.bin"), out, GPT_DTYPE_AUTO, true);
-    assert_int_equal(r.status, GPT_ERR_FORMAT);
-    assert_true(read_bytes(out) == old);
-    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
-
-    // An interrupt (the flag a signal handler sets) during writing.
-    volatile std::sig_atomic_t stop = 1;
-    r = convert(sc.in_src("model.bin"), out, GPT_DTYPE_AUTO, true, "", &stop);
-    assert_int_equal(r.status, GPT_ERR_ABORTED);
-    assert_true(read_bytes(out) == old);
-    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
-
-    // --force replaces it.
-    r = convert(sc.in_src("model.bin"), out, GPT_DTYPE_AUTO, true);
-    expect_ok(r, "--force");
-    assert_true(read_bytes(out) != old);
-    assert_true(list_dir(sc.out) == std::vector<std::string>{"m.gpt"});
-    (void)read_config(out);
+    expect_rejected(convert(sc.in_src("model.bin"), sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"model.bin", "12 bytes"}, "oversized llama2.c");
 }
+
+// A weight f16 cannot hold, converted to f16: named, not turned into infinity (bf16 holds it).
+void test_convert_rejects_f16_overflow(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    HfModel big = m;
+    big.values["model.layers.1.mlp.down_proj.weight"][5] = 1e6f;
+    write_hf_dir(sc.src, big.config, big.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_F16), sc, GPT_ERR_UNSUPPORTED,
+                    {"model.layers.1.mlp.down_proj.weight", "blk.1.ffn_down.weight", "f16", "model.safetensors"}, "f16 overflow");
+    expect_ok(convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_BF16), "the same to bf16");
+}
+
+// NaN weights: the written file fails verification and is removed (staging file too).
+void test_convert_rejects_nan_weights(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    HfModel nan = m;
+    nan.values["model.norm.weight"][3] = NAN;
+    write_hf_dir(sc.src, nan.config, nan.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt")), sc, GPT_ERR_FORMAT, {"verification", "non-finite"}, "NaN weights");
+}
+
+// An unsupported --dtype value.
+void test_convert_rejects_bad_dtype(void **) {
+    const HfModel m = reject_base();
+    Scratch sc;
+    write_hf_dir(sc.src, m.config, m.entries(), 1);
+    expect_rejected(convert(sc.src, sc.in_out("m.gpt"), 7), sc, GPT_ERR_INVALID_ARG, {"dtype"}, "dtype 7");
+}
+
+// -------------------------------------------------------------------- output safety
+
+// OUT is never overwritten without --force; with --force a failed conversion leaves it as
+// it was; an interrupt leaves nothing. Each starts from a llama2.c checkpoint in src/ and an
+// OUT holding "old".
+struct ExistingOut {
+    Scratch sc;
+    L2cModel lm = make_l2c(L2cSpec{});
+    std::string out = sc.in_out("m.gpt");
+    std::vector<uint8_t> old = {'o', 'l', 'd'};
+    ExistingOut() {
+        write_bytes(sc.in_src("model.bin"), lm.bytes);
+        write_bytes(out, old);
+    }
+};
+
+void test_convert_keeps_existing_output(void **) {
+    ExistingOut e;
+    Run r = convert(e.sc.in_src("model.bin"), e.out);
+    assert_int_equal(r.status, GPT_ERR_IO);
+    assert_true(contains(r.message, e.out) && contains(r.message, "already exists") && contains(r.message, "--force"));
+    assert_true(read_bytes(e.out) == e.old);
+    assert_true(list_dir(e.sc.out) == std::vector<std::string>{"m.gpt"});
+}
+
+// --force with a bad source: the old file survives, nothing else appears.
+void test_convert_force_failure_keeps_output(void **) {
+    ExistingOut e;
+    std::vector<uint8_t> bad = e.lm.bytes;
+    bad.resize(bad.size() - 8);
+    write_bytes(e.sc.in_src("bad.bin"), bad);
+    Run r = convert(e.sc.in_src("bad.bin"), e.out, GPT_DTYPE_AUTO, true);
+    assert_int_equal(r.status, GPT_ERR_FORMAT);
+    assert_true(read_bytes(e.out) == e.old);
+    assert_true(list_dir(e.sc.out) == std::vector<std::string>{"m.gpt"});
+}
+
+// An interrupt (the flag a signal handler sets) during writing.
+void test_convert_interrupt_keeps_output(void **) {
+    ExistingOut e;
+    volatile std::sig_atomic_t stop = 1;
+    Run r = convert(e.sc.in_src("model.bin"), e.out, GPT_DTYPE_AUTO, true, "", &stop);
+    assert_int_equal(r.status, GPT_ERR_ABORTED);
+    assert_true(read_bytes(e.out) == e.old);
+    assert_true(list_dir(e.sc.out) == std::vector<std::string>{"m.gpt"});
+}
+
+// --force replaces it.
+void test_convert_force_replaces_output(void **) {
+    ExistingOut e;
+    Run r = convert(e.sc.in_src("model.bin"), e.out, GPT_DTYPE_AUTO, true);
+    expect_ok(r, "--force");
+    assert_true(read_bytes(e.out) != e.old);
+    assert_true(list_dir(e.sc.out) == std::vector<std::string>{"m.gpt"});
+    (void)read_config(e.out);
+}
+
+// ----------------------------------------------------------------------- the command
 
 // Runs argv, stdout and stderr to files; returns the exit status.
 int run_tool(const std::vector<std::string> &args, const std::string &log) {
@@ -1543,11 +1190,6 @@ int run_tool(const std::vector<std::string> &args, const std::string &log) {
     int st = 0;
     waitpid(pid, &st, 0);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-std::string read_text(const std::string &path) {
-    const auto b = read_bytes(path);
-    return std::string(b.begin(), b.end());
 }
 
 // The `gpt convert` command itself, once: success (summary), and a refusal.
@@ -1581,15 +1223,49 @@ void test_convert_command(void **) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convert_safetensors_header),
-        cmocka_unit_test(test_convert_hf_config),
-        cmocka_unit_test(test_convert_gpt2),
-        cmocka_unit_test(test_convert_llama),
-        cmocka_unit_test(test_convert_mistral_qwen2),
-        cmocka_unit_test(test_convert_llama2c),
+        cmocka_unit_test(test_convert_safetensors_header_malformed),
+        cmocka_unit_test(test_convert_safetensors_header_length),
+        cmocka_unit_test(test_convert_hf_config_llama),
+        cmocka_unit_test(test_convert_hf_config_qwen2_rope_parameters),
+        cmocka_unit_test(test_convert_hf_config_mistral_sliding_window),
+        cmocka_unit_test(test_convert_hf_config_gpt2_defaults),
+        cmocka_unit_test(test_convert_hf_config_rejects),
+        cmocka_unit_test(test_convert_gpt2_tied),
+        cmocka_unit_test(test_convert_gpt2_untied_sharded),
+        cmocka_unit_test(test_convert_gpt2_tied_head_copy),
+        cmocka_unit_test(test_convert_llama_gqa),
+        cmocka_unit_test(test_convert_llama_head_dim_tied),
+        cmocka_unit_test(test_convert_llama_wide_q_sharded),
+        cmocka_unit_test(test_convert_mistral),
+        cmocka_unit_test(test_convert_mistral_sliding_window_warns),
+        cmocka_unit_test(test_convert_qwen2_tied),
+        cmocka_unit_test(test_convert_qwen2_untied),
+        cmocka_unit_test(test_convert_llama2c_v0_unshared),
+        cmocka_unit_test(test_convert_llama2c_v0_shared),
+        cmocka_unit_test(test_convert_llama2c_v0_head_size_6),
+        cmocka_unit_test(test_convert_llama2c_v1),
         cmocka_unit_test(test_convert_llama2c_tokenizer),
+        cmocka_unit_test(test_convert_llama2c_tokenizer_option),
+        cmocka_unit_test(test_convert_llama2c_tokenizer_wrong_size),
         cmocka_unit_test(test_convert_hf_tokenizer_padding),
-        cmocka_unit_test(test_convert_rejects_bad_checkpoints),
-        cmocka_unit_test(test_convert_output_safety),
+        cmocka_unit_test(test_convert_rejects_missing_tensor),
+        cmocka_unit_test(test_convert_rejects_shape_mismatch),
+        cmocka_unit_test(test_convert_rejects_unexpected_tensor),
+        cmocka_unit_test(test_convert_rejects_unknown_model_type),
+        cmocka_unit_test(test_convert_rejects_malformed_config),
+        cmocka_unit_test(test_convert_rejects_f64_i32_tensors),
+        cmocka_unit_test(test_convert_rejects_truncated_shard),
+        cmocka_unit_test(test_convert_rejects_index_shard_mismatch),
+        cmocka_unit_test(test_convert_rejects_bad_safetensors_headers),
+        cmocka_unit_test(test_convert_rejects_truncated_llama2c),
+        cmocka_unit_test(test_convert_rejects_oversized_llama2c),
+        cmocka_unit_test(test_convert_rejects_f16_overflow),
+        cmocka_unit_test(test_convert_rejects_nan_weights),
+        cmocka_unit_test(test_convert_rejects_bad_dtype),
+        cmocka_unit_test(test_convert_keeps_existing_output),
+        cmocka_unit_test(test_convert_force_failure_keeps_output),
+        cmocka_unit_test(test_convert_interrupt_keeps_output),
+        cmocka_unit_test(test_convert_force_replaces_output),
         cmocka_unit_test(test_convert_command),
     };
     return cmocka_run_group_tests_name("convert", tests, nullptr, nullptr);

@@ -1,5 +1,5 @@
 // test_format.cpp - weight file v1: the writer's output checked field by field against the
-// spec (decoded here independently, with literal offsets), round trips of every metadata
+// spec (decoded independently, with literal offsets: tests/support/format_decoder), round trips of every metadata
 // type and every tensor dtype and rank, the atomic file write, and every rejection of the
 // reader, each with its exact status and a message naming the problem, through the
 // internal reader (memory, mmap and read() paths) and the public gpt_model_load /
@@ -7,37 +7,37 @@
 //
 // Damaged files are made by patching bytes of a valid file; where the damage must get past
 // a checksum to reach the check under test, the header/metadata/table crc32s are
-// recomputed. A replaced global operator new records the largest request, so absurd
-// counts and sizes are shown to cause no huge allocation.
+// recomputed. The replaced global operator new (tests/support/alloc_hooks) records the
+// largest request, so absurd counts and sizes are shown to cause no huge allocation.
 #include "gpt.h"
 
+#include "alloc_hooks.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "dtype_values.h"
+#include "files.h"
 #include "core/memory.h"
 #include "fixture.h"
 #include "format/keys.h"
+#include "format_decoder.h"
 #include "format/reader.h"
 #include "format/writer.h"
 #include "model/arch.h"
 #include "reference.h"
 #include "runtime/model.h"
 
-#include <atomic>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <functional>
-#include <new>
 #include <random>
 #include <set>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
-#include <zlib.h>
 
 // cmocka last: it defines a fail() macro (library code is called as (gpt::fail)(...)).
 #include <setjmp.h>
@@ -48,185 +48,15 @@ extern "C" {
 #include <cmocka.h>
 }
 
-// ------------------------------------------------------------ allocation size tracking
-
-static std::atomic<size_t> g_max_new{0};
-
-// GCC cannot see that these replacements pair malloc with free.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-static void note_new(size_t n) {
-    size_t cur = g_max_new.load(std::memory_order_relaxed);
-    while (n > cur && !g_max_new.compare_exchange_weak(cur, n, std::memory_order_relaxed)) {
-    }
-}
-
-void *operator new(size_t n) {
-    note_new(n);
-    void *p = std::malloc(n ? n : 1);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-void *operator new[](size_t n) { return operator new(n); }
-void *operator new(size_t n, const std::nothrow_t &) noexcept {
-    note_new(n);
-    return std::malloc(n ? n : 1);
-}
-void *operator new[](size_t n, const std::nothrow_t &) noexcept { return operator new(n, std::nothrow); }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, size_t) noexcept { std::free(p); }
-void operator delete[](void *p, size_t) noexcept { std::free(p); }
-
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+using namespace format_decoder; // Bytes, header_of, table_entries, put32, fix_crcs, ...
 using gpt::DType;
 using gpt::format::MetaType;
 using gpt::format::MetaValue;
 using gpt::format::ReadOptions;
 using gpt::format::WeightFile;
 using gpt::format::Writer;
-
-// ---------------------------------------------------------------- independent decoding
-
-uint32_t get32(const Bytes &b, size_t at) {
-    return (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24;
-}
-uint64_t get64(const Bytes &b, size_t at) { return (uint64_t)get32(b, at) | (uint64_t)get32(b, at + 4) << 32; }
-uint16_t get16(const Bytes &b, size_t at) { return (uint16_t)(b[at] | b[at + 1] << 8); }
-void put32(Bytes &b, size_t at, uint32_t v) {
-    for (int i = 0; i < 4; i++) b[at + i] = (uint8_t)(v >> (8 * i));
-}
-void put64(Bytes &b, size_t at, uint64_t v) {
-    for (int i = 0; i < 8; i++) b[at + i] = (uint8_t)(v >> (8 * i));
-}
-void put16(Bytes &b, size_t at, uint16_t v) {
-    b[at] = (uint8_t)v;
-    b[at + 1] = (uint8_t)(v >> 8);
-}
-uint32_t zcrc(const uint8_t *p, size_t n) { return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n); }
-
-// Header field offsets, written out here from docs/FORMAT.md (not taken from spec.h).
-enum : size_t {
-    H_MAGIC = 0, H_VERSION = 8, H_HEADER_SIZE = 12, H_FILE_SIZE = 16, H_META_OFF = 24, H_META_SIZE = 32,
-    H_TABLE_OFF = 40, H_TABLE_SIZE = 48, H_DATA_OFF = 56, H_N_TENSORS = 64, H_ALIGNMENT = 68, H_META_CRC = 72,
-    H_TABLE_CRC = 76, H_RESERVED = 80, H_HEADER_CRC = 124, HEADER_SIZE = 128
-};
-const uint8_t kMagicBytes[8] = {'G', 'P', 'T', 'W', 0x0d, 0x0a, 0x1a, 0x0a};
-
-struct Header {
-    uint64_t file_size, meta_off, meta_size, table_off, table_size, data_off;
-    uint32_t n_tensors;
-};
-Header header_of(const Bytes &b) {
-    return Header{get64(b, H_FILE_SIZE), get64(b, H_META_OFF),  get64(b, H_META_SIZE), get64(b, H_TABLE_OFF),
-                  get64(b, H_TABLE_SIZE), get64(b, H_DATA_OFF), get32(b, H_N_TENSORS)};
-}
-
-bool inside(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
-
-// Recomputes the metadata and table crcs (where their ranges lie inside the file) and
-// then the header crc, so a patch reaches the checks behind them.
-void fix_crcs(Bytes &b) {
-    const Header h = header_of(b);
-    if (inside(h.meta_off, h.meta_size, b.size())) put32(b, H_META_CRC, zcrc(b.data() + h.meta_off, h.meta_size));
-    if (inside(h.table_off, h.table_size, b.size())) put32(b, H_TABLE_CRC, zcrc(b.data() + h.table_off, h.table_size));
-    put32(b, H_HEADER_CRC, zcrc(b.data(), H_HEADER_CRC));
-}
-
-struct MetaPos {
-    std::string key;
-    size_t key_len_at, type_at, value_at, end;
-    uint8_t type;
-};
-std::vector<MetaPos> meta_entries(const Bytes &b) {
-    const Header h = header_of(b);
-    size_t p = h.meta_off;
-    const uint32_t count = get32(b, p);
-    p += 4;
-    std::vector<MetaPos> out;
-    for (uint32_t i = 0; i < count; i++) {
-        MetaPos m;
-        m.key_len_at = p;
-        const uint16_t kl = get16(b, p);
-        m.key.assign((const char *)b.data() + p + 2, kl);
-        m.type_at = p + 2 + kl;
-        m.type = b[m.type_at];
-        m.value_at = m.type_at + 1;
-        size_t q = m.value_at;
-        switch (m.type) {
-        case 1: case 2: case 3: q += 4; break;
-        case 4: q += 8; break;
-        case 5: q += 4 + get32(b, q); break;
-        case 6: case 7: q += 4 + 4ull * get32(b, q); break;
-        case 8: {
-            const uint32_t n = get32(b, q);
-            q += 4;
-            for (uint32_t j = 0; j < n; j++) q += 4 + get32(b, q);
-            break;
-        }
-        default: fail_msg("meta_entries: unexpected type %u", m.type);
-        }
-        m.end = q;
-        p = q;
-        out.push_back(m);
-    }
-    assert_int_equal(p, h.meta_off + h.meta_size);
-    return out;
-}
-const MetaPos &meta_entry(const std::vector<MetaPos> &v, const std::string &key) {
-    for (const auto &m : v)
-        if (m.key == key) return m;
-    fail_msg("no metadata key %s", key.c_str());
-    return v[0];
-}
-
-struct TensorPos {
-    std::string name;
-    size_t name_len_at, dtype_at, ndim_at, reserved_at, dims_at, rel_at, nbytes_at, crc_at;
-    uint8_t dtype, ndim;
-    uint64_t dims[4], rel, nbytes;
-    uint32_t crc;
-};
-std::vector<TensorPos> table_entries(const Bytes &b) {
-    const Header h = header_of(b);
-    size_t p = h.table_off;
-    std::vector<TensorPos> out;
-    for (uint32_t i = 0; i < h.n_tensors; i++) {
-        TensorPos t{};
-        t.name_len_at = p;
-        const uint16_t nl = get16(b, p);
-        t.name.assign((const char *)b.data() + p + 2, nl);
-        p += 2 + nl;
-        t.dtype_at = p;
-        t.dtype = b[p++];
-        t.ndim_at = p;
-        t.ndim = b[p++];
-        t.reserved_at = p;
-        p += 2;
-        t.dims_at = p;
-        for (uint32_t d = 0; d < t.ndim; d++, p += 8) t.dims[d] = get64(b, p);
-        t.rel_at = p;
-        t.rel = get64(b, p);
-        p += 8;
-        t.nbytes_at = p;
-        t.nbytes = get64(b, p);
-        p += 8;
-        t.crc_at = p;
-        t.crc = get32(b, p);
-        p += 4;
-        out.push_back(t);
-    }
-    assert_int_equal(p, h.table_off + h.table_size);
-    return out;
-}
-const TensorPos &table_entry(const std::vector<TensorPos> &v, const std::string &name) {
-    for (const auto &t : v)
-        if (t.name == name) return t;
-    fail_msg("no tensor %s", name.c_str());
-    return v[0];
-}
 
 // ------------------------------------------------------------------------ test helpers
 
@@ -299,14 +129,14 @@ void check_api(const std::function<gpt_status(gpt_model **)> &load, gpt_status w
 // bookkeeping, never a size taken from the damaged fields.
 void check_no_huge_allocation(size_t file_size, uint64_t host_before, const std::string &what) {
     const size_t limit = file_size + (1u << 20);
-    if (g_max_new.load() > limit) fail_msg("%s: an operator new of %zu bytes", what.c_str(), g_max_new.load());
+    if (alloc_hooks::largest() > limit) fail_msg("%s: an operator new of %zu bytes", what.c_str(), alloc_hooks::largest());
     const uint64_t host = gpt::testing::alloc_bytes() - host_before;
     if (host > 2 * (uint64_t)file_size) fail_msg("%s: host_alloc'd %" PRIu64 " bytes", what.c_str(), host);
 }
 
 // A file the reader must refuse: every path, the exact status, a message containing needle.
 void expect_reject(const Bytes &file, gpt_status want, const char *needle, const std::string &what) {
-    g_max_new = 0;
+    alloc_hooks::reset_largest();
     const uint64_t host_before = gpt::testing::alloc_bytes();
     ReadOptions mm, rd;
     rd.use_mmap = false;
@@ -386,15 +216,9 @@ void add_model_tensors(Writer &w, const gpt::ModelConfig &c, DType dt, std::mt19
         if (edit && !edit(slot)) continue;
         uint64_t n = 1;
         for (uint64_t d : slot.shape) n *= d;
-        Bytes bytes(n * (dt == DType::F32 ? 4 : 2));
-        for (uint64_t i = 0; i < n; i++) {
-            const float v = nd(rng);
-            if (dt == DType::F32) std::memcpy(bytes.data() + 4 * i, &v, 4);
-            else {
-                const uint16_t h = dt == DType::F16 ? gpt::f32_to_f16(v) : gpt::f32_to_bf16(v);
-                std::memcpy(bytes.data() + 2 * i, &h, 2);
-            }
-        }
+        std::vector<float> v(n);
+        for (float &x : v) x = nd(rng);
+        const Bytes bytes = fixture::encode(v, dt);
         w.add_tensor(slot.name, dt, slot.shape, bytes.data(), bytes.size());
     }
 }
@@ -442,6 +266,10 @@ Bytes model_file(std::mt19937_64 &rng, const gpt::ModelConfig &cfg,
 }
 
 std::mt19937_64 rng_for(const char *test) { return std::mt19937_64(reference::sub_seed(test)); }
+
+// The replaced operator new (tests/support/alloc_hooks) is what this binary links; without it
+// the allocation checks here would pass without checking anything.
+void test_alloc_hooks_linked(void **) { assert_true(alloc_hooks::installed()); }
 
 // ======================================================================== round trip
 
@@ -689,8 +517,11 @@ void test_round_trip(void **) {
     }
     ::unlink(path.c_str());
     ::rmdir(dir);
+}
 
-    // An empty file: no metadata, no tensors.
+// An empty file: no metadata, no tensors.
+void test_round_trip_empty_file(void **) {
+    ReadOptions mm;
     Writer empty;
     const Bytes e = empty.write_memory();
     check_layout(e, empty.metadata(), {});
@@ -725,8 +556,8 @@ void test_minimal_entries(void **) {
     if (c.thrown) fail_msg("a valid file with minimal entries was refused: %s", c.message.c_str());
 }
 
-// The writer refuses what the format cannot hold.
-void test_writer_rejects_bad_input(void **) {
+// The writer refuses tensors the format cannot hold.
+void test_writer_rejects_bad_tensors(void **) {
     Writer w;
     const uint8_t one[4] = {1, 2, 3, 4};
     w.add_tensor("a", DType::F32, {1}, one, 4);
@@ -748,99 +579,104 @@ void test_writer_rejects_bad_input(void **) {
         if (!r.thrown || r.status != GPT_ERR_INVALID_ARG || !std::strstr(r.message.c_str(), c.needle))
             fail_msg("%s: got %d \"%s\"", c.what, r.thrown ? (int)r.status : 0, r.message.c_str());
     }
-    // Bytes that do not match the shape are refused when written.
+}
+
+// Bytes that do not match the shape are refused when written.
+void test_writer_rejects_short_data(void **) {
+    const uint8_t one[4] = {1, 2, 3, 4};
     Writer w2;
     w2.add_tensor("short", DType::F32, {2}, one, 4);
     const Caught r = catch_error([&] { w2.write_memory(); });
     assert_true(r.thrown && r.status == GPT_ERR_INVALID_ARG && std::strstr(r.message.c_str(), "short"));
-    // A key the format cannot hold.
+}
+
+// A key the format cannot hold.
+void test_writer_rejects_long_key(void **) {
     Writer w3;
     w3.metadata().set(std::string(257, 'k'), MetaValue::of_u32(1));
     const Caught r3 = catch_error([&] { w3.write_memory(); });
     assert_true(r3.thrown && r3.status == GPT_ERR_INVALID_ARG && std::strstr(r3.message.c_str(), "bad length"));
 }
 
-std::vector<std::string> dir_entries(const std::string &dir) {
-    std::vector<std::string> out;
-    DIR *d = opendir(dir.c_str());
-    assert_non_null(d);
-    while (dirent *e = readdir(d))
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) out.push_back(e->d_name);
-    closedir(d);
-    return out;
-}
-
-Bytes read_file(const std::string &path) {
-    FILE *fp = std::fopen(path.c_str(), "rb");
-    assert_non_null(fp);
-    Bytes b;
-    uint8_t buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, fp)) > 0) b.insert(b.end(), buf, buf + n);
-    std::fclose(fp);
-    return b;
-}
-
-// write_file: refuses to replace without overwrite, replaces with it, leaves no temporary
-// files, and a failure part way leaves the old file untouched.
-void test_writer_atomic_file(void **) {
-    auto rng = rng_for("writer_atomic_file");
-    char dir[] = "/tmp/gpt-atomic-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    const std::string path = std::string(dir) + "/model.gpt";
+// write_file's scratch: a fresh directory for model.gpt, and two writers of different files.
+struct AtomicFiles {
+    char dir[32] = "/tmp/gpt-atomic-XXXXXX";
+    std::string path;
     Writer a, b;
-    a.metadata().set("which", MetaValue::of_str("a"));
-    b.metadata().set("which", MetaValue::of_str("b"));
-    Bytes data(1000);
-    for (auto &x : data) x = (uint8_t)rng();
-    a.add_tensor("x", DType::F16, {500}, data.data(), data.size());
-    b.add_tensor("x", DType::BF16, {250, 2}, data.data(), data.size());
-
+    Bytes data = Bytes(1000);
     Writer::FileOptions keep, replace;
-    replace.overwrite = true;
-    a.write_file(path, keep);
-    assert_true(read_file(path) == a.write_memory());
+    AtomicFiles() {
+        auto rng = rng_for("writer_atomic_file");
+        assert_non_null(mkdtemp(dir));
+        path = std::string(dir) + "/model.gpt";
+        a.metadata().set("which", MetaValue::of_str("a"));
+        b.metadata().set("which", MetaValue::of_str("b"));
+        for (auto &x : data) x = (uint8_t)rng();
+        a.add_tensor("x", DType::F16, {500}, data.data(), data.size());
+        b.add_tensor("x", DType::BF16, {250, 2}, data.data(), data.size());
+        replace.overwrite = true;
+    }
+    // write_file left no temporary files: only model.gpt; then removes it and the directory.
+    void expect_only_model_left() {
+        const auto entries = files::list_dir(dir);
+        if (entries.size() != 1 || entries[0] != "model.gpt") {
+            for (const auto &e : entries) std::printf("left in %s: %s\n", dir, e.c_str());
+            fail_msg("write_file left files behind");
+        }
+        ::unlink(path.c_str());
+        assert_int_equal(::rmdir(dir), 0);
+    }
+};
 
-    Caught c = catch_error([&] { b.write_file(path, keep); });
+// write_file refuses to replace a file without overwrite and replaces it with it.
+void test_writer_replaces_only_with_overwrite(void **) {
+    AtomicFiles f;
+    f.a.write_file(f.path, f.keep);
+    assert_true(files::read_bytes(f.path) == f.a.write_memory());
+
+    Caught c = catch_error([&] { f.b.write_file(f.path, f.keep); });
     assert_true(c.thrown);
     assert_int_equal(c.status, GPT_ERR_IO);
     assert_non_null(std::strstr(c.message.c_str(), "already exists"));
-    assert_non_null(std::strstr(c.message.c_str(), path.c_str()));
-    assert_true(read_file(path) == a.write_memory());
+    assert_non_null(std::strstr(c.message.c_str(), f.path.c_str()));
+    assert_true(files::read_bytes(f.path) == f.a.write_memory());
 
-    b.write_file(path, replace);
-    assert_true(read_file(path) == b.write_memory());
+    f.b.write_file(f.path, f.replace);
+    assert_true(files::read_bytes(f.path) == f.b.write_memory());
+    f.expect_only_model_left();
+}
 
-    // A tensor whose bytes cannot be produced: the old file stays, nothing else is left.
+// A tensor whose bytes cannot be produced: the old file stays, a new one is not created,
+// nothing else is left.
+void test_writer_failure_keeps_old_file(void **) {
+    AtomicFiles f;
+    f.b.write_file(f.path, f.keep);
     Writer bad;
     bad.metadata().set("which", MetaValue::of_str("bad"));
-    bad.add_tensor("ok", DType::F32, {4}, data.data(), 16);
+    bad.add_tensor("ok", DType::F32, {4}, f.data.data(), 16);
     bad.add_tensor("boom", DType::F32, {4}, [](uint8_t *, uint64_t) { (gpt::fail)(GPT_ERR_IO, "source tensor unreadable"); });
-    c = catch_error([&] { bad.write_file(path, replace); });
+    Caught c = catch_error([&] { bad.write_file(f.path, f.replace); });
     assert_true(c.thrown);
     assert_int_equal(c.status, GPT_ERR_IO);
     assert_non_null(std::strstr(c.message.c_str(), "source tensor unreadable"));
-    assert_true(read_file(path) == b.write_memory());
-    const std::string fresh = std::string(dir) + "/fresh.gpt";
-    c = catch_error([&] { bad.write_file(fresh, keep); });
+    assert_true(files::read_bytes(f.path) == f.b.write_memory());
+    const std::string fresh = std::string(f.dir) + "/fresh.gpt";
+    c = catch_error([&] { bad.write_file(fresh, f.keep); });
     assert_true(c.thrown);
     struct stat st;
     assert_int_not_equal(::stat(fresh.c_str(), &st), 0);
+    f.expect_only_model_left();
+}
 
-    const auto entries = dir_entries(dir);
-    if (entries.size() != 1 || entries[0] != "model.gpt") {
-        for (const auto &e : entries) std::printf("left in %s: %s\n", dir, e.c_str());
-        fail_msg("write_file left files behind");
-    }
-
-    // No directory to write into.
-    c = catch_error([&] { a.write_file(std::string(dir) + "/missing/x.gpt", keep); });
+// No directory to write into.
+void test_writer_missing_directory(void **) {
+    AtomicFiles f;
+    f.a.write_file(f.path, f.keep);
+    const Caught c = catch_error([&] { f.a.write_file(std::string(f.dir) + "/missing/x.gpt", f.keep); });
     assert_true(c.thrown);
     assert_int_equal(c.status, GPT_ERR_IO);
     assert_non_null(std::strstr(c.message.c_str(), "missing/x.gpt"));
-
-    ::unlink(path.c_str());
-    assert_int_equal(::rmdir(dir), 0);
+    f.expect_only_model_left();
 }
 
 // ======================================================================== rejections
@@ -899,14 +735,20 @@ void test_reject_truncated(void **) {
         }
         expect_reject(b, GPT_ERR_FORMAT, needle, what + " with a consistent header");
     }
-    // Padding is refused just as well.
+}
+
+// Padding is refused just as well as a cut.
+void test_reject_appended_byte(void **) {
+    auto rng = rng_for("reject_appended_byte");
+    const Bytes good = base_file(rng);
     Bytes longer = good;
     longer.push_back(0);
     expect_reject(longer, GPT_ERR_FORMAT, "header says the file is", "one byte appended");
 }
 
-void test_reject_magic_version(void **) {
-    auto rng = rng_for("reject_magic_version");
+// Each magic byte, a text-mode transfer's CR LF -> LF, another format's magic.
+void test_reject_bad_magic(void **) {
+    auto rng = rng_for("reject_bad_magic");
     const Bytes good = base_file(rng);
     for (size_t i = 0; i < 8; i++) {
         Bytes b = good;
@@ -920,7 +762,12 @@ void test_reject_magic_version(void **) {
     Bytes gguf = good;
     std::memcpy(gguf.data(), "GGUF", 4);
     expect_reject(gguf, GPT_ERR_FORMAT, "bad magic", "a GGUF file");
+}
 
+// Versions other than 1, with the header crc as it was and recomputed.
+void test_reject_version(void **) {
+    auto rng = rng_for("reject_version");
+    const Bytes good = base_file(rng);
     for (uint32_t v : {0u, 2u, 3u, 0x01000000u, 0xffffffffu}) {
         for (bool fix : {false, true}) {
             Bytes b = good;
@@ -932,17 +779,22 @@ void test_reject_magic_version(void **) {
     }
 }
 
-void test_reject_checksums(void **) {
-    auto rng = rng_for("reject_checksums");
+// Header: any byte in 12..123 (not the magic or version, checked first) or the crc itself.
+void test_reject_header_checksum(void **) {
+    auto rng = rng_for("reject_header_checksum");
     const Bytes good = base_file(rng);
-    const Header h = header_of(good);
-    // Header: any byte in 12..123 (not the magic or version, checked first) or the crc itself.
     for (size_t at : {12ul, 16ul, 40ul, 64ul, 70ul, 80ul, 100ul, 123ul, 124ul, 127ul}) {
         Bytes b = good;
         b[at] ^= 0x10;
         expect_reject(b, GPT_ERR_CHECKSUM, "header checksum mismatch", "header byte " + std::to_string(at));
     }
-    // Metadata and table: a flipped byte, and a flipped stored crc.
+}
+
+// Metadata and table: a flipped byte, and a flipped stored crc.
+void test_reject_section_checksums(void **) {
+    auto rng = rng_for("reject_section_checksums");
+    const Bytes good = base_file(rng);
+    const Header h = header_of(good);
     for (int i = 0; i < 6; i++) {
         Bytes b = good;
         b[h.meta_off + rng() % h.meta_size] ^= (uint8_t)(1 + rng() % 255);
@@ -961,8 +813,14 @@ void test_reject_checksums(void **) {
     put32(tc, H_TABLE_CRC, get32(tc, H_TABLE_CRC) ^ 0x80000000u);
     put32(tc, H_HEADER_CRC, zcrc(tc.data(), 124));
     expect_reject(tc, GPT_ERR_CHECKSUM, "tensor table checksum mismatch", "stored table crc");
+}
 
-    // Tensor data: first and last byte of every tensor, and the stored crc.
+// Tensor data: first and last byte of every tensor, and the stored crc; skipping checksums
+// loads damaged data.
+void test_reject_tensor_checksums(void **) {
+    auto rng = rng_for("reject_tensor_checksums");
+    const Bytes good = base_file(rng);
+    const Header h = header_of(good);
     for (const auto &t : table_entries(good)) {
         for (uint64_t at : {h.data_off + t.rel, h.data_off + t.rel + t.nbytes - 1}) {
             Bytes b = good;
@@ -989,7 +847,13 @@ void test_reject_checksums(void **) {
         const std::string needle = "tensor '" + t.name + "' checksum mismatch";
         expect_reject(b, GPT_ERR_CHECKSUM, needle.c_str(), "stored crc of " + t.name);
     }
-    // Skipping tensor checksums never skips the header, metadata and table crcs.
+}
+
+// Skipping tensor checksums never skips the header, metadata and table crcs.
+void test_skip_checksums_keeps_section_checks(void **) {
+    auto rng = rng_for("skip_checksums_keeps_section_checks");
+    const Bytes good = base_file(rng);
+    const Header h = header_of(good);
     Bytes b = good;
     b[h.meta_off + 5] ^= 1;
     put32(b, H_HEADER_CRC, zcrc(b.data(), 124));
@@ -1047,24 +911,46 @@ void test_reject_header_fields(void **) {
         fix_crcs(b);
         expect_reject(b, GPT_ERR_FORMAT, c.needle, c.what);
     }
-    // Reserved header bytes are not interpreted by v1 readers (written as zero).
+}
+
+// Reserved header bytes are not interpreted by v1 readers (written as zero).
+void test_reserved_header_bytes_ignored(void **) {
+    auto rng = rng_for("reserved_header_bytes_ignored");
+    const Bytes good = base_file(rng);
     Bytes r = good;
     r[H_RESERVED + 3] = 0x77;
     fix_crcs(r);
     expect_load_ok(r, "nonzero reserved header byte");
 }
 
-void test_reject_metadata_encoding(void **) {
-    auto rng = rng_for("reject_metadata_encoding");
-    const Bytes good = base_file(rng);
-    const Header h = header_of(good);
-    const auto me = meta_entries(good);
-    auto patched = [&](const std::function<void(Bytes &)> &f) {
+// The base file to damage: its header and entries, and copies patched by f with the section
+// and header crcs recomputed (so the damage reaches the checks behind them).
+struct Damage {
+    Bytes good;
+    Header h;
+    std::vector<MetaPos> me;
+    std::vector<TensorPos> te;
+    explicit Damage(const char *test) {
+        auto rng = rng_for(test);
+        good = base_file(rng);
+        h = header_of(good);
+        me = meta_entries(good);
+        te = table_entries(good);
+    }
+    Bytes patched(const std::function<void(Bytes &)> &f) const {
         Bytes b = good;
         f(b);
         fix_crcs(b);
         return b;
-    };
+    }
+};
+
+// Entry counts past the section (2^32-1, 2^31, one more) and short of it (one less).
+void test_reject_metadata_count(void **) {
+    const Damage d("reject_metadata_count");
+    const Bytes &good = d.good;
+    const Header &h = d.h;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
     const uint32_t count = get32(good, h.meta_off);
     expect_reject(patched([&](Bytes &b) { put32(b, h.meta_off, 0xffffffffu); }), GPT_ERR_FORMAT,
                   "metadata claims 4294967295 entries", "metadata count 2^32-1");
@@ -1074,28 +960,52 @@ void test_reject_metadata_encoding(void **) {
                   "one entry more");
     expect_reject(patched([&](Bytes &b) { put32(b, h.meta_off, count - 1); }), GPT_ERR_FORMAT,
                   "stray bytes after the metadata entries", "one entry less");
+}
 
+// Key lengths 0, 257, 65 535.
+void test_reject_metadata_key_length(void **) {
+    const Damage d("reject_metadata_key_length");
+    const auto &me = d.me;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
     const MetaPos &first = me[0];
     expect_reject(patched([&](Bytes &b) { put16(b, first.key_len_at, 0); }), GPT_ERR_FORMAT, "key length of 0", "key length 0");
     expect_reject(patched([&](Bytes &b) { put16(b, first.key_len_at, 257); }), GPT_ERR_FORMAT, "key length of 257",
                   "key length 257");
     expect_reject(patched([&](Bytes &b) { put16(b, first.key_len_at, 0xffff); }), GPT_ERR_FORMAT, "key length of 65535",
                   "key length 65535");
+}
 
-    // Duplicate key: "test.dup2" becomes "test.dup1".
+// Duplicate key: "test.dup2" becomes "test.dup1".
+void test_reject_metadata_duplicate_key(void **) {
+    const Damage d("reject_metadata_duplicate_key");
+    const auto &me = d.me;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
     const MetaPos &dup2 = meta_entry(me, "test.dup2");
     expect_reject(patched([&](Bytes &b) { b[dup2.type_at - 1] = '1'; }), GPT_ERR_FORMAT, "metadata key 'test.dup1' appears twice",
                   "duplicate key");
+}
 
-    // Unknown value types.
+// Unknown value types.
+void test_reject_metadata_unknown_type(void **) {
+    const Damage d("reject_metadata_unknown_type");
+    const auto &me = d.me;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
     const MetaPos &u32 = meta_entry(me, "test.dup1");
     for (uint8_t t : {0, 9, 42, 255}) {
         const std::string needle = "metadata key 'test.dup1' has unknown type " + std::to_string(t);
         expect_reject(patched([&](Bytes &b) { b[u32.type_at] = t; }), GPT_ERR_FORMAT, needle.c_str(),
                       "meta type " + std::to_string(t));
     }
+}
 
-    // Absurd lengths and counts (2^32-1, 2^31, 2^30: 4 bytes each would wrap 32 bits).
+// Absurd string lengths and array counts (2^32-1, 2^31, 2^30: 4 bytes each would wrap 32
+// bits; just past the end), an element length past the end, the last entry's array one
+// element longer than stored.
+void test_reject_metadata_lengths(void **) {
+    const Damage d("reject_metadata_lengths");
+    const Header &h = d.h;
+    const auto &me = d.me;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
     const MetaPos &str = meta_entry(me, "test.str");
     const uint64_t meta_end = h.meta_off + h.meta_size;
     for (uint32_t n : {0xffffffffu, 0x80000000u, 0x40000000u, (uint32_t)(meta_end - str.value_at - 4 + 1)}) {
@@ -1123,38 +1033,60 @@ void test_reject_metadata_encoding(void **) {
                   "metadata key 'test.last' claims 3 elements", "array one element longer");
 }
 
-void test_reject_table_encoding(void **) {
-    auto rng = rng_for("reject_table_encoding");
-    const Bytes good = base_file(rng);
-    const Header h = header_of(good);
-    const auto te = table_entries(good);
-    auto patched = [&](const std::function<void(Bytes &)> &f) {
-        Bytes b = good;
-        f(b);
-        fix_crcs(b);
-        return b;
-    };
-    const TensorPos &t0 = te[0], &t1 = te[1], &last = te.back();
-    assert_true(t0.nbytes > 512); // tok_emb: partial overlap below needs it
-    const std::string n0 = t0.name, n1 = t1.name;
-
+// Tensor name lengths 0 and 65 535.
+void test_reject_table_name_length(void **) {
+    const Damage d("reject_table_name_length");
+    const auto &te = d.te;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
+    const TensorPos &t1 = te[1];
     expect_reject(patched([&](Bytes &b) { put16(b, t1.name_len_at, 0); }), GPT_ERR_FORMAT, "tensor 1 has a name length of 0",
                   "name length 0");
     expect_reject(patched([&](Bytes &b) { put16(b, t1.name_len_at, 0xffff); }), GPT_ERR_FORMAT,
                   "tensor 1 has a name length of 65535", "name length 65535");
+}
+
+// Unknown dtypes.
+void test_reject_table_dtype(void **) {
+    const Damage d("reject_table_dtype");
+    const auto &te = d.te;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
+    const TensorPos &t1 = te[1];
+    const std::string n1 = t1.name;
     for (uint8_t dt : {0, 4, 9, 255}) {
         const std::string needle = "tensor '" + n1 + "' has unknown dtype " + std::to_string(dt);
         expect_reject(patched([&](Bytes &b) { b[t1.dtype_at] = dt; }), GPT_ERR_FORMAT, needle.c_str(), "dtype " + std::to_string(dt));
     }
+}
+
+// Ranks 0, 5, 255.
+void test_reject_table_ndim(void **) {
+    const Damage d("reject_table_ndim");
+    const auto &te = d.te;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
+    const TensorPos &t1 = te[1];
+    const std::string n1 = t1.name;
     for (uint8_t nd : {0, 5, 255}) {
         const std::string needle = "tensor '" + n1 + "' has " + std::to_string(nd) + " dimensions";
         expect_reject(patched([&](Bytes &b) { b[t1.ndim_at] = nd; }), GPT_ERR_FORMAT, needle.c_str(), "ndim " + std::to_string(nd));
     }
+}
+
+// Nonzero reserved bits in an entry.
+void test_reject_table_reserved_bits(void **) {
+    const Damage d("reject_table_reserved_bits");
+    const auto &te = d.te;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
+    const TensorPos &t1 = te[1];
     expect_reject(patched([&](Bytes &b) { put16(b, t1.reserved_at, 1); }), GPT_ERR_FORMAT, "nonzero reserved bits",
                   "reserved bits");
+}
 
-    // Duplicate names: the second tensor renamed to the first's name when lengths allow,
-    // else a byte-level rename of two same-length names.
+// Duplicate names: the second tensor renamed to the first's name when lengths allow,
+// else a byte-level rename of two same-length names.
+void test_reject_table_duplicate_name(void **) {
+    const Damage d("reject_table_duplicate_name");
+    const auto &te = d.te;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
     {
         const TensorPos *a = nullptr, *b2 = nullptr;
         for (size_t i = 0; i < te.size() && !a; i++)
@@ -1169,8 +1101,15 @@ void test_reject_table_encoding(void **) {
         expect_reject(patched([&](Bytes &b) { std::memcpy(b.data() + b2->name_len_at + 2, a->name.data(), a->name.size()); }),
                       GPT_ERR_FORMAT, needle.c_str(), "duplicate tensor name");
     }
+}
 
-    // Shapes: a zero dimension, products overflowing 2^64, sizes that disagree.
+// Shapes: a zero dimension, products overflowing 2^64, sizes that disagree.
+void test_reject_table_shape(void **) {
+    const Damage d("reject_table_shape");
+    const auto &te = d.te;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
+    const TensorPos &t0 = te[0];
+    const std::string n0 = t0.name;
     assert_int_equal(t0.ndim, 2);
     const std::string shape0 = "tensor '" + n0 + "' has an invalid shape";
     expect_reject(patched([&](Bytes &b) { put64(b, t0.dims_at, 0); }), GPT_ERR_FORMAT, (shape0 + " (dimension 0 is 0)").c_str(),
@@ -1184,6 +1123,17 @@ void test_reject_table_encoding(void **) {
                   GPT_ERR_FORMAT, shape0.c_str(), "dims 2^32 x 2^32");
     expect_reject(patched([&](Bytes &b) { put64(b, t0.dims_at, ~0ull); }), GPT_ERR_FORMAT, (shape0 + " (dimension 1").c_str(),
                   "dim 2^64-1");
+}
+
+// Byte counts that overflow or disagree with the shape, and consistent but absurd sizes.
+void test_reject_table_byte_count(void **) {
+    const Damage d("reject_table_byte_count");
+    const auto &te = d.te;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
+    const TensorPos &t0 = te[0];
+    const std::string n0 = t0.name;
+    assert_int_equal(t0.ndim, 2);
+    const std::string shape0 = "tensor '" + n0 + "' has an invalid shape";
     const std::string stores = "tensor '" + n0 + "' stores";
     expect_reject(patched([&](Bytes &b) {
                       put64(b, t0.dims_at, 1ull << 62); // 2^62 x 16 f32: the byte count overflows
@@ -1210,8 +1160,17 @@ void test_reject_table_encoding(void **) {
                       put64(b, t0.nbytes_at, 1ull << 61);
                   }),
                   GPT_ERR_FORMAT, outside0.c_str(), "consistent 2^61-byte tensor");
+}
 
-    // Offsets: misaligned, past the end, wrapping around 2^64, overlapping.
+// Offsets: misaligned, past the end, wrapping around 2^64, overlapping.
+void test_reject_table_offsets(void **) {
+    const Damage d("reject_table_offsets");
+    const Bytes &good = d.good;
+    const auto &te = d.te;
+    auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
+    const TensorPos &t0 = te[0], &t1 = te[1], &last = te.back();
+    const std::string n0 = t0.name, n1 = t1.name;
+    assert_true(t0.nbytes > 512); // tok_emb: partial overlap below needs it
     const std::string lastn = "tensor '" + last.name + "' data [";
     for (uint64_t add : {1ull, 4ull, 128ull, 255ull}) {
         expect_reject(patched([&](Bytes &b) { put64(b, last.rel_at, last.rel + add); }), GPT_ERR_FORMAT,
@@ -1227,11 +1186,11 @@ void test_reject_table_encoding(void **) {
     expect_reject(patched([&](Bytes &b) { put64(b, t1.rel_at, t0.rel); }), GPT_ERR_FORMAT, "overlap", "same offset");
     expect_reject(patched([&](Bytes &b) { put64(b, t1.rel_at, t0.rel + 256); }), GPT_ERR_FORMAT,
                   ("tensors '" + n0 + "' and '" + n1 + "' overlap").c_str(), "partial overlap");
-    (void)h;
 }
 
 // ------------------------------------------------------------------ model-level checks
 
+// Config fields out of range, missing or of the wrong type (each case named).
 void test_reject_model_config(void **) {
     auto rng = rng_for("reject_model_config");
     const gpt::ModelConfig c = small_config();
@@ -1287,8 +1246,12 @@ void test_reject_model_config(void **) {
         {"unknown tokenizer", {{k::kTokModel, &tokfoo}}, GPT_ERR_UNSUPPORTED, "unknown tokenizer.model 'foo'"},
     };
     for (const Case &cs : cases) expect_model_reject(model_file(rng, c, cs.edits), cs.want, cs.needle, cs.what);
+}
 
-    // GPT-2 constraints.
+// GPT-2 constraints: no GQA, head_dim * n_heads == d_model.
+void test_reject_gpt2_config(void **) {
+    auto rng = rng_for("reject_gpt2_config");
+    namespace k = gpt::keys;
     fixture::Spec g;
     g.arch = GPT_ARCH_GPT2;
     g.n_layers = 1, g.d_model = 16, g.n_heads = 2, g.d_ff = 24, g.vocab_size = 37, g.context_length = 16;
@@ -1301,10 +1264,10 @@ void test_reject_model_config(void **) {
                         "gpt2 head_dim mismatch");
 }
 
-void test_reject_model_tensors(void **) {
-    auto rng = rng_for("reject_model_tensors");
+// Shape mismatch: every tensor in turn gets one more row.
+void test_reject_model_tensor_shapes(void **) {
+    auto rng = rng_for("reject_model_tensor_shapes");
     const gpt::ModelConfig c = small_config();
-    // Shape mismatch: every tensor in turn gets one more row.
     for (const gpt::TensorSlot &s : gpt::tensor_table(c)) {
         const std::string name = s.name;
         const Bytes b = model_file(rng, c, {}, [&](gpt::TensorSlot &slot) {
@@ -1318,18 +1281,35 @@ void test_reject_model_tensors(void **) {
         }
         const std::string needle = "tensor '" + name + "' has shape [" + got + "], the config needs [" + want + "]";
         expect_model_reject(b, GPT_ERR_FORMAT, needle.c_str(), "shape of " + name);
-        // Missing.
+    }
+}
+
+// Every tensor in turn missing.
+void test_reject_model_missing_tensors(void **) {
+    auto rng = rng_for("reject_model_missing_tensors");
+    const gpt::ModelConfig c = small_config();
+    for (const gpt::TensorSlot &s : gpt::tensor_table(c)) {
+        const std::string name = s.name;
         const Bytes m = model_file(rng, c, {}, [&](gpt::TensorSlot &slot) { return slot.name != name; });
         expect_model_reject(m, GPT_ERR_FORMAT, ("tensor '" + name + "' is missing").c_str(), "missing " + name);
     }
-    // A matrix stored as a vector (rank mismatch).
+}
+
+// A matrix stored as a vector (rank mismatch).
+void test_reject_model_tensor_rank(void **) {
+    auto rng = rng_for("reject_model_tensor_rank");
+    const gpt::ModelConfig c = small_config();
     const Bytes r = model_file(rng, c, {}, [&](gpt::TensorSlot &slot) {
         if (slot.name == "blk.0.attn_out.weight") slot.shape = {slot.shape[0] * slot.shape[1]};
         return true;
     });
     expect_model_reject(r, GPT_ERR_FORMAT, "tensor 'blk.0.attn_out.weight' has shape [", "rank mismatch");
-    // Unexpected extras: an unknown tensor, a second layer's tensor, an lm_head with a tied head,
-    // a bias the config does not enable.
+}
+
+// Unexpected extras: an unknown tensor, a second layer's tensor.
+void test_reject_model_extra_tensors(void **) {
+    auto rng = rng_for("reject_model_extra_tensors");
+    const gpt::ModelConfig c = small_config();
     const float one = 1.0f;
     expect_model_reject(model_file(rng, c, {}, nullptr, nullptr,
                                    [&](Writer &w) { w.add_tensor("extra.weight", DType::F32, {1}, &one, 4); }),
@@ -1337,6 +1317,12 @@ void test_reject_model_tensors(void **) {
     gpt::ModelConfig two = c;
     two.n_layers = 2;
     expect_model_reject(model_file(rng, c, {}, nullptr, &two), GPT_ERR_FORMAT, "unexpected tensor 'blk.1.", "extra layer");
+}
+
+// An lm_head with a tied head; none with an untied one.
+void test_reject_model_head(void **) {
+    auto rng = rng_for("reject_model_head");
+    const gpt::ModelConfig c = small_config();
     gpt::ModelConfig untied = c, tied = c;
     untied.tied_head = false;
     tied.tied_head = true;
@@ -1344,13 +1330,24 @@ void test_reject_model_tensors(void **) {
                         "lm_head with a tied head");
     expect_model_reject(model_file(rng, untied, {}, nullptr, &tied), GPT_ERR_FORMAT, "tensor 'lm_head.weight' is missing",
                         "no lm_head, untied");
+}
+
+// A qkv bias the config does not enable; none where it does.
+void test_reject_model_qkv_bias(void **) {
+    auto rng = rng_for("reject_model_qkv_bias");
+    const gpt::ModelConfig c = small_config();
     gpt::ModelConfig bias = c;
     bias.qkv_bias = true;
     expect_model_reject(model_file(rng, c, {}, nullptr, &bias), GPT_ERR_FORMAT, "unexpected tensor 'blk.0.attn_qkv.bias'",
                         "qkv bias not in the config");
     expect_model_reject(model_file(rng, bias, {}, nullptr, &c), GPT_ERR_FORMAT, "tensor 'blk.0.attn_qkv.bias' is missing",
                         "qkv bias missing");
-    // A gpt2 file with llama tensors.
+}
+
+// A gpt2 file with llama tensors.
+void test_reject_gpt2_with_llama_tensors(void **) {
+    auto rng = rng_for("reject_gpt2_with_llama_tensors");
+    const gpt::ModelConfig c = small_config();
     gpt::ModelConfig g2 = c;
     g2.arch = GPT_ARCH_GPT2;
     g2.n_kv_heads = g2.n_heads;
@@ -1385,17 +1382,34 @@ void expect_same(const std::vector<float> &a, const std::vector<float> &b, const
         if (!(a[i] == b[i])) fail_msg("%s: logit %zu is %.9g, expected %.9g", what, i, a[i], b[i]);
 }
 
-// mmap, read(), borrowed, misaligned and copied buffers all load the same model; copies
-// do not depend on the caller's buffer, borrowed buffers do.
-void test_load_paths(void **) {
-    auto rng = rng_for("load_paths");
+// The load-path tests' model in one dtype (a small llama), and its tokens.
+fixture::Model load_path_model(DType dt, std::mt19937_64 &rng) {
+    fixture::Spec s;
+    s.arch = GPT_ARCH_LLAMA;
+    s.n_layers = 1, s.d_model = 16, s.n_heads = 2, s.n_kv_heads = 1, s.head_dim = 8, s.d_ff = 24, s.vocab_size = 37;
+    s.context_length = 16, s.dtype = dt, s.seed = rng();
+    return fixture::make(s);
+}
+const std::vector<int32_t> kLoadPathTokens = {3, 1, 4, 1, 5, 9, 2, 6};
+
+// The logits of the model loaded from a file by mmap (what every other path must give).
+std::vector<float> mmap_logits(const fixture::Model &fx) {
+    TempFile tmp(fx.file);
+    gpt_model_params p = cpu_params();
+    gpt_model *mapped = nullptr;
+    assert_int_equal(gpt_model_load(tmp.path.c_str(), &p, &mapped), GPT_OK);
+    const auto want = logits_of(mapped, kLoadPathTokens, 37);
+    gpt_model_free(mapped);
+    return want;
+}
+
+// mmap agrees with the reference (and reports the file's dtype and size); read(), with and
+// without checksums, loads the same model.
+void test_load_mmap_and_read(void **) {
+    auto rng = rng_for("load_mmap_and_read");
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-        fixture::Spec s;
-        s.arch = GPT_ARCH_LLAMA;
-        s.n_layers = 1, s.d_model = 16, s.n_heads = 2, s.n_kv_heads = 1, s.head_dim = 8, s.d_ff = 24, s.vocab_size = 37;
-        s.context_length = 16, s.dtype = dt, s.seed = rng();
-        const fixture::Model fx = fixture::make(s);
-        const std::vector<int32_t> toks = {3, 1, 4, 1, 5, 9, 2, 6};
+        const fixture::Model fx = load_path_model(dt, rng);
+        const std::vector<int32_t> &toks = kLoadPathTokens;
         const std::vector<double> ref = reference::forward(fx, toks);
         TempFile tmp(fx.file);
 
@@ -1422,8 +1436,16 @@ void test_load_paths(void **) {
         assert_int_equal(gpt_model_load(tmp.path.c_str(), &p, &read), GPT_OK);
         expect_same(logits_of(read, toks, 37), want, "read() load, checksums skipped");
         gpt_model_free(read);
+    }
+}
 
-        // Misaligned buffers are copied: the caller may scribble over and free them.
+// Misaligned buffers are copied: the caller may scribble over and free them.
+void test_load_misaligned_buffers(void **) {
+    auto rng = rng_for("load_misaligned_buffers");
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        const fixture::Model fx = load_path_model(dt, rng);
+        const auto want = mmap_logits(fx);
+        gpt_model_params p = cpu_params();
         for (size_t mis : {1ul, 2ul, 4ul, 8ul, 16ul, 32ul, 63ul}) {
             for (uint32_t flags : {0u, (uint32_t)GPT_MODEL_COPY_BUFFER}) {
                 auto *buf = new Buffer(fx.file, mis);
@@ -1432,40 +1454,55 @@ void test_load_paths(void **) {
                 assert_int_equal(gpt_model_load_from_memory(buf->data, buf->size, &p, &m), GPT_OK);
                 std::memset(buf->data, 0xff, buf->size);
                 delete buf;
-                expect_same(logits_of(m, toks, 37), want, "misaligned buffer");
+                expect_same(logits_of(m, kLoadPathTokens, 37), want, "misaligned buffer");
                 gpt_model_free(m);
             }
         }
-        // An aligned buffer with COPY_BUFFER: independent of the caller's bytes.
-        {
-            auto *buf = new Buffer(fx.file, 0);
-            p.flags = GPT_MODEL_COPY_BUFFER;
-            gpt_model *m = nullptr;
-            assert_int_equal(gpt_model_load_from_memory(buf->data, buf->size, &p, &m), GPT_OK);
-            std::memset(buf->data, 0, buf->size);
-            delete buf;
-            expect_same(logits_of(m, toks, 37), want, "COPY_BUFFER");
-            gpt_model_free(m);
-        }
-        // An aligned buffer without it is borrowed: changing the embedding of a token the
-        // caller owns changes the logits (the documented contract: keep it unchanged).
-        {
-            Buffer buf(fx.file, 0);
-            p.flags = 0;
-            gpt_model *m = nullptr;
-            assert_int_equal(gpt_model_load_from_memory(buf.data, buf.size, &p, &m), GPT_OK);
-            expect_same(logits_of(m, toks, 37), want, "borrowed buffer");
-            const Header h = header_of(fx.file);
-            const auto entries = table_entries(fx.file);
-            const TensorPos &emb = table_entry(entries, "tok_emb.weight");
-            const size_t row_bytes = 16 * (dt == DType::F32 ? 4 : 2);
-            std::memset(buf.data + h.data_off + emb.rel + toks[0] * row_bytes, 0, row_bytes);
-            const auto changed = logits_of(m, toks, 37);
-            bool differs = false;
-            for (size_t i = 0; i < changed.size(); i++) differs |= changed[i] != want[i];
-            assert_true(differs);
-            gpt_model_free(m);
-        }
+    }
+}
+
+// An aligned buffer with COPY_BUFFER: independent of the caller's bytes.
+void test_load_copy_buffer(void **) {
+    auto rng = rng_for("load_copy_buffer");
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        const fixture::Model fx = load_path_model(dt, rng);
+        const auto want = mmap_logits(fx);
+        gpt_model_params p = cpu_params();
+        auto *buf = new Buffer(fx.file, 0);
+        p.flags = GPT_MODEL_COPY_BUFFER;
+        gpt_model *m = nullptr;
+        assert_int_equal(gpt_model_load_from_memory(buf->data, buf->size, &p, &m), GPT_OK);
+        std::memset(buf->data, 0, buf->size);
+        delete buf;
+        expect_same(logits_of(m, kLoadPathTokens, 37), want, "COPY_BUFFER");
+        gpt_model_free(m);
+    }
+}
+
+// An aligned buffer without COPY_BUFFER is borrowed: changing the embedding of a token the
+// caller owns changes the logits (the documented contract: keep it unchanged).
+void test_load_borrowed_buffer(void **) {
+    auto rng = rng_for("load_borrowed_buffer");
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        const fixture::Model fx = load_path_model(dt, rng);
+        const std::vector<int32_t> &toks = kLoadPathTokens;
+        const auto want = mmap_logits(fx);
+        gpt_model_params p = cpu_params();
+        Buffer buf(fx.file, 0);
+        p.flags = 0;
+        gpt_model *m = nullptr;
+        assert_int_equal(gpt_model_load_from_memory(buf.data, buf.size, &p, &m), GPT_OK);
+        expect_same(logits_of(m, toks, 37), want, "borrowed buffer");
+        const Header h = header_of(fx.file);
+        const auto entries = table_entries(fx.file);
+        const TensorPos &emb = table_entry(entries, "tok_emb.weight");
+        const size_t row_bytes = 16 * (dt == DType::F32 ? 4 : 2);
+        std::memset(buf.data + h.data_off + emb.rel + toks[0] * row_bytes, 0, row_bytes);
+        const auto changed = logits_of(m, toks, 37);
+        bool differs = false;
+        for (size_t i = 0; i < changed.size(); i++) differs |= changed[i] != want[i];
+        assert_true(differs);
+        gpt_model_free(m);
     }
 }
 
@@ -1490,19 +1527,52 @@ void test_load_io_errors(void **) {
 int main(void) {
     reference::test_seed();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc_hooks_linked),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_round_trip_empty_file),
         cmocka_unit_test(test_minimal_entries),
-        cmocka_unit_test(test_writer_rejects_bad_input),
-        cmocka_unit_test(test_writer_atomic_file),
+        cmocka_unit_test(test_writer_rejects_bad_tensors),
+        cmocka_unit_test(test_writer_rejects_short_data),
+        cmocka_unit_test(test_writer_rejects_long_key),
+        cmocka_unit_test(test_writer_replaces_only_with_overwrite),
+        cmocka_unit_test(test_writer_failure_keeps_old_file),
+        cmocka_unit_test(test_writer_missing_directory),
         cmocka_unit_test(test_reject_truncated),
-        cmocka_unit_test(test_reject_magic_version),
-        cmocka_unit_test(test_reject_checksums),
+        cmocka_unit_test(test_reject_appended_byte),
+        cmocka_unit_test(test_reject_bad_magic),
+        cmocka_unit_test(test_reject_version),
+        cmocka_unit_test(test_reject_header_checksum),
+        cmocka_unit_test(test_reject_section_checksums),
+        cmocka_unit_test(test_reject_tensor_checksums),
+        cmocka_unit_test(test_skip_checksums_keeps_section_checks),
         cmocka_unit_test(test_reject_header_fields),
-        cmocka_unit_test(test_reject_metadata_encoding),
-        cmocka_unit_test(test_reject_table_encoding),
+        cmocka_unit_test(test_reserved_header_bytes_ignored),
+        cmocka_unit_test(test_reject_metadata_count),
+        cmocka_unit_test(test_reject_metadata_key_length),
+        cmocka_unit_test(test_reject_metadata_duplicate_key),
+        cmocka_unit_test(test_reject_metadata_unknown_type),
+        cmocka_unit_test(test_reject_metadata_lengths),
+        cmocka_unit_test(test_reject_table_name_length),
+        cmocka_unit_test(test_reject_table_dtype),
+        cmocka_unit_test(test_reject_table_ndim),
+        cmocka_unit_test(test_reject_table_reserved_bits),
+        cmocka_unit_test(test_reject_table_duplicate_name),
+        cmocka_unit_test(test_reject_table_shape),
+        cmocka_unit_test(test_reject_table_byte_count),
+        cmocka_unit_test(test_reject_table_offsets),
         cmocka_unit_test(test_reject_model_config),
-        cmocka_unit_test(test_reject_model_tensors),
-        cmocka_unit_test(test_load_paths),
+        cmocka_unit_test(test_reject_gpt2_config),
+        cmocka_unit_test(test_reject_model_tensor_shapes),
+        cmocka_unit_test(test_reject_model_missing_tensors),
+        cmocka_unit_test(test_reject_model_tensor_rank),
+        cmocka_unit_test(test_reject_model_extra_tensors),
+        cmocka_unit_test(test_reject_model_head),
+        cmocka_unit_test(test_reject_model_qkv_bias),
+        cmocka_unit_test(test_reject_gpt2_with_llama_tensors),
+        cmocka_unit_test(test_load_mmap_and_read),
+        cmocka_unit_test(test_load_misaligned_buffers),
+        cmocka_unit_test(test_load_copy_buffer),
+        cmocka_unit_test(test_load_borrowed_buffer),
         cmocka_unit_test(test_load_io_errors),
     };
     return cmocka_run_group_tests_name("format", tests, nullptr, nullptr);

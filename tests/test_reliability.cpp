@@ -15,9 +15,10 @@
 //     gpt_tokenize of text with no tokens, JSON nested 200 000 deep in config.json,
 //     safetensors headers and tokenizer.json.
 //
-// Global operator new/delete are replaced to fail on request (as in test_api.cpp).
+// Global operator new/delete are replaced (tests/support/alloc_hooks) to fail on request.
 #include "gpt.h"
 
+#include "alloc_hooks.h"
 #include "backend/backend.h"
 #include "model/arch.h"
 #include "core/error.h"
@@ -25,6 +26,7 @@
 #include "fixture.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "format_decoder.h"
 #include "reference.h"
 #include "tokenizer/tokenizer_data.h"
 
@@ -34,7 +36,6 @@
 #include "convert/tokenizer_import.h"
 #endif
 
-#include <atomic>
 #include <cinttypes>
 #include <climits>
 #include <cmath>
@@ -43,13 +44,11 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <new>
 #include <random>
 #include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
-#include <zlib.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,48 +58,9 @@ extern "C" {
 #include <cmocka.h>
 }
 
-// ------------------------------------------------------------- failing operator new
-
-static std::atomic<int64_t> g_fail_new_after{-1}; // the n-th following operator new throws; -1: never
-static std::atomic<bool> g_new_failed{false};
-static thread_local bool t_fail_all_new = false;     // every operator new on this thread throws
-
-static bool should_fail_new() {
-    if (t_fail_all_new) return true;
-    int64_t f = g_fail_new_after.load(std::memory_order_relaxed);
-    while (f >= 0) {
-        if (g_fail_new_after.compare_exchange_weak(f, f - 1)) {
-            if (f == 0) g_new_failed = true;
-            return f == 0;
-        }
-    }
-    return false;
-}
-
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void *operator new(size_t n) {
-    if (should_fail_new()) throw std::bad_alloc();
-    void *p = std::malloc(n ? n : 1);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-void *operator new[](size_t n) { return operator new(n); }
-void *operator new(size_t n, const std::nothrow_t &) noexcept {
-    try {
-        return operator new(n);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void *operator new[](size_t n, const std::nothrow_t &) noexcept { return operator new(n, std::nothrow); }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, size_t) noexcept { std::free(p); }
-void operator delete[](void *p, size_t) noexcept { std::free(p); }
-
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+using namespace format_decoder; // Bytes, header_of, table_entries, put32, zcrc, fix_all_crcs, ...
 using gpt::DType;
 
 #define CHECK_OK(expr)                                                                                                 \
@@ -119,19 +79,8 @@ using gpt::DType;
 
 // ---------------------------------------------------------------- weight file helpers
 
-uint32_t get32(const Bytes &b, size_t at) {
-    return (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24;
-}
-uint64_t get64(const Bytes &b, size_t at) { return (uint64_t)get32(b, at) | (uint64_t)get32(b, at + 4) << 32; }
-void put32(Bytes &b, size_t at, uint32_t v) {
-    for (int i = 0; i < 4; i++) b[at + i] = (uint8_t)(v >> (8 * i));
-}
-void put64(Bytes &b, size_t at, uint64_t v) {
-    for (int i = 0; i < 8; i++) b[at + i] = (uint8_t)(v >> (8 * i));
-}
-uint32_t zcrc(const uint8_t *p, size_t n) { return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n); }
-
-// Where things are in a valid file (docs/FORMAT.md), decoded here from the header and table.
+// Where things are in a valid file (docs/FORMAT.md), from the independent decoder's header
+// and table.
 struct Entry {
     std::string name;
     DType dtype;
@@ -143,34 +92,11 @@ struct Layout {
     std::vector<Entry> tensors;
 };
 Layout layout_of(const Bytes &b) {
-    Layout l{get64(b, 24), get64(b, 32), get64(b, 40), get64(b, 48), get64(b, 56), {}};
-    size_t p = l.table_off;
-    for (uint32_t i = 0, n = get32(b, 64); i < n; i++) {
-        Entry e;
-        const size_t name_len = b[p] | b[p + 1] << 8;
-        e.name.assign((const char *)b.data() + p + 2, name_len);
-        p += 2 + name_len;
-        e.dtype = (DType)b[p];
-        const uint32_t ndim = b[p + 1];
-        p += 4 + 8ull * ndim;
-        e.offset = l.data_off + get64(b, p);
-        e.nbytes = get64(b, p + 8);
-        e.crc_at = p + 16;
-        p += 20;
-        l.tensors.push_back(e);
-    }
+    const Header h = header_of(b);
+    Layout l{h.meta_off, h.meta_size, h.table_off, h.table_size, h.data_off, {}};
+    for (const TensorPos &t : table_entries(b))
+        l.tensors.push_back(Entry{t.name, (DType)t.dtype, h.data_off + t.rel, t.nbytes, t.crc_at});
     return l;
-}
-
-// Recomputes the tensor crcs, then the table, metadata and header crcs, so an edit reaches
-// the checks behind the checksums.
-void fix_crcs(Bytes &b) {
-    const Layout l = layout_of(b);
-    for (const Entry &e : l.tensors)
-        if (e.offset + e.nbytes <= b.size()) put32(b, e.crc_at, zcrc(b.data() + e.offset, e.nbytes));
-    put32(b, 76, zcrc(b.data() + l.table_off, l.table_size));
-    put32(b, 72, zcrc(b.data() + l.meta_off, l.meta_size));
-    put32(b, 124, zcrc(b.data(), 124));
 }
 
 gpt_status load(const Bytes &b, uint32_t flags, gpt_model **m) {
@@ -229,6 +155,10 @@ gpt::TokenizerData small_spm() {
         fixture::add_token(d, p, gpt::TOKEN_NORMAL, score--); // the last (id 274) is longer than a short-string buffer
     return d;
 }
+
+// The replaced operator new (tests/support/alloc_hooks) is what this binary links; without it
+// the allocation checks here would pass without checking anything.
+void test_alloc_hooks_linked(void **) { assert_true(alloc_hooks::installed()); }
 
 // ======================================================================== bit flips
 
@@ -293,8 +223,13 @@ void test_bit_flips_everywhere(void **) {
     }
     std::printf("# %zu bytes, %zu single-bit flips:\n", good.size(), good.size() * 8);
     for (const auto &[k, n] : tally) std::printf("#   %-50s %" PRIu64 "\n", k.c_str(), n);
+}
 
-    // Bursts: random runs of random bytes inside tensor data, always caught.
+// Bursts: random runs of random bytes inside tensor data, always caught.
+void test_bursts_in_tensor_data(void **) {
+    const fixture::Model fx = fixture::make(tiny_spec(reference::sub_seed("bit flips")));
+    const Bytes &good = fx.file;
+    const Layout l = layout_of(good);
     std::mt19937_64 rng(reference::sub_seed("bursts"));
     for (int i = 0; i < 300; i++) {
         Bytes d = good;
@@ -371,12 +306,12 @@ void test_truncated_everywhere(void **) {
             continue;
         }
         expect_load(b, 0, GPT_ERR_FORMAT, "header says the file is", what);
-        put64(b, 16, cut);
+        put64(b, H_FILE_SIZE, cut);
         const uint64_t meta_end = l.meta_off + l.meta_size, table_end = l.table_off + l.table_size;
         // Crcs of sections still inside the file are made to match.
-        if (meta_end <= cut) put32(b, 72, zcrc(b.data() + l.meta_off, l.meta_size));
-        if (table_end <= cut) put32(b, 76, zcrc(b.data() + l.table_off, l.table_size));
-        put32(b, 124, zcrc(b.data(), 124));
+        if (meta_end <= cut) put32(b, H_META_CRC, zcrc(b.data() + l.meta_off, l.meta_size));
+        if (table_end <= cut) put32(b, H_TABLE_CRC, zcrc(b.data() + l.table_off, l.table_size));
+        put32(b, H_HEADER_CRC, zcrc(b.data(), 124));
         const char *needle = cut < meta_end ? "metadata section [" : cut < table_end ? "tensor table [" : cut < l.data_off ? "data offset" : "data [";
         expect_load(b, 0, GPT_ERR_FORMAT, needle, what + " (header agrees)");
     }
@@ -393,7 +328,7 @@ Bytes with_value(const Bytes &good, const Entry &e, uint64_t element, uint32_t b
         b[e.offset + element * 2] = (uint8_t)bits;
         b[e.offset + element * 2 + 1] = (uint8_t)(bits >> 8);
     }
-    fix_crcs(b);
+    fix_all_crcs(b);
     return b;
 }
 
@@ -401,71 +336,75 @@ Bytes with_value(const Bytes &good, const Entry &e, uint64_t element, uint32_t b
 // with checksums (the default) the load fails with GPT_ERR_FORMAT naming the tensor, the
 // element and the value; with GPT_MODEL_SKIP_CHECKSUMS it loads and runs without crashing
 // (documented: skipping the checksums skips this check), forward giving non-finite logits.
-void test_nan_inf_weights(void **) {
-    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-        fixture::Spec s = tiny_spec(reference::sub_seed("nan inf"));
-        s.d_model = 256, s.n_heads = 4, s.head_dim = 64, s.d_ff = 16, s.vocab_size = 300; // tok_emb: 76 800 elements
-        s.dtype = dt;
-        const Bytes good = fixture::make(s).file;
-        const Layout l = layout_of(good);
-        struct V {
-            const char *kind;
-            uint32_t f32, f16, bf16;
-        } values[] = {{"NaN", 0x7fc00000u, 0x7e00u, 0x7fc0u}, {"inf", 0x7f800000u, 0x7c00u, 0x7f80u},
-                      {"-inf", 0xff800000u, 0xfc00u, 0xff80u}, {"NaN", 0xffffffffu, 0xffffu, 0xffffu}};
-        for (const Entry &e : l.tensors) {
-            const uint64_t n = e.nbytes / (dt == DType::F32 ? 4 : 2);
-            const bool big = e.name == "tok_emb.weight";
-            std::vector<uint64_t> where = {0, n / 2, n - 1};
-            if (big) where.push_back(70000); // past the first 256 KiB piece of the crc pass
-            for (uint64_t at : where)
-                for (const V &v : values) {
-                    const uint32_t bits = dt == DType::F32 ? v.f32 : dt == DType::F16 ? v.f16 : v.bf16;
-                    const Bytes b = with_value(good, e, at, bits);
-                    const std::string needle =
-                        "tensor '" + e.name + "' holds a non-finite value (" + v.kind + " at element " + std::to_string(at) + ")";
-                    expect_load(b, 0, GPT_ERR_FORMAT, needle.c_str(), needle + " " + gpt::dtype_name(dt));
-                    if (at != 0 || std::strcmp(v.kind, "NaN") != 0) continue;
-                    // Unchecked: loads; forward runs (a NaN in a row of tok_emb only affects
-                    // that token); generate returns valid ids.
-                    gpt_model *m = nullptr;
-                    CHECK_OK(load(b, GPT_MODEL_SKIP_CHECKSUMS, &m));
-                    const std::vector<float> lg = logits_of(m, {0, 1});
-                    bool finite = true;
-                    for (float x : lg) finite &= std::isfinite(x);
-                    if (finite) fail_msg("%s: a NaN at element 0 left every logit finite", e.name.c_str());
-                    gpt_ctx *ctx = nullptr;
-                    CHECK_OK(gpt_ctx_create(m, nullptr, &ctx));
-                    for (float temp : {0.0f, 0.8f}) {
-                        gpt_sampling_params sp;
-                        gpt_sampling_params_init(&sp);
-                        sp.temperature = temp;
-                        int32_t out[4];
-                        uint32_t n_out = 0;
-                        const int32_t prompt[2] = {0, 3};
-                        gpt_ctx_reset(ctx);
-                        CHECK_OK(gpt_generate(ctx, prompt, 2, &sp, nullptr, nullptr, out, 4, &n_out));
-                        for (uint32_t i = 0; i < n_out; i++) assert_true(out[i] >= 0 && out[i] < (int32_t)s.vocab_size);
-                    }
-                    gpt_ctx_free(ctx);
-                    gpt_model_free(m);
+void check_nan_inf_weights(DType dt) {
+    fixture::Spec s = tiny_spec(reference::sub_seed("nan inf"));
+    s.d_model = 256, s.n_heads = 4, s.head_dim = 64, s.d_ff = 16, s.vocab_size = 300; // tok_emb: 76 800 elements
+    s.dtype = dt;
+    const Bytes good = fixture::make(s).file;
+    const Layout l = layout_of(good);
+    struct V {
+        const char *kind;
+        uint32_t f32, f16, bf16;
+    } values[] = {{"NaN", 0x7fc00000u, 0x7e00u, 0x7fc0u}, {"inf", 0x7f800000u, 0x7c00u, 0x7f80u},
+                  {"-inf", 0xff800000u, 0xfc00u, 0xff80u}, {"NaN", 0xffffffffu, 0xffffu, 0xffffu}};
+    for (const Entry &e : l.tensors) {
+        const uint64_t n = e.nbytes / (dt == DType::F32 ? 4 : 2);
+        const bool big = e.name == "tok_emb.weight";
+        std::vector<uint64_t> where = {0, n / 2, n - 1};
+        if (big) where.push_back(70000); // past the first 256 KiB piece of the crc pass
+        for (uint64_t at : where)
+            for (const V &v : values) {
+                const uint32_t bits = dt == DType::F32 ? v.f32 : dt == DType::F16 ? v.f16 : v.bf16;
+                const Bytes b = with_value(good, e, at, bits);
+                const std::string needle =
+                    "tensor '" + e.name + "' holds a non-finite value (" + v.kind + " at element " + std::to_string(at) + ")";
+                expect_load(b, 0, GPT_ERR_FORMAT, needle.c_str(), needle + " " + gpt::dtype_name(dt));
+                if (at != 0 || std::strcmp(v.kind, "NaN") != 0) continue;
+                // Unchecked: loads; forward runs (a NaN in a row of tok_emb only affects
+                // that token); generate returns valid ids.
+                gpt_model *m = nullptr;
+                CHECK_OK(load(b, GPT_MODEL_SKIP_CHECKSUMS, &m));
+                const std::vector<float> lg = logits_of(m, {0, 1});
+                bool finite = true;
+                for (float x : lg) finite &= std::isfinite(x);
+                if (finite) fail_msg("%s: a NaN at element 0 left every logit finite", e.name.c_str());
+                gpt_ctx *ctx = nullptr;
+                CHECK_OK(gpt_ctx_create(m, nullptr, &ctx));
+                for (float temp : {0.0f, 0.8f}) {
+                    gpt_sampling_params sp;
+                    gpt_sampling_params_init(&sp);
+                    sp.temperature = temp;
+                    int32_t out[4];
+                    uint32_t n_out = 0;
+                    const int32_t prompt[2] = {0, 3};
+                    gpt_ctx_reset(ctx);
+                    CHECK_OK(gpt_generate(ctx, prompt, 2, &sp, nullptr, nullptr, out, 4, &n_out));
+                    for (uint32_t i = 0; i < n_out; i++) assert_true(out[i] >= 0 && out[i] < (int32_t)s.vocab_size);
                 }
-        }
-        // From a file too (mmap and read()), same message.
-        const Bytes b = with_value(good, l.tensors.back(), 0, dt == DType::F32 ? 0x7f800000u : 0x7c00u | (dt == DType::BF16 ? 0x0380u : 0));
-        const std::string path = fixture::write_temp(b);
-        for (uint32_t flags : {0u, (uint32_t)GPT_MODEL_NO_MMAP}) {
-            gpt_model_params mp;
-            gpt_model_params_init(&mp);
-            mp.device = GPT_DEVICE_CPU;
-            mp.flags = flags;
-            gpt_model *m = nullptr;
-            CHECK_STATUS(gpt_model_load(path.c_str(), &mp, &m), GPT_ERR_FORMAT, "non-finite");
-            assert_null(m);
-        }
-        ::unlink(path.c_str());
+                gpt_ctx_free(ctx);
+                gpt_model_free(m);
+            }
     }
+    // From a file too (mmap and read()), same message.
+    const Bytes b = with_value(good, l.tensors.back(), 0, dt == DType::F32 ? 0x7f800000u : 0x7c00u | (dt == DType::BF16 ? 0x0380u : 0));
+    const std::string path = fixture::write_temp(b);
+    for (uint32_t flags : {0u, (uint32_t)GPT_MODEL_NO_MMAP}) {
+        gpt_model_params mp;
+        gpt_model_params_init(&mp);
+        mp.device = GPT_DEVICE_CPU;
+        mp.flags = flags;
+        gpt_model *m = nullptr;
+        CHECK_STATUS(gpt_model_load(path.c_str(), &mp, &m), GPT_ERR_FORMAT, "non-finite");
+        assert_null(m);
+    }
+    ::unlink(path.c_str());
 }
+
+void test_nan_inf_weights_f32(void **) { check_nan_inf_weights(DType::F32); }
+
+void test_nan_inf_weights_f16(void **) { check_nan_inf_weights(DType::F16); }
+
+void test_nan_inf_weights_bf16(void **) { check_nan_inf_weights(DType::BF16); }
 
 // ======================================================================== tokenizer entries
 
@@ -497,7 +436,13 @@ void test_hostile_tokenizer_in_file(void **) {
         c.edit(d);
         expect_load(fixture::make(s, &d).file, 0, c.want, c.needle, c.what);
     }
-    // Duplicates among UNUSED padding entries and empty control tokens are allowed.
+}
+
+// Duplicates among UNUSED padding entries and empty control tokens are allowed.
+void test_tokenizer_allowed_duplicates_in_file(void **) {
+    const gpt::TokenizerData base = small_spm();
+    fixture::Spec s = tiny_spec(1);
+    s.vocab_size = (uint32_t)base.tokens.size();
     gpt::TokenizerData ok = base;
     ok.tokens[272] = ok.tokens[271] = "pad";
     ok.types[272] = ok.types[271] = gpt::TOKEN_UNUSED;
@@ -510,22 +455,52 @@ void test_hostile_tokenizer_in_file(void **) {
 
 // Ids out of range or negative in every tokenizer call: GPT_ERR_INVALID_ARG naming the id,
 // nothing written, a streaming detokenizer unchanged (forward and generate are covered in
-// test_api.cpp: test_bad_tokens_and_batches).
-void test_token_ids_out_of_range(void **) {
+// test_api.cpp: test_bad_tokens). One test per call; each tries every bad id.
+gpt_model *load_token_ids_model() {
     const gpt::TokenizerData tok = small_spm();
     fixture::Spec s = tiny_spec(2);
     s.vocab_size = (uint32_t)tok.tokens.size();
     gpt_model *m = nullptr;
     CHECK_OK(load(fixture::make(s, &tok).file, 0, &m));
-    const int32_t V = (int32_t)s.vocab_size;
-    for (int32_t bad : {-1, -2, V, V + 1, INT32_MIN, INT32_MAX}) {
+    return m;
+}
+std::vector<int32_t> bad_ids(gpt_model *m) {
+    gpt_model_info info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    CHECK_OK(gpt_model_get_info(m, &info));
+    const int32_t V = (int32_t)info.vocab_size;
+    return {-1, -2, V, V + 1, INT32_MIN, INT32_MAX};
+}
+
+void test_detokenize_bad_ids(void **) {
+    gpt_model *m = load_token_ids_model();
+    for (int32_t bad : bad_ids(m)) {
         const int32_t ids[3] = {270, bad, 271};
         char buf[32];
         std::memset(buf, 'Z', sizeof buf);
         size_t n = 99;
         CHECK_STATUS(gpt_detokenize(m, ids, 3, 0, buf, sizeof buf, &n), GPT_ERR_INVALID_ARG, "outside the vocabulary");
         assert_int_equal(buf[0], 'Z');
+    }
+    gpt_model_free(m);
+}
+
+void test_token_to_piece_bad_ids(void **) {
+    gpt_model *m = load_token_ids_model();
+    for (int32_t bad : bad_ids(m)) {
+        char buf[32];
+        size_t n = 99;
         CHECK_STATUS(gpt_token_to_piece(m, bad, 0, buf, sizeof buf, &n), GPT_ERR_INVALID_ARG, std::to_string(bad).c_str());
+    }
+    gpt_model_free(m);
+}
+
+void test_detokenizer_push_bad_ids(void **) {
+    gpt_model *m = load_token_ids_model();
+    for (int32_t bad : bad_ids(m)) {
+        char buf[32];
+        size_t n = 99;
         gpt_detokenizer *d = nullptr;
         CHECK_OK(gpt_detokenizer_create(m, 0, &d));
         // "é" is two bytes: push its byte tokens one at a time, a bad id in between.
@@ -543,64 +518,90 @@ void test_token_ids_out_of_range(void **) {
 
 // ======================================================================== context limits
 
-// Prompts longer than the context (max_seq and the model's context_length): CONTEXT_FULL,
-// n_out 0, the cache unchanged, the context usable. A full context after generation, then
-// reset: the same generation again.
-void test_prompt_longer_than_context(void **) {
+// The context-limit tests' model (context_length 32), a 40-token prompt, and a context of
+// max_seq tokens (0: the model's context) with greedy sampling.
+struct LongPrompt {
     fixture::Spec s = tiny_spec(reference::sub_seed("long prompt"));
-    s.context_length = 32;
-    const Bytes file = fixture::make(s).file;
+    Bytes file; // the model may borrow it (an aligned buffer): kept as long as the model
     gpt_model *m = nullptr;
-    CHECK_OK(load(file, 0, &m));
-    std::vector<int32_t> prompt(40);
-    for (size_t i = 0; i < prompt.size(); i++) prompt[i] = (int32_t)(i * 7 % s.vocab_size);
-    for (uint32_t max_seq : {0u, 16u}) {
+    gpt_ctx *ctx = nullptr;
+    std::vector<int32_t> prompt = std::vector<int32_t>(40);
+    uint32_t cap_seq = 0;
+    gpt_sampling_params sp;
+    explicit LongPrompt(uint32_t max_seq) {
+        s.context_length = 32;
+        file = fixture::make(s).file;
+        CHECK_OK(load(file, 0, &m));
+        for (size_t i = 0; i < prompt.size(); i++) prompt[i] = (int32_t)(i * 7 % s.vocab_size);
         gpt_ctx_params cp;
         gpt_ctx_params_init(&cp);
         cp.max_seq = max_seq;
         cp.n_threads = 1;
-        gpt_ctx *ctx = nullptr;
         CHECK_OK(gpt_ctx_create(m, &cp, &ctx));
-        const uint32_t cap_seq = max_seq ? max_seq : s.context_length;
-        gpt_sampling_params sp;
+        cap_seq = max_seq ? max_seq : s.context_length;
         gpt_sampling_params_init(&sp);
         sp.temperature = 0;
         sp.flags = GPT_SAMPLING_IGNORE_EOS;
-        int32_t out[64];
-        uint32_t n_out = 77;
-        for (uint32_t held : {0u, 5u}) {
-            gpt_ctx_reset(ctx);
-            if (held) CHECK_OK(gpt_forward(ctx, prompt.data(), 1, held, 0, nullptr));
-            for (uint32_t len : {cap_seq - held + 1, cap_seq + 1, (uint32_t)prompt.size()}) {
-                CHECK_STATUS(gpt_generate(ctx, prompt.data(), len, &sp, nullptr, nullptr, out, 8, &n_out), GPT_ERR_CONTEXT_FULL,
-                             "max_seq");
-                assert_int_equal(n_out, 0);
-                assert_int_equal(gpt_ctx_seq_len(ctx, 0), held);
-                CHECK_STATUS(gpt_forward(ctx, prompt.data(), 1, len, 0, nullptr), GPT_ERR_CONTEXT_FULL, "max_seq");
-                assert_int_equal(gpt_ctx_seq_len(ctx, 0), held);
-            }
-            // Exactly filling it works.
-            CHECK_OK(gpt_forward(ctx, prompt.data(), 1, cap_seq - held, 0, nullptr));
-            assert_int_equal(gpt_ctx_seq_len(ctx, 0), cap_seq);
-        }
-        // Generation running into the end: CONTEXT_FULL part way, then reset recovers and
-        // the same call gives the same tokens.
-        std::vector<int32_t> first(64), again(64);
-        uint32_t n1 = 0, n2 = 0;
-        gpt_ctx_reset(ctx);
-        CHECK_STATUS(gpt_generate(ctx, prompt.data(), 4, &sp, nullptr, nullptr, first.data(), 64, &n1), GPT_ERR_CONTEXT_FULL, "full");
-        assert_int_equal(n1, cap_seq - 4 + 1);
-        assert_int_equal(gpt_ctx_seq_len(ctx, 0), cap_seq);
-        int32_t one = 0;
-        CHECK_STATUS(gpt_generate(ctx, &one, 1, &sp, nullptr, nullptr, out, 1, &n_out), GPT_ERR_CONTEXT_FULL, "max_seq");
-        gpt_ctx_reset(ctx);
-        CHECK_STATUS(gpt_generate(ctx, prompt.data(), 4, &sp, nullptr, nullptr, again.data(), 64, &n2), GPT_ERR_CONTEXT_FULL, "full");
-        assert_int_equal(n1, n2);
-        assert_memory_equal(first.data(), again.data(), n1 * sizeof(int32_t));
-        gpt_ctx_free(ctx);
     }
-    gpt_model_free(m);
+    ~LongPrompt() {
+        gpt_ctx_free(ctx);
+        gpt_model_free(m);
+    }
+};
+
+// Prompts longer than the context (or than the room left): CONTEXT_FULL, n_out 0, the cache
+// unchanged, the context usable (exactly filling it works).
+void check_prompt_longer_than_context(uint32_t max_seq) {
+    LongPrompt t(max_seq);
+    gpt_ctx *ctx = t.ctx;
+    const auto &prompt = t.prompt;
+    const uint32_t cap_seq = t.cap_seq;
+    int32_t out[64];
+    uint32_t n_out = 77;
+    for (uint32_t held : {0u, 5u}) {
+        gpt_ctx_reset(ctx);
+        if (held) CHECK_OK(gpt_forward(ctx, prompt.data(), 1, held, 0, nullptr));
+        for (uint32_t len : {cap_seq - held + 1, cap_seq + 1, (uint32_t)prompt.size()}) {
+            CHECK_STATUS(gpt_generate(ctx, prompt.data(), len, &t.sp, nullptr, nullptr, out, 8, &n_out), GPT_ERR_CONTEXT_FULL,
+                         "max_seq");
+            assert_int_equal(n_out, 0);
+            assert_int_equal(gpt_ctx_seq_len(ctx, 0), held);
+            CHECK_STATUS(gpt_forward(ctx, prompt.data(), 1, len, 0, nullptr), GPT_ERR_CONTEXT_FULL, "max_seq");
+            assert_int_equal(gpt_ctx_seq_len(ctx, 0), held);
+        }
+        // Exactly filling it works.
+        CHECK_OK(gpt_forward(ctx, prompt.data(), 1, cap_seq - held, 0, nullptr));
+        assert_int_equal(gpt_ctx_seq_len(ctx, 0), cap_seq);
+    }
 }
+
+// Generation running into the end: CONTEXT_FULL part way, then reset recovers and the same
+// call gives the same tokens.
+void check_generation_fills_context(uint32_t max_seq) {
+    LongPrompt t(max_seq);
+    gpt_ctx *ctx = t.ctx;
+    const auto &prompt = t.prompt;
+    const uint32_t cap_seq = t.cap_seq;
+    int32_t out[64];
+    uint32_t n_out = 77;
+    std::vector<int32_t> first(64), again(64);
+    uint32_t n1 = 0, n2 = 0;
+    gpt_ctx_reset(ctx);
+    CHECK_STATUS(gpt_generate(ctx, prompt.data(), 4, &t.sp, nullptr, nullptr, first.data(), 64, &n1), GPT_ERR_CONTEXT_FULL, "full");
+    assert_int_equal(n1, cap_seq - 4 + 1);
+    assert_int_equal(gpt_ctx_seq_len(ctx, 0), cap_seq);
+    int32_t one = 0;
+    CHECK_STATUS(gpt_generate(ctx, &one, 1, &t.sp, nullptr, nullptr, out, 1, &n_out), GPT_ERR_CONTEXT_FULL, "max_seq");
+    gpt_ctx_reset(ctx);
+    CHECK_STATUS(gpt_generate(ctx, prompt.data(), 4, &t.sp, nullptr, nullptr, again.data(), 64, &n2), GPT_ERR_CONTEXT_FULL, "full");
+    assert_int_equal(n1, n2);
+    assert_memory_equal(first.data(), again.data(), n1 * sizeof(int32_t));
+}
+
+void test_prompt_longer_than_model_context(void **) { check_prompt_longer_than_context(0); }
+void test_prompt_longer_than_max_seq(void **) { check_prompt_longer_than_context(16); }
+void test_generation_fills_model_context(void **) { check_generation_fills_context(0); }
+void test_generation_fills_max_seq(void **) { check_generation_fills_context(16); }
 
 // A context whose KV cache would pass 2^64 bytes (2^10 layers x 2^12 sequences x 2^10 kv
 // heads x 2^22 positions x 2^10 dims: every factor inside the limits) is refused with
@@ -647,13 +648,12 @@ void test_tokenizer_model_allocation_failures(void **) {
     const Bytes file = fixture::make(s, &tok).file;
     uint32_t failures = 0;
     for (int64_t k = 0;; k++) {
-        g_new_failed = false;
-        g_fail_new_after = k;
+        alloc_hooks::fail_nth(k);
         gpt_model *m = nullptr;
         const gpt_status st = load(file, 0, &m);
-        g_fail_new_after = -1;
+        alloc_hooks::disarm();
         if (st == GPT_OK) {
-            assert_false(g_new_failed.load());
+            assert_false(alloc_hooks::fired());
             gpt_model_free(m);
             break;
         }
@@ -664,9 +664,10 @@ void test_tokenizer_model_allocation_failures(void **) {
     assert_true(failures > 300);
 }
 
-// The tokenizer calls with each operator new failing in turn: OUT_OF_MEMORY or OK, and a
-// failed push leaves the stream as it was (so the text is the same as without failures).
-void test_tokenizer_calls_allocation_failures(void **) {
+// A tokenizer call (0: gpt_tokenize, 1: gpt_detokenize, 2: a streaming detokenizer) with
+// each operator new failing in turn: OUT_OF_MEMORY or OK, and a failed push leaves the
+// stream as it was (so the text is the same as without failures).
+void check_tokenizer_call_allocation_failures(int call) {
     const gpt::TokenizerData tok = small_spm();
     fixture::Spec s = tiny_spec(4);
     s.vocab_size = (uint32_t)tok.tokens.size();
@@ -682,66 +683,67 @@ void test_tokenizer_calls_allocation_failures(void **) {
     char want_text[512];
     size_t n_text = 0;
     CHECK_OK(gpt_detokenize(m, want_ids, n_want, 0, want_text, sizeof want_text, &n_text));
-    for (int call = 0; call < 3; call++) {
-        uint32_t fails = 0;
-        for (int64_t k = 0;; k++) {
-            int32_t ids[256];
-            uint32_t n = 0;
-            char buf[512];
-            size_t nb = 0;
-            std::string streamed;
-            streamed.reserve(1024); // the test itself must not allocate while failures are armed
-            gpt_status st = GPT_OK;
-            gpt_detokenizer *d = nullptr;
-            g_new_failed = false;
-            g_fail_new_after = k;
-            if (call == 0) {
-                st = gpt_tokenize(m, text, std::strlen(text), GPT_TOKENIZE_PARSE_SPECIAL, ids, 256, &n);
-            } else if (call == 1) {
-                st = gpt_detokenize(m, want_ids, n_want, 0, buf, sizeof buf, &nb);
-            } else {
-                st = gpt_detokenizer_create(m, 0, &d);
-                for (uint32_t i = 0; st == GPT_OK && i < n_want; i++) {
-                    gpt_status ps;
-                    // A failed push changes nothing: retry it once allocations work again.
-                    while ((ps = gpt_detokenizer_push(d, want_ids[i], buf, sizeof buf, &nb)) == GPT_ERR_OUT_OF_MEMORY) {
-                        g_fail_new_after = -1;
-                        fails++;
-                    }
-                    CHECK_OK(ps);
-                    streamed.append(buf, nb);
+    uint32_t fails = 0;
+    for (int64_t k = 0;; k++) {
+        int32_t ids[256];
+        uint32_t n = 0;
+        char buf[512];
+        size_t nb = 0;
+        std::string streamed;
+        streamed.reserve(1024); // the test itself must not allocate while failures are armed
+        gpt_status st = GPT_OK;
+        gpt_detokenizer *d = nullptr;
+        alloc_hooks::fail_nth(k);
+        if (call == 0) {
+            st = gpt_tokenize(m, text, std::strlen(text), GPT_TOKENIZE_PARSE_SPECIAL, ids, 256, &n);
+        } else if (call == 1) {
+            st = gpt_detokenize(m, want_ids, n_want, 0, buf, sizeof buf, &nb);
+        } else {
+            st = gpt_detokenizer_create(m, 0, &d);
+            for (uint32_t i = 0; st == GPT_OK && i < n_want; i++) {
+                gpt_status ps;
+                // A failed push changes nothing: retry it once allocations work again.
+                while ((ps = gpt_detokenizer_push(d, want_ids[i], buf, sizeof buf, &nb)) == GPT_ERR_OUT_OF_MEMORY) {
+                    alloc_hooks::disarm();
+                    fails++;
                 }
-                if (st == GPT_OK) {
-                    g_fail_new_after = -1;
-                    CHECK_OK(gpt_detokenizer_flush(d, buf, sizeof buf, &nb));
-                    streamed.append(buf, nb);
-                }
+                CHECK_OK(ps);
+                streamed.append(buf, nb);
             }
-            const bool injected = g_new_failed.load();
-            g_fail_new_after = -1;
-            gpt_detokenizer_free(d);
-            if (st == GPT_ERR_OUT_OF_MEMORY) {
-                fails++;
-                continue;
+            if (st == GPT_OK) {
+                alloc_hooks::disarm();
+                CHECK_OK(gpt_detokenizer_flush(d, buf, sizeof buf, &nb));
+                streamed.append(buf, nb);
             }
-            CHECK_OK(st);
-            if (call == 0) {
-                assert_int_equal(n, n_want - 9);
-                assert_memory_equal(ids, want_ids, n * sizeof(int32_t));
-            } else if (call == 1) {
-                assert_int_equal(nb, n_text);
-                assert_memory_equal(buf, want_text, nb);
-            } else {
-                assert_int_equal(streamed.size(), n_text);
-                assert_memory_equal(streamed.data(), want_text, n_text);
-            }
-            if (!injected) break;
         }
-        std::printf("# tokenizer call %d: %u injected failures handled\n", call, fails);
-        assert_true(fails > 0);
+        const bool injected = alloc_hooks::fired();
+        alloc_hooks::disarm();
+        gpt_detokenizer_free(d);
+        if (st == GPT_ERR_OUT_OF_MEMORY) {
+            fails++;
+            continue;
+        }
+        CHECK_OK(st);
+        if (call == 0) {
+            assert_int_equal(n, n_want - 9);
+            assert_memory_equal(ids, want_ids, n * sizeof(int32_t));
+        } else if (call == 1) {
+            assert_int_equal(nb, n_text);
+            assert_memory_equal(buf, want_text, nb);
+        } else {
+            assert_int_equal(streamed.size(), n_text);
+            assert_memory_equal(streamed.data(), want_text, n_text);
+        }
+        if (!injected) break;
     }
+    std::printf("# tokenizer call %d: %u injected failures handled\n", call, fails);
+    assert_true(fails > 0);
     gpt_model_free(m);
 }
+
+void test_tokenize_allocation_failures(void **) { check_tokenizer_call_allocation_failures(0); }
+void test_detokenize_allocation_failures(void **) { check_tokenizer_call_allocation_failures(1); }
+void test_detokenizer_stream_allocation_failures(void **) { check_tokenizer_call_allocation_failures(2); }
 
 // Memory exhausted for good (every allocation on the thread fails, from a fresh thread whose
 // last-error message has no storage yet): each call returns GPT_ERR_OUT_OF_MEMORY (the
@@ -763,7 +765,7 @@ void test_out_of_memory_for_good(void **) {
     gpt_status st[6];
     const char *build_info = nullptr;
     std::thread t([&] {
-        t_fail_all_new = true;
+        alloc_hooks::fail_all_on_this_thread(true);
         gpt_model *m2 = nullptr;
         gpt_model_params mp;
         gpt_model_params_init(&mp);
@@ -784,7 +786,7 @@ void test_out_of_memory_for_good(void **) {
         const int32_t bad = -1; // an error whose message does not fit a short string
         st[5] = gpt_forward(ctx, &bad, 1, 1, 0, nullptr);
         build_info = gpt_build_info(); // returns a string, never throws
-        t_fail_all_new = false;
+        alloc_hooks::fail_all_on_this_thread(false);
         gpt_model_free(m2);
         gpt_ctx_free(c2);
         gpt_detokenizer_free(d);
@@ -885,9 +887,11 @@ template <typename F> void expect_convert_error(gpt_status want, const char *nee
 // JSON nested 200 000 deep where the converter quotes or walks it: rejected with
 // GPT_ERR_FORMAT (regression: json::dump() in the error message, and flatten() of a
 // tokenizer.json "Sequence", recursed once per level and overflowed the stack).
-void test_deep_json(void **) {
-    const size_t D = 200000;
-    const std::string deep = nested(D, "[", "", "]");
+const size_t kDeep = 200000;
+
+// In config.json: a value quoted in the message, an object expected.
+void test_deep_json_config(void **) {
+    const std::string deep = nested(kDeep, "[", "", "]");
     expect_convert_error(GPT_ERR_FORMAT, "\"n_embd\" must be a positive integer, not [[[[[...]]]]]",
                          [&] { gpt::convert::parse_hf_config(R"({"model_type":"gpt2","n_embd":)" + deep + "}", "config.json"); },
                          "deep config.json value");
@@ -899,11 +903,21 @@ void test_deep_json(void **) {
                                                            "config.json");
                          },
                          "deep rope_scaling");
+}
+
+// A safetensors header's shape.
+void test_deep_json_safetensors(void **) {
+    const std::string deep = nested(kDeep, "[", "", "]");
     const std::string header = R"({"a":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,4]}})";
     expect_convert_error(GPT_ERR_FORMAT, "is not a list of non-negative integers",
                          [&] { gpt::convert::parse_safetensors_header((const uint8_t *)header.data(), header.size(), 4, "m.safetensors"); },
                          "deep safetensors shape");
-    // tokenizer.json: a pre_tokenizer Sequence nested D deep around a ByteLevel.
+}
+
+// tokenizer.json: a pre_tokenizer Sequence nested 200 000 deep around a ByteLevel: imported
+// or refused, no crash.
+void test_deep_json_tokenizer(void **) {
+    const size_t D = kDeep;
     char dir[] = "/tmp/gpt-reliability-XXXXXX";
     assert_non_null(mkdtemp(dir));
     const std::string path = std::string(dir) + "/tokenizer.json";
@@ -929,21 +943,35 @@ void test_deep_json(void **) {
 int main(void) {
     reference::test_seed();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc_hooks_linked),
         cmocka_unit_test(test_bit_flips_everywhere),
+        cmocka_unit_test(test_bursts_in_tensor_data),
         cmocka_unit_test(test_bit_flips_tokenizer_file),
         cmocka_unit_test(test_truncated_everywhere),
-        cmocka_unit_test(test_nan_inf_weights),
+        cmocka_unit_test(test_nan_inf_weights_f32),
+        cmocka_unit_test(test_nan_inf_weights_f16),
+        cmocka_unit_test(test_nan_inf_weights_bf16),
         cmocka_unit_test(test_hostile_tokenizer_in_file),
-        cmocka_unit_test(test_token_ids_out_of_range),
-        cmocka_unit_test(test_prompt_longer_than_context),
+        cmocka_unit_test(test_tokenizer_allowed_duplicates_in_file),
+        cmocka_unit_test(test_detokenize_bad_ids),
+        cmocka_unit_test(test_token_to_piece_bad_ids),
+        cmocka_unit_test(test_detokenizer_push_bad_ids),
+        cmocka_unit_test(test_prompt_longer_than_model_context),
+        cmocka_unit_test(test_prompt_longer_than_max_seq),
+        cmocka_unit_test(test_generation_fills_model_context),
+        cmocka_unit_test(test_generation_fills_max_seq),
         cmocka_unit_test(test_kv_cache_size_overflow),
         cmocka_unit_test(test_tokenizer_model_allocation_failures),
-        cmocka_unit_test(test_tokenizer_calls_allocation_failures),
+        cmocka_unit_test(test_tokenize_allocation_failures),
+        cmocka_unit_test(test_detokenize_allocation_failures),
+        cmocka_unit_test(test_detokenizer_stream_allocation_failures),
         cmocka_unit_test(test_out_of_memory_for_good),
         cmocka_unit_test(test_detokenizer_size_query),
         cmocka_unit_test(test_tokenize_no_tokens),
 #if GPT_HAVE_CONVERT
-        cmocka_unit_test(test_deep_json),
+        cmocka_unit_test(test_deep_json_config),
+        cmocka_unit_test(test_deep_json_safetensors),
+        cmocka_unit_test(test_deep_json_tokenizer),
 #endif
     };
     return cmocka_run_group_tests_name("reliability", tests, nullptr, nullptr);

@@ -5,6 +5,7 @@
 // files written here, round trips on the shared corpus, and (when GPT_TEST_GPT2_VOCAB_DIR
 // names a folder with encoder.json + vocab.bpe) exact GPT-2 encodings from
 // tests/data/gpt2_expected.json. Random tests print their seed; GPT_TEST_SEED reproduces.
+#include "convert/tokenizer_import.h"
 #include "core/error.h"
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/detokenizer.h"
@@ -13,7 +14,6 @@
 #include "tokenizer/unicode_tables.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer_corpus.h"
-#include "convert/tokenizer_import.h"
 
 #include <nlohmann/json.hpp>
 

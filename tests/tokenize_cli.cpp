@@ -11,10 +11,10 @@
 // --no-special (Hugging Face always parses its added tokens). --bos prepends BOS where the
 // source does by default (Hugging Face's add_special_tokens=True); without it, never.
 // decoded_hex is decode(ids) (less that BOS) with special tokens rendered when parsed.
+#include "convert/tokenizer_import.h"
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer_corpus.h"
-#include "convert/tokenizer_import.h"
 
 #include <nlohmann/json.hpp>
 

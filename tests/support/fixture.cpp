@@ -1,10 +1,11 @@
 // fixture.cpp - random fixture models through the library's own writer.
 #include "fixture.h"
 
-#include "core/half.h"
+#include "dtype_values.h"
 #include "format/writer.h"
 #include "model/arch.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -77,29 +78,8 @@ Model make(const Spec &s, const gpt::TokenizerData *tok) {
         const float scale = is_norm ? 0.1f : is_vector ? 0.1f : s.scale / std::sqrt((float)slot.shape.back()) * 4.0f;
         for (auto &x : v) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
         // Round to the file dtype so the reference sees exactly the stored values.
-        std::vector<uint8_t> bytes;
-        switch (s.dtype) {
-        case gpt::DType::F32:
-            bytes.resize(n * 4);
-            std::memcpy(bytes.data(), v.data(), n * 4);
-            break;
-        case gpt::DType::F16:
-            bytes.resize(n * 2);
-            for (uint64_t i = 0; i < n; i++) {
-                uint16_t h = gpt::f32_to_f16(v[i]);
-                std::memcpy(bytes.data() + 2 * i, &h, 2);
-                v[i] = gpt::f16_to_f32(h);
-            }
-            break;
-        case gpt::DType::BF16:
-            bytes.resize(n * 2);
-            for (uint64_t i = 0; i < n; i++) {
-                uint16_t h = gpt::f32_to_bf16(v[i]);
-                std::memcpy(bytes.data() + 2 * i, &h, 2);
-                v[i] = gpt::bf16_to_f32(h);
-            }
-            break;
-        }
+        const std::vector<uint8_t> bytes = encode(v, s.dtype);
+        v = rounded(v, s.dtype);
         w.add_tensor(slot.name, s.dtype, slot.shape, bytes.data(), bytes.size());
         m.tensors[slot.name] = std::move(v);
     }

@@ -22,14 +22,14 @@ const std::vector<float> &tensor(const TensorMap &t, const std::string &name) {
     return it->second;
 }
 
-// y = W x (+ b), W row-major [rows][cols].
-Vec linear(const std::vector<float> &w, const std::vector<float> *b, const Vec &x, size_t rows) {
+// y = W x (+ b), W row-major [rows][cols], or [cols][rows] when stored transposed.
+Vec linear(const std::vector<float> &w, const std::vector<float> *b, const Vec &x, size_t rows, bool transposed = false) {
     const size_t cols = x.size();
     if (w.size() != rows * cols) throw std::runtime_error("reference: matrix size mismatch");
     Vec y(rows, 0.0);
     for (size_t r = 0; r < rows; r++) {
         double s = 0;
-        for (size_t k = 0; k < cols; k++) s += (double)w[r * cols + k] * x[k];
+        for (size_t k = 0; k < cols; k++) s += (double)w[transposed ? k * rows + r : r * cols + k] * x[k];
         y[r] = s + (b ? (double)(*b)[r] : 0.0);
     }
     return y;
@@ -65,21 +65,25 @@ double gelu_tanh(double x) {
 
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
-// Rotate-half RoPE (Hugging Face convention) on one head vector at position pos.
-void rope(double *v, uint32_t hd, uint32_t pos, double theta) {
+// RoPE on one head vector at position pos: pair i is (i, i + hd/2) (rotate-half, Hugging
+// Face) or (2i, 2i + 1) (interleaved, llama2.c).
+void rope(double *v, uint32_t hd, uint32_t pos, double theta, bool interleaved) {
     const uint32_t half = hd / 2;
     for (uint32_t i = 0; i < half; i++) {
         const double inv_freq = std::pow(theta, -2.0 * (double)i / (double)hd);
         const double a = (double)pos * inv_freq;
-        const double x0 = v[i], x1 = v[i + half];
-        v[i] = x0 * std::cos(a) - x1 * std::sin(a);
-        v[i + half] = x1 * std::cos(a) + x0 * std::sin(a);
+        double &v0 = interleaved ? v[2 * i] : v[i];
+        double &v1 = interleaved ? v[2 * i + 1] : v[i + half];
+        const double x0 = v0, x1 = v1;
+        v0 = x0 * std::cos(a) - x1 * std::sin(a);
+        v1 = x1 * std::cos(a) + x0 * std::sin(a);
     }
 }
 
 } // namespace
 
-std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const std::vector<int32_t> &tokens) {
+std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const std::vector<int32_t> &tokens,
+                            const Layout &layout) {
     const bool gpt2 = c.arch == GPT_ARCH_GPT2;
     const size_t T = tokens.size(), d = c.d_model, V = c.vocab_size, hd = c.head_dim;
     const size_t nh = c.n_heads, nkv = c.n_kv_heads, qd = nh * hd, kvd = nkv * hd, ff = c.d_ff;
@@ -106,13 +110,14 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
                                : rms_norm(x[i], tensor(t, p + "attn_norm.weight"), eps);
             const bool bias = gpt2 || c.qkv_bias;
             const Vec qkv = linear(tensor(t, p + "attn_qkv.weight"), bias ? &tensor(t, p + "attn_qkv.bias") : nullptr, h,
-                                   qd + 2 * kvd);
+                                   qd + 2 * kvd, gpt2 && layout.conv1d);
             q[i].assign(qkv.begin(), qkv.begin() + qd);
             k[i].assign(qkv.begin() + qd, qkv.begin() + qd + kvd);
             v[i].assign(qkv.begin() + qd + kvd, qkv.end());
             if (!gpt2) {
-                for (size_t h_ = 0; h_ < nh; h_++) rope(q[i].data() + h_ * hd, (uint32_t)hd, (uint32_t)i, c.rope_theta);
-                for (size_t g = 0; g < nkv; g++) rope(k[i].data() + g * hd, (uint32_t)hd, (uint32_t)i, c.rope_theta);
+                const bool il = layout.interleaved_rope;
+                for (size_t h_ = 0; h_ < nh; h_++) rope(q[i].data() + h_ * hd, (uint32_t)hd, (uint32_t)i, c.rope_theta, il);
+                for (size_t g = 0; g < nkv; g++) rope(k[i].data() + g * hd, (uint32_t)hd, (uint32_t)i, c.rope_theta, il);
             }
         }
         const double scale = 1.0 / std::sqrt((double)hd);
@@ -134,7 +139,8 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
                 for (size_t j = 0; j <= i; j++)
                     for (size_t e = 0; e < hd; e++) att[h_ * hd + e] += s[j] / sum * v[j][g * hd + e];
             }
-            const Vec o = linear(tensor(t, p + "attn_out.weight"), gpt2 ? &tensor(t, p + "attn_out.bias") : nullptr, att, d);
+            const Vec o = linear(tensor(t, p + "attn_out.weight"), gpt2 ? &tensor(t, p + "attn_out.bias") : nullptr, att, d,
+                                 gpt2 && layout.conv1d);
             for (size_t j = 0; j < d; j++) x[i][j] += o[j];
         }
         // Feed-forward block.
@@ -142,14 +148,15 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
             Vec f(ff);
             if (gpt2) {
                 const Vec h = layer_norm(x[i], tensor(t, p + "ffn_norm.weight"), tensor(t, p + "ffn_norm.bias"), eps);
-                const Vec up = linear(tensor(t, p + "ffn_up.weight"), &tensor(t, p + "ffn_up.bias"), h, ff);
+                const Vec up = linear(tensor(t, p + "ffn_up.weight"), &tensor(t, p + "ffn_up.bias"), h, ff, layout.conv1d);
                 for (size_t j = 0; j < ff; j++) f[j] = gelu_tanh(up[j]);
             } else {
                 const Vec h = rms_norm(x[i], tensor(t, p + "ffn_norm.weight"), eps);
                 const Vec gu = linear(tensor(t, p + "ffn_gate_up.weight"), nullptr, h, 2 * ff);
                 for (size_t j = 0; j < ff; j++) f[j] = silu(gu[j]) * gu[ff + j];
             }
-            const Vec down = linear(tensor(t, p + "ffn_down.weight"), gpt2 ? &tensor(t, p + "ffn_down.bias") : nullptr, f, d);
+            const Vec down = linear(tensor(t, p + "ffn_down.weight"), gpt2 ? &tensor(t, p + "ffn_down.bias") : nullptr, f, d,
+                                    gpt2 && layout.conv1d);
             for (size_t j = 0; j < d; j++) x[i][j] += down[j];
         }
     }

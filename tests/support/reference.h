@@ -9,13 +9,16 @@
 //            x += W_down gelu_tanh(W_up h + b_up) + b_down
 //          logits = head . LayerNorm(x), head = tok_emb when the head is tied.
 //   Llama: x_t = tok_emb[tok_t]; per layer
-//            h = RMSNorm(x); [q | k | v] = W_qkv h (+ b_qkv); rotate-half RoPE on q and k
-//            (pairs (i, i + head_dim/2), angle = t * theta^(-2i/head_dim));
-//            query head h reads kv head h / (n_heads / n_kv_heads);
+//            h = RMSNorm(x); [q | k | v] = W_qkv h (+ b_qkv); RoPE on q and k, rotating
+//            pairs (i, i + head_dim/2) (rotate-half, Hugging Face) or, with
+//            Layout::interleaved_rope, pairs (2i, 2i + 1) (llama2.c, Meta), by the angle
+//            t * theta^(-2i/head_dim); query head h reads kv head h / (n_heads / n_kv_heads);
 //            x += W_out attention; h = RMSNorm(x); [gate | up] = W_gate_up h;
 //            x += W_down (silu(gate) * up)
 //          logits = head . RMSNorm(x).
 // Attention: softmax(q . k / sqrt(head_dim)) over keys 0..t.
+// Matrices are row-major [out][in] (the weight file's layout) unless Layout::conv1d says the
+// GPT-2 block matrices are stored [in][out], as Hugging Face's Conv1D keeps them.
 #pragma once
 
 #include "fixture.h"
@@ -30,8 +33,21 @@ namespace reference {
 
 using TensorMap = std::map<std::string, std::vector<float>>;
 
-// Logits of every position, row-major [tokens.size()][vocab_size].
-std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &tensors, const std::vector<int32_t> &tokens);
+// How the tensors are laid out and how RoPE pairs dimensions; the defaults are the weight
+// file's (and the engine's).
+struct Layout {
+    // Llama RoPE rotates pairs (2i, 2i + 1), as llama2.c and Meta's checkpoints do, instead
+    // of (i, i + head_dim/2).
+    bool interleaved_rope = false;
+    // GPT-2's attn_qkv, attn_out, ffn_up and ffn_down weights are stored [in][out] (Hugging
+    // Face's Conv1D) instead of [out][in].
+    bool conv1d = false;
+};
+
+// Logits of every position, row-major [tokens.size()][vocab_size]. Tensors under the weight
+// file's names (model/weights.h), values as the engine sees them.
+std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &tensors, const std::vector<int32_t> &tokens,
+                            const Layout &layout = Layout());
 inline std::vector<double> forward(const fixture::Model &m, const std::vector<int32_t> &tokens) {
     return forward(m.config, m.tensors, tokens);
 }

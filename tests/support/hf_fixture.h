@@ -1,0 +1,80 @@
+// hf_fixture.h - Hugging Face checkpoints written by the tests: a small safetensors writer
+// (single file, or shards with model.safetensors.index.json) and random gpt2 / llama /
+// mistral / qwen2 models with their config.json, values kept as stored.
+#pragma once
+
+#include "format/spec.h"
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fixture {
+
+// One safetensors entry, bytes as stored.
+struct StEntry {
+    std::string name;
+    std::string dtype; // "F32", "F64", "U8", ...
+    std::vector<uint64_t> shape;
+    std::vector<uint8_t> bytes;
+};
+
+// A safetensors file: the 8-byte header length, the JSON header (with __metadata__, padded
+// with spaces to a multiple of 8), the data in entry order.
+std::vector<uint8_t> safetensors_bytes(const std::vector<StEntry> &entries);
+
+// Writes config.json and the tensors: model.safetensors (n_shards 1) or n shards (entry i in
+// shard i % n) and the index.
+void write_hf_dir(const std::string &dir, const std::string &config, const std::vector<StEntry> &entries, int n_shards);
+
+// The name of shard s (0-based) of n: model-0000(s+1)-of-0000n.safetensors.
+std::string shard_name(int s, int n);
+
+// The safetensors name of a file dtype: "F32", "F16", "BF16".
+const char *st_name(gpt::DType t);
+
+// What make_hf draws. Sizes follow the config.json fields they become.
+struct HfSpec {
+    std::string type = "llama"; // gpt2 | llama | mistral | qwen2
+    uint32_t d = 48, layers = 2, heads = 4, kv = 2, head_dim = 0 /* 0: d / heads, not in config.json */, ff = 72;
+    uint32_t vocab = 67, ctx = 32;
+    bool tied = false;
+    gpt::DType dtype = gpt::DType::F32; // of every tensor (torch_dtype)
+    uint64_t seed = 1;
+    // gpt2
+    bool prefix = true;     // "transformer." before the body's names
+    bool head_copy = false; // tied, but lm_head.weight written (equal to wte)
+    bool buffers = true;    // attn.bias (U8 mask) and attn.masked_bias (F32) buffers
+    // llama family
+    std::string rope = "top"; // where rope_theta lives: "top", "parameters" (transformers 5), "scaling" (rope_scaling default)
+    float theta = 10000.0f, eps = 1e-5f;
+    int32_t bos = 1;
+    std::vector<int32_t> eos = {2};
+    uint32_t sliding_window = 0;
+    int shards = 1;
+};
+
+// A drawn model: config.json and the tensors under their Hugging Face names.
+struct HfModel {
+    HfSpec spec;
+    std::string config;                                  // config.json
+    std::vector<std::string> order;                      // tensors in write order
+    std::map<std::string, std::vector<uint64_t>> shapes; // HF names
+    std::map<std::string, std::vector<float>> values;    // as stored (rounded)
+    std::vector<StEntry> extra;                          // buffers (not weights)
+    uint32_t hd() const { return spec.head_dim ? spec.head_dim : spec.d / spec.heads; }
+
+    // Draws a tensor (normal entries, mean and std) in spec.dtype and appends it.
+    void add(std::mt19937_64 &rng, const std::string &name, std::vector<uint64_t> shape, float mean, float std);
+    // A tensor's values (a cmocka failure if there is none).
+    const std::vector<float> &v(const std::string &n) const;
+    // Every tensor as written: the weights in order, then the buffers.
+    std::vector<StEntry> entries() const;
+};
+
+// Draws the model's tensors (seeded by spec.seed) and writes its config.json text.
+HfModel make_hf(const HfSpec &s);
+
+} // namespace fixture
