@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
     sp.temperature = 0.0f; /* greedy: the same text every run */
     gpt_status st = gpt_tokenize(model, text, strlen(text), 0, prompt, 256, &n_prompt);
     if (st == GPT_OK) st = gpt_ctx_create(model, &cp, &ctx);
-    if (st == GPT_OK) st = gpt_detokenizer_create(model, 0, &detok);
+    if (st == GPT_OK) st = gpt_detokenizer_create(model, GPT_DETOKENIZE_CONTINUE, &detok); /* continues the prompt printed below */
     if (st != GPT_OK) {
         fprintf(stderr, "embed: %s\n", gpt_last_error());
     } else {

@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     cp.max_seq = info.context_length < 512 ? info.context_length : 512; /* the KV cache is sized once */
     if (st == GPT_OK) st = gpt_tokenize(model, argv[2], strlen(argv[2]), 0, prompt, 512, &n_prompt);
     if (st == GPT_OK) st = gpt_ctx_create(model, &cp, &ctx);
-    if (st == GPT_OK) st = gpt_detokenizer_create(model, 0, &detok);
+    if (st == GPT_OK) st = gpt_detokenizer_create(model, GPT_DETOKENIZE_CONTINUE, &detok); /* continues the prompt printed below */
     if (st != GPT_OK) return fprintf(stderr, "error: %s\n", gpt_last_error()), 1;
     gpt_sampling_params_init(&sp); /* temperature 0.8, top-k 40, top-p 0.95, seed 0 */
     struct timespec t0, t1;

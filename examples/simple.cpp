@@ -17,7 +17,7 @@ int main(int argc, char **argv) {
         gpt::CtxParams cp;
         cp.max_seq = std::min<uint32_t>(512, model.info().context_length);
         gpt::Context ctx = model.context(cp);
-        gpt::Detokenizer detok = model.detokenizer();
+        gpt::Detokenizer detok = model.detokenizer(GPT_DETOKENIZE_CONTINUE); // the text continues the prompt
         gpt::SamplingParams sp; // temperature 0.8, top-k 40, top-p 0.95, seed 0
         std::cout << argv[2];
         const auto tokens = ctx.generate(model.tokenize(argv[2]), argc > 3 ? (uint32_t)std::atoi(argv[3]) : 64, sp,

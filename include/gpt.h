@@ -39,8 +39,11 @@
  * - Constructors write the new handle through an OUT pointer and leave it NULL on
  *   failure. Destructors return nothing and accept NULL.
  * - Params structs begin with struct_size. Fill them with the matching *_init function,
- *   then change fields; the library reads only the fields that struct_size covers, so a
- *   program built against an older header keeps working with a newer library.
+ *   then change fields. struct_size must be a size some version of this header gave the
+ *   struct (a program built against an older header keeps working with a newer library,
+ *   which then uses defaults for the fields it did not know) or a larger one from a newer
+ *   header (at most 4096 and a multiple of the struct's alignment; the extra fields are
+ *   ignored); anything else is GPT_ERR_INVALID_ARG. Each struct has had one size so far.
  * - Variable-length results go into a caller buffer, and the needed length is reported,
  *   so a caller can size the buffer with a first call.
  * - Memory: weights are allocated when a model is loaded, the KV cache and all scratch
@@ -62,7 +65,7 @@
 /* Version of this header. The soname carries GPT_VERSION_MAJOR: it changes only when the
  * ABI breaks. Minor versions add functions, enum values and trailing struct fields. */
 #define GPT_VERSION_MAJOR 0
-#define GPT_VERSION_MINOR 1
+#define GPT_VERSION_MINOR 2
 #define GPT_VERSION_PATCH 0
 #define GPT_VERSION_NUMBER (GPT_VERSION_MAJOR * 10000 + GPT_VERSION_MINOR * 100 + GPT_VERSION_PATCH)
 
@@ -207,7 +210,16 @@ typedef struct gpt_model_info {
     char name[64];           /* the file's general.name, NUL-terminated, may be empty */
 } gpt_model_info;
 
-/* Fills *info up to info->struct_size bytes (set struct_size first). */
+/* Every token id that ends generation (the file's tokenizer.eos_ids, e.g. an instruct model's
+ * end-of-turn and end-of-text tokens; else the eos_token alone; none when the model has
+ * none), eos_token first. gpt_generate stops at any of them unless GPT_SAMPLING_IGNORE_EOS.
+ * Sizing as gpt_tokenize: *n_tokens always receives the count; NULL with cap 0 is a size
+ * query; GPT_ERR_BUFFER_TOO_SMALL when cap is short. */
+GPT_API gpt_status gpt_model_get_eos_tokens(const gpt_model *model, int32_t *tokens, uint32_t cap, uint32_t *n_tokens);
+
+/* Fills *info (set info->struct_size first; the rule above applies). On return struct_size
+ * holds the bytes filled: a larger struct from a newer header keeps its extra fields
+ * untouched, and learns the library's size. */
 GPT_API gpt_status gpt_model_get_info(const gpt_model *model, gpt_model_info *info);
 
 /* ---------------------------------------------------------------------------- context */
@@ -223,7 +235,8 @@ typedef int (*gpt_abort_fn)(void *user);
 typedef struct gpt_ctx_params {
     uint32_t struct_size;     /* sizeof(gpt_ctx_params), set by gpt_ctx_params_init */
     uint32_t max_batch;       /* sequences per gpt_forward call; default 1 */
-    uint32_t max_seq;         /* tokens per sequence (KV cache length); default 0: the model's context_length */
+    uint32_t max_seq;         /* tokens per sequence (KV cache length); default 0: the model's
+                                 context_length, at most 4096 (ask for more explicitly) */
     uint32_t max_step_tokens; /* tokens processed per internal step (scratch size); default 0: 512,
                                  raised to max_batch; longer calls are split into steps */
     uint32_t compute_dtype;   /* gpt_dtype of GPU arithmetic; default AUTO: the weights' dtype.
@@ -243,7 +256,9 @@ GPT_API void gpt_ctx_params_init(gpt_ctx_params *params);
 GPT_API gpt_status gpt_ctx_estimate_memory(const gpt_model *model, const gpt_ctx_params *params,
                                            uint64_t *host_bytes, uint64_t *device_bytes);
 
-/* Creates a context on the model's device. params may be NULL for the defaults. */
+/* Creates a context on the model's device. params may be NULL for the defaults. A context
+ * whose memory (gpt_ctx_estimate_memory) exceeds what the host can give (MemAvailable) or
+ * what is free on the GPU is refused with GPT_ERR_OUT_OF_MEMORY, the message giving both. */
 GPT_API gpt_status gpt_ctx_create(gpt_model *model, const gpt_ctx_params *params, gpt_ctx **out);
 GPT_API void gpt_ctx_free(gpt_ctx *ctx);
 
@@ -281,7 +296,7 @@ GPT_API gpt_status gpt_forward(gpt_ctx *ctx, const int32_t *tokens, uint32_t bat
 /* --------------------------------------------------------------------------- generate */
 
 /* gpt_sampling_params.flags */
-#define GPT_SAMPLING_IGNORE_EOS 0x1u /* do not stop at the model's end-of-sequence token */
+#define GPT_SAMPLING_IGNORE_EOS 0x1u /* do not stop at the model's end-of-sequence tokens */
 
 typedef struct gpt_sampling_params {
     uint32_t struct_size;          /* sizeof(gpt_sampling_params), set by gpt_sampling_params_init */
@@ -304,9 +319,10 @@ GPT_API void gpt_sampling_params_init(gpt_sampling_params *params);
 typedef int (*gpt_token_fn)(int32_t token, void *user);
 
 /* Appends the prompt (n_prompt >= 1 tokens) to sequence 0, then samples up to cap new
- * tokens into out, calling on_token (may be NULL) for each. Generation ends at the model's
- * end-of-sequence token (unless GPT_SAMPLING_IGNORE_EOS), at a stop token (both are
- * written to out and counted), when on_token returns nonzero, or after cap tokens.
+ * tokens into out, calling on_token (may be NULL) for each. Generation ends at any of the
+ * model's end-of-sequence tokens (gpt_model_get_eos_tokens; unless GPT_SAMPLING_IGNORE_EOS),
+ * at a stop token (both are written to out and counted), when on_token returns nonzero, or
+ * after cap tokens.
  * *n_out receives the number of tokens written, also when the call fails part way
  * (GPT_ERR_CONTEXT_FULL when the cache fills up, GPT_ERR_ABORTED).
  * The cache then holds the prompt and every generated token but the last, so a following
@@ -336,6 +352,11 @@ GPT_API gpt_status gpt_tokenize(const gpt_model *model, const char *text, size_t
 
 /* gpt_detokenize / gpt_token_to_piece / gpt_detokenizer_create flags */
 #define GPT_DETOKENIZE_RENDER_SPECIAL 0x1u /* write control tokens' text ("</s>") instead of nothing */
+#define GPT_DETOKENIZE_CONTINUE 0x2u       /* the tokens continue text shown before them (a prompt):
+                                              keep the space a SentencePiece-style tokenizer drops
+                                              at the start of a text ("the" + " park", not "thepark").
+                                              gpt_detokenize and gpt_detokenizer_create; every stream
+                                              of a detokenizer (after a flush too) continues. */
 
 /* Token ids -> UTF-8 bytes, with the tokenizer's decoding rules. A NUL is written after the
  * bytes when there is room; *n_bytes never counts it. */

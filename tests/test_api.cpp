@@ -380,39 +380,46 @@ void test_params_defaults(void **) {
 
 int always_abort(void *) { return 1; }
 
-// A caller built against an older, shorter struct: the library reads only struct_size bytes
-// and keeps its defaults for the rest (garbage there must not matter); 0 is refused. Each
-// params struct in turn.
+// struct_size: only a size some version of gpt.h gave the struct (so far each has had one:
+// sizeof) or a plausible larger one from a newer header (<= 4096, a multiple of the struct's
+// alignment; its extra fields ignored) is accepted. Regression: sizes ending inside a field
+// were accepted, so gpt_ctx_params.struct_size 33-38 copied part of abort_fn and the library
+// then called the torn pointer (SIGSEGV); 9 copied one byte of max_seq; 0xDEADBEEF passed.
+// Each params struct in turn.
 
-// ctx params up to kv_dtype: n_threads, flags and the abort callback are garbage; too small
-// a size is refused, a newer caller's longer struct accepted.
+// Every size below sizeof(T) (field boundaries and mid-field alike), sizeof + 1, past 4096
+// and garbage.
+template <typename T> std::vector<uint32_t> refused_sizes() {
+    std::vector<uint32_t> bad;
+    for (uint32_t n = 0; n < sizeof(T); n++) bad.push_back(n);
+    bad.push_back(sizeof(T) + 1);
+    bad.push_back(4096 + 8);
+    bad.push_back(0xDEADBEEFu);
+    return bad;
+}
+
+// ctx params: refused at every bad size (the abort callback would abort every forward if it
+// were read from a torn copy: it never is); a newer caller's longer struct is accepted.
 void test_ctx_params_struct_size(void **) {
     std::mt19937_64 rng(reference::sub_seed("params_struct_size"));
     const auto toks = random_tokens(rng, 6);
     gpt_ctx_params cp;
     gpt_ctx_params_init(&cp);
     cp.max_seq = 8;
-    cp.struct_size = offsetof(gpt_ctx_params, n_threads);
-    cp.n_threads = 0xdeadbeef;
-    cp.flags = 0xffffff00u;
+    cp.n_threads = 1;
     cp.abort_fn = always_abort;
     gpt_ctx *ctx = nullptr;
-    CHECK_OK(gpt_ctx_create(g->model, &cp, &ctx));
-    CHECK_OK(gpt_forward(ctx, toks.data(), 1, 6, 0, nullptr)); // no abort: the callback was not read
-    CHECK_FAILS(gpt_forward(ctx, toks.data(), 1, 6, 0, nullptr), GPT_ERR_CONTEXT_FULL, "max_seq 8", ctx); // max_seq was
-    gpt_ctx_free(ctx);
-    // Fully read, the same garbage is refused.
-    cp.struct_size = sizeof cp;
-    cp.n_threads = 1;
-    CHECK_FAILS(gpt_ctx_create(g->model, &cp, &ctx), GPT_ERR_INVALID_ARG, "flags", nullptr);
-    assert_null(ctx);
-    // Too small to hold even the first field.
-    for (uint32_t bad : {0u, 1u, 4u, 7u}) {
+    for (uint32_t bad : refused_sizes<gpt_ctx_params>()) {
         cp.struct_size = bad;
-        CHECK_FAILS(gpt_ctx_create(g->model, &cp, &ctx), GPT_ERR_INVALID_ARG, "struct_size", nullptr);
-        CHECK_FAILS(gpt_ctx_estimate_memory(g->model, &cp, nullptr, nullptr), GPT_ERR_INVALID_ARG, "struct_size", nullptr);
+        char what[64];
+        std::snprintf(what, sizeof what, "struct_size %u", bad);
+        if (gpt_ctx_create(g->model, &cp, &ctx) != GPT_ERR_INVALID_ARG || ctx)
+            fail_msg("gpt_ctx_create with %s: not refused (%s)", what, gpt_last_error());
+        if (!std::strstr(gpt_last_error(), "struct_size")) fail_msg("%s: message '%s'", what, gpt_last_error());
+        if (gpt_ctx_estimate_memory(g->model, &cp, nullptr, nullptr) != GPT_ERR_INVALID_ARG)
+            fail_msg("gpt_ctx_estimate_memory with %s: not refused", what);
     }
-    // A newer caller's longer struct: the extra tail is ignored.
+    // A newer caller's longer struct: the extra tail is ignored, the known fields are read.
     struct Newer {
         gpt_ctx_params p;
         uint64_t future[8];
@@ -420,32 +427,44 @@ void test_ctx_params_struct_size(void **) {
     gpt_ctx_params_init(&nw.p);
     nw.p.struct_size = sizeof nw;
     nw.p.n_threads = 1;
+    nw.p.max_seq = 8;
     std::memset(nw.future, 0xee, sizeof nw.future);
     CHECK_OK(gpt_ctx_create(g->model, &nw.p, &ctx));
+    CHECK_OK(gpt_forward(ctx, toks.data(), 1, 6, 0, nullptr));
+    CHECK_FAILS(gpt_forward(ctx, toks.data(), 1, 6, 0, nullptr), GPT_ERR_CONTEXT_FULL, "max_seq 8", ctx); // max_seq was read
     gpt_ctx_free(ctx);
 }
 
-// Model params up to device: weight_dtype and flags are garbage.
+// Model params: refused at every bad size; a newer caller's longer struct is read.
 void test_model_params_struct_size(void **) {
     gpt_model_params mp;
     gpt_model_params_init(&mp);
     mp.device = GPT_DEVICE_CPU;
-    mp.struct_size = offsetof(gpt_model_params, weight_dtype);
-    mp.weight_dtype = 77;
-    mp.flags = 0xfffffff0u;
     gpt_model *m = nullptr;
-    CHECK_OK(gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &mp, &m));
-    gpt_model_free(m);
-    mp.struct_size = sizeof mp;
-    CHECK_FAILS(gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &mp, &m), GPT_ERR_INVALID_ARG,
+    for (uint32_t bad : refused_sizes<gpt_model_params>()) {
+        mp.struct_size = bad;
+        if (gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &mp, &m) != GPT_ERR_INVALID_ARG || m)
+            fail_msg("gpt_model_load_from_memory with struct_size %u: not refused", bad);
+        if (!std::strstr(gpt_last_error(), "struct_size")) fail_msg("struct_size %u: message '%s'", bad, gpt_last_error());
+    }
+    struct Newer {
+        gpt_model_params p;
+        uint32_t future[6];
+    } nw;
+    gpt_model_params_init(&nw.p);
+    nw.p.struct_size = sizeof nw;
+    nw.p.device = GPT_DEVICE_CPU;
+    nw.p.flags = 0xfffffff0u; // read: refused as unknown flags
+    std::memset(nw.future, 0xee, sizeof nw.future);
+    CHECK_FAILS(gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &nw.p, &m), GPT_ERR_INVALID_ARG,
                 "gpt_model_params.flags", nullptr);
-    mp.struct_size = 0;
-    CHECK_FAILS(gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &mp, &m), GPT_ERR_INVALID_ARG,
-                "struct_size", nullptr);
-    assert_null(m);
+    nw.p.flags = 0;
+    CHECK_OK(gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &nw.p, &m));
+    gpt_model_free(m);
 }
 
-// Sampling params up to flags: seed and stop_tokens are garbage (a wild pointer).
+// Sampling params: refused at every bad size (seed and stop_tokens would be garbage, a wild
+// pointer among them); a newer caller's longer struct generates exactly as today's.
 void test_sampling_params_struct_size(void **) {
     std::mt19937_64 rng(reference::sub_seed("params_struct_size"));
     const auto toks = random_tokens(rng, 6);
@@ -455,40 +474,60 @@ void test_sampling_params_struct_size(void **) {
     sp.temperature = 1.3f;
     sp.top_k = 0;
     sp.flags = GPT_SAMPLING_IGNORE_EOS;
-    sp.struct_size = offsetof(gpt_sampling_params, seed);
     sp.seed = 0x1234567;
-    sp.stop_tokens = reinterpret_cast<const int32_t *>(0x8);
-    sp.n_stop_tokens = 3;
     int32_t out1[12], out2[12];
     uint32_t n1 = 0, n2 = 0;
-    CHECK_OK(gpt_generate(a, toks.data(), 3, &sp, nullptr, nullptr, out1, 12, &n1));
-    gpt_sampling_params full = sp;
-    full.struct_size = sizeof full;
-    full.seed = 0; // the default
-    full.stop_tokens = nullptr;
-    full.n_stop_tokens = 0;
-    CHECK_OK(gpt_generate(b, toks.data(), 3, &full, nullptr, nullptr, out2, 12, &n2));
+    for (uint32_t bad : refused_sizes<gpt_sampling_params>()) {
+        sp.struct_size = bad;
+        if (gpt_generate(a, toks.data(), 3, &sp, nullptr, nullptr, out1, 12, &n1) != GPT_ERR_INVALID_ARG || n1 != 0)
+            fail_msg("gpt_generate with struct_size %u: not refused", bad);
+        if (!std::strstr(gpt_ctx_last_error(a), "struct_size")) fail_msg("struct_size %u: message '%s'", bad, gpt_ctx_last_error(a));
+    }
+    assert_int_equal(gpt_ctx_seq_len(a, 0), 0); // nothing was run
+    struct Newer {
+        gpt_sampling_params p;
+        uint64_t future[4];
+    } nw;
+    nw.p = sp;
+    nw.p.struct_size = sizeof nw;
+    std::memset(nw.future, 0xee, sizeof nw.future);
+    sp.struct_size = sizeof sp;
+    CHECK_OK(gpt_generate(a, toks.data(), 3, &nw.p, nullptr, nullptr, out1, 12, &n1));
+    CHECK_OK(gpt_generate(b, toks.data(), 3, &sp, nullptr, nullptr, out2, 12, &n2));
     assert_int_equal(n1, 12);
     assert_int_equal(n2, 12);
     assert_memory_equal(out1, out2, sizeof out1);
-    sp.struct_size = 0;
-    CHECK_FAILS(gpt_generate(a, toks.data(), 3, &sp, nullptr, nullptr, out1, 12, &n1), GPT_ERR_INVALID_ARG, "struct_size", a);
     gpt_ctx_free(a);
     gpt_ctx_free(b);
 }
 
-// gpt_model_info: only struct_size bytes are written.
+// gpt_model_info (an OUT struct): the same sizes are refused, nothing written; a newer
+// caller's longer struct gets today's fields, struct_size set to the bytes filled, its tail
+// untouched.
 void test_model_info_struct_size(void **) {
     gpt_model_info info;
-    std::memset(&info, 0xab, sizeof info);
-    info.struct_size = offsetof(gpt_model_info, n_heads);
-    CHECK_OK(gpt_model_get_info(g->model, &info));
-    assert_int_equal(info.arch, GPT_ARCH_LLAMA);
-    assert_int_equal(info.d_model, 32);
-    const uint8_t *tail = reinterpret_cast<const uint8_t *>(&info) + offsetof(gpt_model_info, n_heads);
-    for (size_t i = 0; i < sizeof info - offsetof(gpt_model_info, n_heads); i++) assert_int_equal(tail[i], 0xab);
+    for (uint32_t bad : refused_sizes<gpt_model_info>()) {
+        if (bad < sizeof(uint32_t)) continue; // struct_size itself must be there to be read
+        std::memset(&info, 0xab, sizeof info);
+        info.struct_size = bad;
+        if (gpt_model_get_info(g->model, &info) != GPT_ERR_INVALID_ARG) fail_msg("struct_size %u: not refused", bad);
+        const uint8_t *rest = reinterpret_cast<const uint8_t *>(&info) + sizeof(uint32_t);
+        for (size_t i = 0; i < sizeof info - sizeof(uint32_t); i++)
+            if (rest[i] != 0xab) fail_msg("struct_size %u: byte %zu written", bad, i + 4);
+    }
     info.struct_size = 0;
     CHECK_FAILS(gpt_model_get_info(g->model, &info), GPT_ERR_INVALID_ARG, "struct_size", nullptr);
+    struct Newer {
+        gpt_model_info i;
+        uint8_t future[24];
+    } nw;
+    std::memset(&nw, 0xab, sizeof nw);
+    nw.i.struct_size = sizeof nw;
+    CHECK_OK(gpt_model_get_info(g->model, &nw.i));
+    assert_int_equal(nw.i.arch, GPT_ARCH_LLAMA);
+    assert_int_equal(nw.i.d_model, 32);
+    assert_int_equal(nw.i.struct_size, sizeof(gpt_model_info)); // what this library filled
+    for (uint8_t b : nw.future) assert_int_equal(b, 0xab);
 }
 
 // gpt_model_get_info of a model of the given kind reports its config, dtype, sizes and flags.
@@ -611,6 +650,48 @@ void test_ctx_params_out_of_range(void **) {
     cp.max_step_tokens = 0xffffffffu;
     CHECK_FAILS(gpt_ctx_create(g->model, &cp, &c2), GPT_ERR_INVALID_ARG, "max_step_tokens", nullptr);
     assert_null(c2);
+}
+
+// A model made for 2^22 positions (a 10 KB file; real ones say 131,072): the default context
+// holds 4096 positions, not the model's length (regression: a default context committed
+// gigabytes and spent a minute in gpt_ctx_create, which cannot be aborted); a context that
+// cannot fit in memory is refused up front with OUT_OF_MEMORY and the numbers.
+void test_ctx_default_max_seq_and_memory_refusal(void **) {
+    fixture::Spec s;
+    s.arch = GPT_ARCH_LLAMA;
+    s.n_layers = 1, s.d_model = 8, s.n_heads = 1, s.n_kv_heads = 1, s.head_dim = 256, s.d_ff = 8, s.vocab_size = 16;
+    s.context_length = 1u << 22;
+    s.seed = reference::sub_seed("long context model");
+    const fixture::Model fx = fixture::make(s);
+    gpt_model *m = load(fx);
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    cp.n_threads = 1;
+    uint64_t host_default = 0, host_4096 = 0, host_full = 0;
+    CHECK_OK(gpt_ctx_estimate_memory(m, &cp, &host_default, nullptr));
+    cp.max_seq = 4096;
+    CHECK_OK(gpt_ctx_estimate_memory(m, &cp, &host_4096, nullptr));
+    cp.max_seq = 1u << 22;
+    CHECK_OK(gpt_ctx_estimate_memory(m, &cp, &host_full, nullptr)); // an estimate is only arithmetic
+    if (host_default != host_4096)
+        fail_msg("the default context takes %" PRIu64 " bytes, max_seq 4096 %" PRIu64 " (the model's 2^22: %" PRIu64 ")",
+                 host_default, host_4096, host_full);
+    assert_true(host_full > 500 * host_4096);
+    cp.max_seq = 0;
+    gpt_ctx *c = nullptr;
+    CHECK_OK(gpt_ctx_create(m, &cp, &c));
+    std::vector<int32_t> toks(4097, 3);
+    CHECK_FAILS(gpt_forward(c, toks.data(), 1, 4097, 0, nullptr), GPT_ERR_CONTEXT_FULL, "max_seq 4096", c);
+    gpt_ctx_free(c);
+    // 4096 sequences of 2^22 positions: 32 TiB of KV cache, more than any host here has.
+    cp.max_seq = 1u << 22;
+    cp.max_batch = 4096;
+    c = reinterpret_cast<gpt_ctx *>(0x1);
+    CHECK_FAILS(gpt_ctx_create(m, &cp, &c), GPT_ERR_OUT_OF_MEMORY, "MiB of host memory", nullptr);
+    assert_null(c);
+    if (!std::strstr(gpt_last_error(), "max_seq 4194304 x max_batch 4096") || !std::strstr(gpt_last_error(), "available"))
+        fail_msg("the refusal does not give the numbers: %s", gpt_last_error());
+    gpt_model_free(m);
 }
 
 // A device that does not exist (-5; CUDA device 0 in a build without CUDA devices), an
@@ -876,6 +957,52 @@ void test_generate_eos(void **) {
     CHECK_OK(gpt_generate(ec, gr.prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n));
     assert_int_equal(n, cap);
     for (uint32_t i = 0; i < cap; i++) assert_int_equal(out[i], G[i]);
+    gpt_ctx_free(ec);
+    gpt_model_free(em);
+}
+
+// End-of-generation ids beyond eos_id (tokenizer.eos_ids: an instruct model's end-of-turn
+// token): generation stops at any of them, unless IGNORE_EOS; gpt_model_get_eos_tokens lists
+// them, eos_id first, with the usual sizing. Regression: the list was written by the
+// converter but never read, so generation ran on past the end of a turn.
+void test_generate_eos_ids(void **) {
+    const Greedy gr;
+    const uint32_t P = Greedy::P, cap = Greedy::cap;
+    const auto &G = gr.G;
+    // eos_id a token greedy decoding never produces here; the list holds the one it does.
+    int32_t unused = 0;
+    while (std::find(G.begin(), G.end(), unused) != G.end()) unused++;
+    fixture::Spec spec = small_spec(reference::sub_seed("api model"), unused);
+    spec.eos_ids = {unused, G[gr.j]};
+    fixture::Model fx = fixture::make(spec);
+    gpt_model *em = load(fx);
+
+    uint32_t n = 77;
+    CHECK_OK(gpt_model_get_eos_tokens(em, nullptr, 0, &n)); // size query
+    assert_int_equal(n, 2);
+    int32_t ids[3] = {-5, -5, -5};
+    CHECK_FAILS(gpt_model_get_eos_tokens(em, ids, 1, &n), GPT_ERR_BUFFER_TOO_SMALL, "holds 1", nullptr);
+    assert_int_equal(n, 2);
+    CHECK_OK(gpt_model_get_eos_tokens(em, ids, 3, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], unused);
+    assert_int_equal(ids[1], G[gr.j]);
+    assert_int_equal(ids[2], -5);
+    CHECK_FAILS(gpt_model_get_eos_tokens(em, nullptr, 2, &n), GPT_ERR_INVALID_ARG, "NULL", nullptr);
+    CHECK_FAILS(gpt_model_get_eos_tokens(nullptr, ids, 3, &n), GPT_ERR_INVALID_ARG, "NULL", nullptr);
+    CHECK_OK(gpt_model_get_eos_tokens(g->model, ids, 3, &n)); // a model without eos
+    assert_int_equal(n, 0);
+
+    gpt_sampling_params sp = greedy_params();
+    std::vector<int32_t> out(cap + 4, -77);
+    gpt_ctx *ec = make_ctx(1, 0, 1, nullptr, nullptr, 0, em);
+    CHECK_OK(gpt_generate(ec, gr.prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n));
+    assert_int_equal(n, gr.first_at + 1);
+    assert_int_equal(out[gr.first_at], G[gr.j]);
+    gpt_ctx_reset(ec);
+    sp.flags = GPT_SAMPLING_IGNORE_EOS;
+    CHECK_OK(gpt_generate(ec, gr.prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n));
+    assert_int_equal(n, cap);
     gpt_ctx_free(ec);
     gpt_model_free(em);
 }
@@ -1172,6 +1299,7 @@ int main(void) {
         cmocka_unit_test(test_bad_tokens),
         cmocka_unit_test(test_bad_batches),
         cmocka_unit_test(test_ctx_params_out_of_range),
+        cmocka_unit_test(test_ctx_default_max_seq_and_memory_refusal),
         cmocka_unit_test(test_model_params_out_of_range),
         cmocka_unit_test(test_context_full),
         cmocka_unit_test(test_context_full_batch),
@@ -1184,6 +1312,7 @@ int main(void) {
         cmocka_unit_test(test_generate_token_callback),
         cmocka_unit_test(test_generate_context_full),
         cmocka_unit_test(test_generate_eos),
+        cmocka_unit_test(test_generate_eos_ids),
         cmocka_unit_test(test_abort_forward),
         cmocka_unit_test(test_abort_forward_in_steps),
         cmocka_unit_test(test_abort_generate),

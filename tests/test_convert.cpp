@@ -519,6 +519,11 @@ void check_l2c(const L2cSpec &spec, const char *label) {
         assert_false(c.qkv_bias);
         assert_true(c.rope_theta == 10000.0f);
         assert_true(c.norm_eps == 1e-5f);
+        // llama2.c's runner ends a text at EOS (2) and at BOS (1): both end generation here too.
+        assert_int_equal(c.eos_id, 2);
+        assert_int_equal(c.eos_ids.size(), 2);
+        assert_int_equal(c.eos_ids[0], 2);
+        assert_int_equal(c.eos_ids[1], 1);
         // The point of the whole test: the engine (rotate-half RoPE) on the permuted weights
         // reproduces llama2.c (interleaved RoPE) on the original ones.
         expect_logits_close(engine_logits(path, toks, spec.vocab), reference_input(m, out).forward(toks), what);

@@ -36,6 +36,7 @@
 #include <set>
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -1319,6 +1320,22 @@ void test_reject_model_extra_tensors(void **) {
     expect_model_reject(model_file(rng, c, {}, nullptr, &two), GPT_ERR_FORMAT, "unexpected tensor 'blk.1.", "extra layer");
 }
 
+// Names from the file reach messages escaped: a tensor named with terminal control bytes
+// (clear screen, a newline that would forge a log line) and invalid UTF-8 is reported with
+// \xNN escapes and no raw control byte, through every load path (regression: gpt_last_error()
+// carried the raw bytes to terminals and logs).
+void test_reject_names_printed_escaped(void **) {
+    auto rng = rng_for("reject_names_printed_escaped");
+    const gpt::ModelConfig c = small_config();
+    const float one = 1.0f;
+    const std::string evil = "evil\x1b[2J\nFAKE LOG\xc2\x9b\x9b\xff\xc3\xa9.weight"; // U+009B (CSI), lone bytes, é
+    const Bytes file = model_file(rng, c, {}, nullptr, nullptr, [&](Writer &w) { w.add_tensor(evil, DType::F32, {1}, &one, 4); });
+    expect_model_reject(file, GPT_ERR_FORMAT, "unexpected tensor 'evil\\x1b[2J\\x0aFAKE LOG\\xc2\\x9b\\x9b\\xff\xc3\xa9.weight'",
+                        "control bytes in a tensor name");
+    for (const char *p = gpt_last_error(); *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) fail_msg("raw control byte 0x%02x in: %s", (unsigned char)*p, gpt_last_error());
+}
+
 // An lm_head with a tied head; none with an untied one.
 void test_reject_model_head(void **) {
     auto rng = rng_for("reject_model_head");
@@ -1515,11 +1532,49 @@ void test_load_io_errors(void **) {
     m = reinterpret_cast<gpt_model *>(0x1);
     assert_int_equal(gpt_model_load("/tmp", &p, &m), GPT_ERR_IO);
     assert_null(m);
-    assert_non_null(std::strstr(gpt_last_error(), "/tmp: not a regular file"));
+    assert_non_null(std::strstr(gpt_last_error(), "/tmp: is a directory, not a regular file"));
     Caught c = catch_error([] { WeightFile::open("/nonexistent.gpt", ReadOptions()); });
     assert_true(c.thrown && c.status == GPT_ERR_IO);
     c = catch_error([] { WeightFile::from_memory(nullptr, 128, false, ReadOptions()); });
     assert_true(c.thrown && c.status == GPT_ERR_INVALID_ARG);
+}
+
+// A FIFO (or a device) as the model path: refused at once with GPT_ERR_IO naming what it is,
+// with and without mapping (regression: open() waited for a writer forever, in
+// gpt_model_load, `gpt info` and `gpt generate`). Each load runs in a child process under a
+// 5-second alarm, so a blocking open fails the test instead of hanging it.
+void test_load_refuses_fifo_and_devices(void **) {
+    const std::string dir = files::make_temp_dir();
+    const std::string fifo = dir + "/model.gpt";
+    assert_int_equal(mkfifo(fifo.c_str(), 0600), 0);
+    struct Case {
+        std::string path;
+        const char *kind;
+        uint32_t flags;
+    } cases[] = {{fifo, "is a FIFO", 0}, {fifo, "is a FIFO", GPT_MODEL_NO_MMAP}, {"/dev/null", "is a character device", 0},
+                 {"/dev/zero", "is a character device", GPT_MODEL_NO_MMAP}};
+    for (const Case &c : cases) {
+        std::fflush(stdout);
+        const pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            alarm(5);
+            gpt_model_params p = cpu_params();
+            p.flags = c.flags;
+            gpt_model *m = nullptr;
+            const gpt_status st = gpt_model_load(c.path.c_str(), &p, &m);
+            const bool ok = st == GPT_ERR_IO && !m && std::strstr(gpt_last_error(), c.path.c_str()) &&
+                            std::strstr(gpt_last_error(), c.kind);
+            if (!ok) std::fprintf(stderr, "%s: %s %s\n", c.path.c_str(), gpt_status_str(st), gpt_last_error());
+            _exit(ok ? 0 : 1);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status))
+            fail_msg("%s (flags 0x%x): the load blocked (killed by signal %d)", c.path.c_str(), c.flags, WTERMSIG(status));
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("%s (flags 0x%x): not refused as %s", c.path.c_str(), c.flags, c.kind);
+    }
+    files::remove_tree(dir);
 }
 
 } // namespace
@@ -1566,6 +1621,7 @@ int main(void) {
         cmocka_unit_test(test_reject_model_missing_tensors),
         cmocka_unit_test(test_reject_model_tensor_rank),
         cmocka_unit_test(test_reject_model_extra_tensors),
+        cmocka_unit_test(test_reject_names_printed_escaped),
         cmocka_unit_test(test_reject_model_head),
         cmocka_unit_test(test_reject_model_qkv_bias),
         cmocka_unit_test(test_reject_gpt2_with_llama_tensors),
@@ -1574,6 +1630,7 @@ int main(void) {
         cmocka_unit_test(test_load_copy_buffer),
         cmocka_unit_test(test_load_borrowed_buffer),
         cmocka_unit_test(test_load_io_errors),
+        cmocka_unit_test(test_load_refuses_fifo_and_devices),
     };
     return cmocka_run_group_tests_name("format", tests, nullptr, nullptr);
 }

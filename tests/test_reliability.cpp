@@ -842,6 +842,48 @@ void test_detokenizer_size_query(void **) {
     gpt_model_free(m);
 }
 
+// Text continued after a prompt keeps the space before its first word: with
+// GPT_DETOKENIZE_CONTINUE neither the stream nor gpt_detokenize drops the leading space that
+// a SentencePiece-style tokenizer drops at the start of a text, and every stream of that
+// detokenizer continues (after a flush too). Without the flag the start of a text still
+// drops it. Regression: `gpt generate -p "... went to the"` printed "...went to thepark".
+void test_detokenizer_continues_text(void **) {
+    const gpt::TokenizerData tok = small_spm();
+    fixture::Spec s = tiny_spec(9);
+    s.vocab_size = (uint32_t)tok.tokens.size();
+    gpt_model *m = nullptr;
+    CHECK_OK(load(fixture::make(s, &tok).file, 0, &m));
+    const int32_t ids[] = {272, 3 + (int32_t)'x'}; // "\u2581the" ("the" after a space), then "x"
+    char buf[64];
+    size_t n = 0;
+    CHECK_OK(gpt_detokenize(m, ids, 2, 0, buf, sizeof buf, &n));
+    assert_int_equal(n, 4);
+    assert_memory_equal(buf, "thex", 4); // the start of a text
+    CHECK_OK(gpt_detokenize(m, ids, 2, GPT_DETOKENIZE_CONTINUE, buf, sizeof buf, &n));
+    assert_int_equal(n, 5);
+    assert_memory_equal(buf, " thex", 5);
+    for (uint32_t flags : {0u, (uint32_t)GPT_DETOKENIZE_CONTINUE}) {
+        gpt_detokenizer *d = nullptr;
+        CHECK_OK(gpt_detokenizer_create(m, flags, &d));
+        for (int stream = 0; stream < 2; stream++) { // the second after a flush
+            std::string got;
+            for (int32_t id : ids) {
+                CHECK_OK(gpt_detokenizer_push(d, id, buf, sizeof buf, &n));
+                got.append(buf, n);
+            }
+            CHECK_OK(gpt_detokenizer_flush(d, buf, sizeof buf, &n));
+            got.append(buf, n);
+            const std::string want = flags ? " thex" : "thex";
+            if (got != want) fail_msg("flags 0x%x stream %d: '%s', expected '%s'", flags, stream, got.c_str(), want.c_str());
+        }
+        gpt_detokenizer_free(d);
+    }
+    gpt_detokenizer *d = nullptr;
+    CHECK_STATUS(gpt_detokenizer_create(m, 0x4, &d), GPT_ERR_INVALID_ARG, "flags");
+    CHECK_STATUS(gpt_token_to_piece(m, 272, GPT_DETOKENIZE_CONTINUE, buf, sizeof buf, &n), GPT_ERR_INVALID_ARG, "flags");
+    gpt_model_free(m);
+}
+
 // Text that gives no tokens, into a real buffer (regression: memcpy from the empty vector's
 // NULL data, undefined behaviour that UBSan reports).
 void test_tokenize_no_tokens(void **) {
@@ -967,6 +1009,7 @@ int main(void) {
         cmocka_unit_test(test_detokenizer_stream_allocation_failures),
         cmocka_unit_test(test_out_of_memory_for_good),
         cmocka_unit_test(test_detokenizer_size_query),
+        cmocka_unit_test(test_detokenizer_continues_text),
         cmocka_unit_test(test_tokenize_no_tokens),
 #if GPT_HAVE_CONVERT
         cmocka_unit_test(test_deep_json_config),

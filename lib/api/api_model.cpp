@@ -1,7 +1,6 @@
 // api_model.cpp - loading, freeing and describing models.
 #include "api/handles.h"
 
-#include <algorithm>
 #include <cstring>
 
 using gpt::api::guarded;
@@ -52,11 +51,21 @@ void gpt_model_free(gpt_model *model) {
 gpt_status gpt_model_get_info(const gpt_model *model, gpt_model_info *info) {
     return guarded(nullptr, [&] {
         if (!model || !info) gpt::fail(GPT_ERR_INVALID_ARG, "model and info must not be NULL");
-        if (info->struct_size < sizeof(uint32_t))
-            gpt::fail(GPT_ERR_INVALID_ARG, "gpt_model_info.struct_size is %u: set it to sizeof(gpt_model_info)", info->struct_size);
-        gpt_model_info full = model->impl->info();
-        full.struct_size = std::min<uint32_t>(info->struct_size, sizeof full);
-        std::memcpy(info, &full, full.struct_size);
+        gpt::api::check_struct_size<gpt_model_info>(info->struct_size, "gpt_model_info");
+        const gpt_model_info full = model->impl->info(); // a newer caller's extra fields are left alone
+        std::memcpy(info, &full, sizeof full);
+    });
+}
+
+gpt_status gpt_model_get_eos_tokens(const gpt_model *model, int32_t *tokens, uint32_t cap, uint32_t *n_tokens) {
+    return guarded(nullptr, [&] {
+        if (!model || !n_tokens) gpt::fail(GPT_ERR_INVALID_ARG, "model and n_tokens must not be NULL");
+        const std::vector<int32_t> &ids = model->impl->eos_ids();
+        *n_tokens = (uint32_t)ids.size();
+        if (!tokens && cap == 0) return; // size query
+        if (!tokens) gpt::fail(GPT_ERR_INVALID_ARG, "tokens is NULL but cap is %u", cap);
+        if (ids.size() > cap) gpt::fail(GPT_ERR_BUFFER_TOO_SMALL, "the model has %zu end-of-sequence ids, the buffer holds %u", ids.size(), cap);
+        if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
     });
 }
 

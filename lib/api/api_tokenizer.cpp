@@ -70,8 +70,9 @@ gpt_status gpt_detokenize(const gpt_model *model, const int32_t *tokens, uint32_
     return guarded(nullptr, [&] {
         const gpt::Tokenizer &t = tokenizer_of(model);
         if (!tokens && n_tokens) gpt::fail(GPT_ERR_INVALID_ARG, "tokens is NULL but n_tokens is %u", n_tokens);
-        check_flags(flags, GPT_DETOKENIZE_RENDER_SPECIAL, "gpt_detokenize");
-        deliver(t.decode(tokens, n_tokens, (flags & GPT_DETOKENIZE_RENDER_SPECIAL) != 0), buf, cap, n_bytes, true);
+        check_flags(flags, GPT_DETOKENIZE_RENDER_SPECIAL | GPT_DETOKENIZE_CONTINUE, "gpt_detokenize");
+        deliver(t.decode(tokens, n_tokens, (flags & GPT_DETOKENIZE_RENDER_SPECIAL) != 0, (flags & GPT_DETOKENIZE_CONTINUE) != 0),
+                buf, cap, n_bytes, true);
     });
 }
 
@@ -89,8 +90,9 @@ gpt_status gpt_detokenizer_create(const gpt_model *model, uint32_t flags, gpt_de
     return guarded(nullptr, [&] {
         if (!out) gpt::fail(GPT_ERR_INVALID_ARG, "out is NULL");
         const gpt::Tokenizer &t = tokenizer_of(model);
-        check_flags(flags, GPT_DETOKENIZE_RENDER_SPECIAL, "gpt_detokenizer_create");
-        *out = new gpt_detokenizer{model, gpt::Detokenizer(t, (flags & GPT_DETOKENIZE_RENDER_SPECIAL) != 0)};
+        check_flags(flags, GPT_DETOKENIZE_RENDER_SPECIAL | GPT_DETOKENIZE_CONTINUE, "gpt_detokenizer_create");
+        *out = new gpt_detokenizer{model, gpt::Detokenizer(t, (flags & GPT_DETOKENIZE_RENDER_SPECIAL) != 0,
+                                                           (flags & GPT_DETOKENIZE_CONTINUE) != 0)};
     });
 }
 

@@ -49,15 +49,26 @@ template <typename F> gpt_status guarded(gpt_ctx *ctx, F &&f) noexcept {
     }
 }
 
-// Copies a caller's versioned params struct over our defaults: fields beyond the caller's
-// struct_size keep their defaults; a newer caller's extra fields are ignored.
+// The struct_size values a caller may pass for a versioned struct T: a size some version of
+// gpt.h gave T (each struct has had one size so far, today's), or a larger one from a newer
+// header, whose extra fields are ignored. A larger size must be plausible (at most
+// kMaxStructSize, a multiple of T's alignment), so garbage such as 0xDEADBEEF is refused, and
+// no size may end inside a field: a torn pointer would be called.
+inline constexpr uint32_t kMaxStructSize = 4096;
+template <typename T> void check_struct_size(uint32_t size, const char *what) {
+    if (size == sizeof(T)) return;
+    if (size > sizeof(T) && size <= kMaxStructSize && size % alignof(T) == 0) return;
+    gpt::fail(GPT_ERR_INVALID_ARG, "%s.struct_size is %u, which no version of gpt.h has (this one: %zu): fill the struct with its _init function or set it to sizeof",
+              what, size, sizeof(T));
+}
+
+// Copies a caller's versioned params struct over our defaults; a newer caller's extra fields
+// are ignored.
 template <typename T> T read_params(const T *given, const T &defaults, const char *what) {
     T out = defaults;
     if (!given) return out;
-    if (given->struct_size < sizeof(uint32_t) * 2)
-        gpt::fail(GPT_ERR_INVALID_ARG, "%s.struct_size is %u: fill the struct with its _init function", what, given->struct_size);
-    const size_t n = given->struct_size < sizeof(T) ? given->struct_size : sizeof(T);
-    std::memcpy(&out, given, n);
+    check_struct_size<T>(given->struct_size, what);
+    std::memcpy(&out, given, sizeof(T));
     out.struct_size = sizeof(T);
     return out;
 }

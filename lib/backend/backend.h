@@ -141,6 +141,9 @@ public:
     // Throws GPT_ERR_UNSUPPORTED for a request it cannot serve.
     virtual void choose(ExecParams &p, uint32_t compute, uint32_t kv, uint32_t n_threads) const = 0;
     virtual MemoryPlan plan(const ModelShape &s, const ExecParams &p) const = 0;
+    // Memory an executor could still get now: host (what the system can give) and device
+    // (free on the GPU); 0 where the device has none or it cannot be told.
+    virtual MemoryPlan available_memory() const = 0;
     virtual std::unique_ptr<Executor> create_executor(const ModelShape &s, const ExecParams &p) const = 0;
 };
 

@@ -1,10 +1,14 @@
 // error.cpp - gpt::fail and the checked arithmetic helpers.
 #include "core/error.h"
 
+#include "core/printable.h"
+
 #include <cstdarg>
 #include <cstdio>
 
 namespace gpt {
+
+Error::Error(gpt_status status, std::string_view message) : status_(status), message_(printable(message)) {}
 
 void fail(gpt_status status, const char *fmt, ...) {
     char buf[1024];

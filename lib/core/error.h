@@ -8,12 +8,15 @@
 
 #include <exception>
 #include <string>
+#include <string_view>
 
 namespace gpt {
 
 class Error : public std::exception {
 public:
-    Error(gpt_status status, std::string message) : status_(status), message_(std::move(message)) {}
+    // The message is made printable (core/printable.h): it names files, keys and tensors
+    // taken from outside, which must not reach a terminal or a log as control bytes.
+    Error(gpt_status status, std::string_view message);
     gpt_status status() const noexcept { return status_; }
     const char *what() const noexcept override { return message_.c_str(); }
 

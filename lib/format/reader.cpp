@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/open_file.h"
 #include "format/bytes.h"
 
 #include <algorithm>
@@ -89,19 +90,7 @@ uint64_t TensorEntry::numel() const {
 std::unique_ptr<WeightFile> WeightFile::open(const std::string &path, const ReadOptions &opt) {
     std::unique_ptr<WeightFile> wf(new WeightFile());
     wf->source_ = path;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(GPT_ERR_IO, "%s: cannot open: %s", path.c_str(), strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        ::close(fd);
-        fail(GPT_ERR_IO, "%s: cannot stat: %s", path.c_str(), strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        fail(GPT_ERR_IO, "%s: not a regular file", path.c_str());
-    }
-    wf->size_ = (uint64_t)st.st_size;
+    int fd = open_regular_file(path, &wf->size_);
     if (wf->size_ < kHeaderSize) {
         ::close(fd);
         fail(GPT_ERR_FORMAT, "%s: file is %llu bytes, shorter than the %u-byte header", path.c_str(),

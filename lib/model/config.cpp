@@ -6,6 +6,7 @@
 #include "model/arch.h"
 #include "format/keys.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace gpt {
@@ -36,6 +37,17 @@ ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::str
     c.qkv_bias = c.arch == GPT_ARCH_GPT2 || (m.get_u32(keys::kQkvBias, &flag) && flag != 0);
     m.get_i32(keys::kTokBos, &c.bos_id);
     m.get_i32(keys::kTokEos, &c.eos_id);
+    if (c.eos_id >= 0) c.eos_ids.push_back(c.eos_id);
+    if (const std::vector<int32_t> *ids = m.get_i32s(keys::kTokEosIds)) {
+        if (ids->size() > kMaxEosIds)
+            fail(GPT_ERR_FORMAT, "%s: %s holds %zu ids, more than %u", source.c_str(), keys::kTokEosIds, ids->size(), kMaxEosIds);
+        for (int32_t id : *ids) {
+            if (id < 0 || (uint32_t)id >= c.vocab_size)
+                fail(GPT_ERR_FORMAT, "%s: %s holds %d, outside the vocabulary [0, %u)", source.c_str(), keys::kTokEosIds, id,
+                     c.vocab_size);
+            if (std::find(c.eos_ids.begin(), c.eos_ids.end(), id) == c.eos_ids.end()) c.eos_ids.push_back(id);
+        }
+    }
     c.validate(source);
     return c;
 }
@@ -89,6 +101,12 @@ void ModelConfig::to_metadata(format::Metadata &m) const {
     m.set(keys::kQkvBias, MetaValue::of_u32(qkv_bias ? 1 : 0));
     m.set(keys::kTokBos, MetaValue::of_i32(bos_id));
     m.set(keys::kTokEos, MetaValue::of_i32(eos_id));
+    // The list only when it says more than eos_id (eos_id first, as from_metadata reads it).
+    std::vector<int32_t> ids;
+    if (eos_id >= 0) ids.push_back(eos_id);
+    for (int32_t id : eos_ids)
+        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    if (ids.size() > 1) m.set(keys::kTokEosIds, MetaValue::of_i32s(ids));
 }
 
 } // namespace gpt

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gpt {
 
@@ -27,12 +28,17 @@ struct ModelConfig {
     bool qkv_bias = false;        // gpt2: always true
     int32_t bos_id = -1;
     int32_t eos_id = -1;
+    // Every id that ends generation (tokenizer.eos_ids, else eos_id alone), eos_id first when
+    // it is set; distinct, inside the vocabulary, at most kMaxEosIds.
+    std::vector<int32_t> eos_ids;
+    static constexpr uint32_t kMaxEosIds = 1024;
 
     uint32_t q_dim() const { return n_heads * head_dim; }
     uint32_t kv_dim() const { return n_kv_heads * head_dim; }
     uint32_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
 
-    // Throws GPT_ERR_FORMAT (or UNSUPPORTED) naming the source and the bad field.
+    // Throws GPT_ERR_FORMAT (or UNSUPPORTED) naming the source and the bad field. Reads
+    // tokenizer.bos_id, eos_id and eos_ids too: they steer generation.
     static ModelConfig from_metadata(const format::Metadata &m, const std::string &source);
     void validate(const std::string &source) const;
     void to_metadata(format::Metadata &m) const;

@@ -14,6 +14,11 @@ namespace gpt {
 
 namespace {
 constexpr uint32_t kMaxBatch = 4096;
+// Default max_seq: the model's context length up to this. Models made for 128k positions
+// would otherwise commit gigabytes per context that nobody asked for.
+constexpr uint32_t kDefaultMaxSeq = 4096;
+
+double mib(uint64_t bytes) { return (double)bytes / (1 << 20); }
 constexpr uint32_t kMaxRepetitionWindow = 4096;
 } // namespace
 
@@ -30,7 +35,7 @@ ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) {
     ExecParams e;
     e.max_batch = p.max_batch ? p.max_batch : 1;
     if (e.max_batch > kMaxBatch) fail(GPT_ERR_INVALID_ARG, "max_batch %u exceeds %u", e.max_batch, kMaxBatch);
-    e.max_seq = p.max_seq ? p.max_seq : c.context_length;
+    e.max_seq = p.max_seq ? p.max_seq : std::min(c.context_length, kDefaultMaxSeq);
     if (e.max_seq > c.context_length)
         fail(GPT_ERR_INVALID_ARG, "max_seq %u exceeds the model's context length %u", e.max_seq, c.context_length);
     const uint64_t all = (uint64_t)e.max_batch * e.max_seq;
@@ -60,6 +65,20 @@ Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
     params_ = resolve(m, p);
     abort_fn_ = p.abort_fn;
     abort_user_ = p.abort_user;
+    // Refused up front, with the numbers, when the memory is not there: the allocation might
+    // succeed (overcommit) and the first forward be killed, or it could take minutes to fail.
+    const MemoryPlan need = estimate(m, p), have = m.device().available_memory();
+    const ExecParams &e = params_;
+    if (have.host_bytes && need.host_bytes > have.host_bytes)
+        fail(GPT_ERR_OUT_OF_MEMORY,
+             "a context of max_seq %u x max_batch %u needs %.1f MiB of host memory (KV cache and scratch), %.1f MiB are "
+             "available: lower gpt_ctx_params.max_seq or max_batch",
+             e.max_seq, e.max_batch, mib(need.host_bytes), mib(have.host_bytes));
+    if (have.device_bytes && need.device_bytes > have.device_bytes)
+        fail(GPT_ERR_OUT_OF_MEMORY,
+             "a context of max_seq %u x max_batch %u needs %.1f MiB of GPU memory (KV cache and scratch), %.1f MiB are "
+             "free on %s: lower gpt_ctx_params.max_seq or max_batch",
+             e.max_seq, e.max_batch, mib(need.device_bytes), mib(have.device_bytes), m.device().name());
     // The executor first: its (much larger) allocation is the one likely to fail.
     exec_ = m.device().create_executor(m.shape(), params_);
     own_ = host_alloc(own_host_bytes(params_), "the context's token history");
@@ -155,7 +174,8 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
     spec.top_p = s.top_p;
     spec.min_p = s.min_p;
     spec.repetition_penalty = s.repetition_penalty;
-    const int32_t eos = (s.flags & GPT_SAMPLING_IGNORE_EOS) ? -1 : model_.config().eos_id;
+    const bool stop_at_eos = (s.flags & GPT_SAMPLING_IGNORE_EOS) == 0;
+    const std::vector<int32_t> &eos_ids = model_.config().eos_ids;
     Rng rng(s.seed);
 
     forward(prompt, 1, n_prompt, 0, nullptr);
@@ -173,7 +193,7 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
         exec_->sample(spec, &row, &tok);
         out[i] = tok;
         *n_out = i + 1;
-        bool stop = tok == eos;
+        bool stop = stop_at_eos && std::find(eos_ids.begin(), eos_ids.end(), tok) != eos_ids.end();
         for (uint32_t j = 0; j < s.n_stop_tokens && !stop; j++) stop = s.stop_tokens[j] == tok;
         if (on_token && on_token(tok, user)) stop = true;
         if (stop || i + 1 == cap) return;

@@ -30,6 +30,8 @@ public:
     const ModelConfig &config() const { return config_; }
     const Architecture &architecture() const { return *arch_; }
     const ModelShape &shape() const { return shape_; }
+    // Every id that ends generation (ModelConfig::eos_ids).
+    const std::vector<int32_t> &eos_ids() const { return config_.eos_ids; }
     const Device &device() const { return *device_; }
     const TokenizerData &tokenizer_data() const { return tok_data_; }
     const Tokenizer *tokenizer() const { return tokenizer_.get(); } // nullptr when the file has none

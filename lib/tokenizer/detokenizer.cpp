@@ -24,13 +24,13 @@ std::string Detokenizer::push(int32_t id) {
 std::string Detokenizer::flush() {
     std::string out;
     out.swap(held_);
-    started_ = false;
+    started_ = continues_;
     return out;
 }
 
 void Detokenizer::reset() {
     held_.clear();
-    started_ = false;
+    started_ = continues_;
 }
 
 } // namespace gpt

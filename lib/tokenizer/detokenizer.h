@@ -15,13 +15,15 @@ namespace gpt {
 
 class Detokenizer {
 public:
-    Detokenizer(const Tokenizer &tokenizer, bool render_special) : tok_(tokenizer), render_special_(render_special) {}
+    // continues: the ids continue earlier text, so the leading-space rule never applies.
+    Detokenizer(const Tokenizer &tokenizer, bool render_special, bool continues = false)
+        : tok_(tokenizer), render_special_(render_special), continues_(continues), started_(continues) {}
 
     // Appends token id's bytes; returns those now complete. Throws GPT_ERR_INVALID_ARG for an
     // id out of range (and then changes nothing).
     std::string push(int32_t id);
     // Returns whatever is held back (an incomplete or invalid sequence, as-is) and starts a
-    // new stream (the leading-space rule applies again).
+    // new stream (the leading-space rule applies again, unless the detokenizer continues text).
     std::string flush();
     // Drops anything held and starts a new stream.
     void reset();
@@ -41,7 +43,8 @@ public:
 private:
     const Tokenizer &tok_;
     bool render_special_;
-    bool started_ = false;  // a byte has been produced (the leading-space rule is spent)
+    bool continues_;
+    bool started_;  // a byte has been produced, or the text continues (the leading-space rule is spent)
     std::string held_;
 };
 

@@ -90,7 +90,7 @@ std::string TokenizerBase::piece(int32_t id, bool render_special) const {
     return pieces_[id];
 }
 
-std::string TokenizerBase::decode(const int32_t *ids, size_t n, bool render_special) const {
+std::string TokenizerBase::decode(const int32_t *ids, size_t n, bool render_special, bool continues) const {
     std::string out;
     for (size_t i = 0; i < n; ++i) {
         check_id(ids[i]);
@@ -99,7 +99,7 @@ std::string TokenizerBase::decode(const int32_t *ids, size_t n, bool render_spec
     }
     // The one space add_space_prefix put before the first word (Hugging Face's
     // Strip(" ", 1, 0) decoder on the joined text).
-    if (strip_leading_space_ && !out.empty() && out[0] == ' ') out.erase(0, 1);
+    if (strip_leading_space_ && !continues && !out.empty() && out[0] == ' ') out.erase(0, 1);
     return out;
 }
 

@@ -37,7 +37,8 @@ public:
     // one space if the output starts with one (Hugging Face's Strip decoder; so a rendered
     // "<s>" first keeps the space after it: "<s> Hello"). Throws GPT_ERR_INVALID_ARG for an
     // id out of range. Detokenizer (detokenizer.h) gives the same bytes incrementally.
-    virtual std::string decode(const int32_t *ids, size_t n, bool render_special) const = 0;
+    // continues: the ids continue earlier text, so no space is dropped.
+    virtual std::string decode(const int32_t *ids, size_t n, bool render_special, bool continues = false) const = 0;
 
     // Whether decode() drops a leading space from the first piece (SPM with add_space_prefix).
     virtual bool strips_leading_space() const = 0;

@@ -22,7 +22,7 @@ class TokenizerBase : public Tokenizer {
 public:
     void encode(std::string_view text, bool add_bos, bool parse_special, std::vector<int32_t> &out) const override;
     std::string piece(int32_t id, bool render_special) const override;
-    std::string decode(const int32_t *ids, size_t n, bool render_special) const override;
+    std::string decode(const int32_t *ids, size_t n, bool render_special, bool continues) const override;
     bool strips_leading_space() const override { return strip_leading_space_; }
     uint32_t vocab_size() const override { return (uint32_t)tokens_.size(); }
     int32_t bos_id() const override { return bos_id_; }

@@ -125,11 +125,15 @@ void op_create(Ctx *ctxs, fuzz::Bytes &in) {
         cp.abort_fn = abort_cb;
         cp.abort_user = &x.abort;
     }
-    // An older caller's struct ends at a field boundary (or is garbage below 8 bytes).
-    const uint32_t sizes[] = {0, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48, (uint32_t)sizeof cp + 16};
+    // Only today's size or a plausible larger one (a newer header) is accepted: shorter sizes
+    // (no older header had one), sizes ending inside a field and garbage are refused.
+    const uint32_t sizes[] = {0, 4, 8, 12, 33, 38, 40, 48, (uint32_t)sizeof cp - 4, (uint32_t)sizeof cp + 8,
+                              (uint32_t)sizeof cp + 16, 0xDEADBEEFu};
     const uint32_t struct_size = in.u8() < 240 ? (uint32_t)sizeof cp : sizes[in.below(12)];
     cp.struct_size = struct_size;
-    const bool bad = cp.max_seq > M.ctx_len[x.model] || cp.flags != 0 || struct_size < 8;
+    const bool size_ok = struct_size == sizeof cp || (struct_size > sizeof cp && struct_size <= 4096 &&
+                                                      struct_size % alignof(gpt_ctx_params) == 0);
+    const bool bad = cp.max_seq > M.ctx_len[x.model] || cp.flags != 0 || !size_ok;
     uint64_t host = 0;
     const gpt_status es = gpt_ctx_estimate_memory(M.m[x.model], &cp, &host, nullptr);
     check_status(es);
@@ -138,9 +142,7 @@ void op_create(Ctx *ctxs, fuzz::Bytes &in) {
     check_status(st);
     FUZZ_CHECK(es == st, "estimate %d, create %d", (int)es, (int)st);
     if (bad) {
-        // A short struct_size keeps the defaults of the fields it does not cover: only an
-        // out-of-range field it does cover is an error.
-        FUZZ_CHECK(st == GPT_OK || st == GPT_ERR_INVALID_ARG, "create %d", (int)st);
+        expect(st, GPT_ERR_INVALID_ARG, "gpt_ctx_create with a bad field or struct_size");
     } else {
         expect(st, GPT_OK, "gpt_ctx_create");
     }
@@ -149,13 +151,8 @@ void op_create(Ctx *ctxs, fuzz::Bytes &in) {
         return;
     }
     x.c = c;
-    // What the struct actually said (fields past struct_size take their defaults).
-    gpt_ctx_params eff;
-    gpt_ctx_params_init(&eff);
-    std::memcpy(&eff, &cp, struct_size < sizeof cp ? struct_size : sizeof cp);
-    x.max_batch = eff.max_batch ? eff.max_batch : 1;
-    x.max_seq = eff.max_seq ? eff.max_seq : M.ctx_len[x.model];
-    if (struct_size < offsetof(gpt_ctx_params, abort_user) + sizeof(void *)) x.abort = Abort();
+    x.max_batch = cp.max_batch ? cp.max_batch : 1;
+    x.max_seq = cp.max_seq ? cp.max_seq : std::min<uint32_t>(M.ctx_len[x.model], 4096); // gpt.h: the default
     x.len.assign(x.max_batch, 0);
     for (uint32_t b = 0; b < x.max_batch + 1; b++)
         FUZZ_CHECK(gpt_ctx_seq_len(c, b) == 0, "fresh seq_len");
@@ -374,9 +371,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case 10: {
             gpt_model_info info;
             std::memset(&info, 0, sizeof info);
-            info.struct_size = in.below(sizeof info + 8);
+            info.struct_size = in.flip() ? (uint32_t)sizeof info : in.below(sizeof info + 8);
             const gpt_status st = gpt_model_get_info(models().m[in.below(2)], &info);
-            expect(st, info.struct_size < 4 ? GPT_ERR_INVALID_ARG : GPT_OK, "gpt_model_get_info");
+            expect(st, info.struct_size != sizeof info ? GPT_ERR_INVALID_ARG : GPT_OK, "gpt_model_get_info");
             break;
         }
         default:

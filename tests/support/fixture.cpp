@@ -55,6 +55,9 @@ gpt::ModelConfig config_of(const Spec &s) {
     c.qkv_bias = s.arch == GPT_ARCH_GPT2 || s.qkv_bias;
     c.bos_id = s.bos_id;
     c.eos_id = s.eos_id;
+    if (s.eos_id >= 0) c.eos_ids.push_back(s.eos_id);
+    for (int32_t id : s.eos_ids)
+        if (id != s.eos_id) c.eos_ids.push_back(id);
     return c;
 }
 

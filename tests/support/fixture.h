@@ -24,6 +24,7 @@ struct Spec {
     uint64_t seed = 1;
     float scale = 0.3f; // std of matrix entries (larger than trained models, to make logits spread)
     int32_t bos_id = -1, eos_id = -1;
+    std::vector<int32_t> eos_ids; // tokenizer.eos_ids beyond eos_id (written when it says more)
 };
 
 struct Model {

@@ -232,7 +232,7 @@ TensorPlan plan_source(const ConvertOptions &opt, bool *is_llama2c) {
         std::shared_ptr<SafetensorsSet> st = SafetensorsSet::open_dir(src);
         return plan_hf_model(src, cfg, std::move(st));
     }
-    if (!is_regular_file(src)) fail(GPT_ERR_IO, "%s: no such file or directory", s);
+    if (!path_exists(src)) fail(GPT_ERR_IO, "%s: no such file or directory", s);
     *is_llama2c = true;
     std::shared_ptr<MappedFile> f = MappedFile::open(src);
     const uint8_t *p = f->data();
@@ -320,11 +320,11 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     default: fail(GPT_ERR_INVALID_ARG, "dtype %u is not f32, f16 or bf16", opt.dtype);
     }
 
+    c.eos_ids = plan.eos_ids;
     format::Writer w;
     c.to_metadata(w.metadata());
     tok.data.to_metadata(w.metadata());
     w.metadata().set(keys::kSource, format::MetaValue::of_str(plan.source));
-    if (plan.eos_ids.size() > 1) w.metadata().set(keys::kTokEosIds, format::MetaValue::of_i32s(plan.eos_ids));
     for (const PlannedTensor &t : plan.tensors) {
         const PlannedTensor *tp = &t; // the plan outlives the writer
         w.add_tensor(t.name, dtype, t.shape,

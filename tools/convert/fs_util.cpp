@@ -2,6 +2,7 @@
 #include "convert/fs_util.h"
 
 #include "core/error.h"
+#include "core/open_file.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -49,30 +50,29 @@ bool path_exists(const std::string &path) {
 }
 
 std::string read_text_file(const std::string &path) {
-    FILE *f = std::fopen(path.c_str(), "rb");
-    if (!f) fail(GPT_ERR_IO, "%s: cannot open: %s", path.c_str(), strerror(errno));
+    uint64_t size = 0;
+    const int fd = open_regular_file(path, &size); // a FIFO or device is refused, never waited on
     std::string text;
     char buf[65536];
-    size_t k;
-    while ((k = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, k);
-    const bool bad = std::ferror(f) != 0;
-    std::fclose(f);
-    if (bad) fail(GPT_ERR_IO, "%s: read failed", path.c_str());
+    for (;;) {
+        const ssize_t k = ::read(fd, buf, sizeof buf);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            const int e = errno;
+            ::close(fd);
+            fail(GPT_ERR_IO, "%s: read failed: %s", path.c_str(), strerror(e));
+        }
+        if (k == 0) break;
+        text.append(buf, (size_t)k);
+    }
+    ::close(fd);
     return text;
 }
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::string &path) {
     std::shared_ptr<MappedFile> f(new MappedFile());
     f->path_ = path;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(GPT_ERR_IO, "%s: cannot open: %s", path.c_str(), strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const int e = errno;
-        ::close(fd);
-        fail(GPT_ERR_IO, "%s: not a readable regular file%s%s", path.c_str(), e ? ": " : "", e ? strerror(e) : "");
-    }
-    f->size_ = (uint64_t)st.st_size;
+    const int fd = open_regular_file(path, &f->size_);
     static const uint8_t kEmpty[8] = {0};
     f->data_ = kEmpty;
     if (f->size_ > 0) {

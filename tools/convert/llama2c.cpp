@@ -98,6 +98,8 @@ TensorPlan plan_llama2c(const std::string &path) {
     c.qkv_bias = false;
     c.bos_id = h.vocab_size > 1 ? 1 : -1; // run.c: BOS = 1, EOS = 2 (the SentencePiece ids of Llama 2)
     c.eos_id = h.vocab_size > 2 ? 2 : -1;
+    // run.c ends a text at BOS too (its stories are separated by BOS): both end generation.
+    if (c.eos_id >= 0) p.eos_ids = {c.eos_id, c.bos_id};
     c.validate(path); // bounds every product below far from overflow
 
     const uint64_t L = h.n_layers, d = h.dim, kvd = (uint64_t)h.n_kv_heads * c.head_dim, ff = h.hidden_dim, v = h.vocab_size;

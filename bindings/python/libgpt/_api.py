@@ -301,6 +301,15 @@ class Model(_Handle):
         return self.info.eos_token if self.info.eos_token >= 0 else None
 
     @property
+    def eos_tokens(self):
+        """Every token id that ends generation (gpt_model_get_eos_tokens), eos_token first."""
+        n = c_uint32(0)
+        _check(C.fn("gpt_model_get_eos_tokens")(self._h(), None, 0, byref(n)))
+        arr = (c_int32 * max(1, n.value))()
+        _check(C.fn("gpt_model_get_eos_tokens")(self._h(), arr, n.value, byref(n)))
+        return list(arr[:n.value])
+
+    @property
     def has_tokenizer(self):
         return self.info.has_tokenizer
 
@@ -330,16 +339,17 @@ class Model(_Handle):
             _check(st)
             return list(arr[:n.value])
 
-    def detokenize_bytes(self, tokens, *, render_special=False):
-        """Token ids -> the bytes they stand for."""
+    def detokenize_bytes(self, tokens, *, render_special=False, continues=False):
+        """Token ids -> the bytes they stand for. continues=True: the tokens continue earlier
+        text (a prompt), so a SentencePiece tokenizer keeps their leading space."""
         arr, n = _int_array(tokens)
-        flags = C.GPT_DETOKENIZE_RENDER_SPECIAL if render_special else 0
+        flags = (C.GPT_DETOKENIZE_RENDER_SPECIAL if render_special else 0) | (C.GPT_DETOKENIZE_CONTINUE if continues else 0)
         h = self._h()
         return _read_bytes(lambda buf, cap, np: C.fn("gpt_detokenize")(h, arr, n, flags, buf, cap, np))
 
-    def detokenize(self, tokens, *, render_special=False, errors="replace"):
+    def detokenize(self, tokens, *, render_special=False, continues=False, errors="replace"):
         """Token ids -> text (invalid UTF-8 handled by `errors`, as in bytes.decode)."""
-        return self.detokenize_bytes(tokens, render_special=render_special).decode("utf-8", errors)
+        return self.detokenize_bytes(tokens, render_special=render_special, continues=continues).decode("utf-8", errors)
 
     def token_to_piece(self, token, *, render_special=False):
         """The bytes one token stands for in running text (may be part of a UTF-8 character)."""
@@ -347,9 +357,10 @@ class Model(_Handle):
         h = self._h()
         return _read_bytes(lambda buf, cap, np: C.fn("gpt_token_to_piece")(h, int(token), flags, buf, cap, np))
 
-    def detokenizer(self, *, render_special=False):
-        """A streaming Detokenizer on this model."""
-        return Detokenizer(self, render_special=render_special)
+    def detokenizer(self, *, render_special=False, continues=False):
+        """A streaming Detokenizer on this model (continues=True: the tokens continue text
+        already shown, such as the prompt)."""
+        return Detokenizer(self, render_special=render_special, continues=continues)
 
     # -- contexts
     def context(self, **params):
@@ -376,10 +387,10 @@ class Detokenizer(_Handle):
 
     _free_name = "gpt_detokenizer_free"
 
-    def __init__(self, model, *, render_special=False):
+    def __init__(self, model, *, render_special=False, continues=False):
         self.model = model
         out = c_void_p()
-        flags = C.GPT_DETOKENIZE_RENDER_SPECIAL if render_special else 0
+        flags = (C.GPT_DETOKENIZE_RENDER_SPECIAL if render_special else 0) | (C.GPT_DETOKENIZE_CONTINUE if continues else 0)
         _check(C.fn("gpt_detokenizer_create")(model._h(), flags, byref(out)))
         self._set_handle(out.value)
         model._children.add(self)
@@ -677,7 +688,7 @@ class Context(_Handle):
         _check(C.fn("gpt_ctx_create")(model._h(), byref(p), byref(out)))
         self._set_handle(out.value)
         self.max_batch = p.max_batch
-        self.max_seq = p.max_seq or model.info.context_length
+        self.max_seq = p.max_seq or min(model.info.context_length, 4096)  # gpt.h: the default max_seq
         model._children.add(self)
 
     # -- a generation in flight owns the context
@@ -801,4 +812,5 @@ class Context(_Handle):
                 print(piece, end="", flush=True)
         """
         stream = self.generate_tokens(prompt, max_tokens, add_bos=add_bos, parse_special=parse_special, **sampling)
-        return Generation(stream, Detokenizer(self.model, render_special=render_special))
+        # The text continues the prompt: its first piece keeps its leading space.
+        return Generation(stream, Detokenizer(self.model, render_special=render_special, continues=True))

@@ -42,6 +42,7 @@ GPT_TOKENIZE_NO_BOS = 0x2
 GPT_TOKENIZE_PARSE_SPECIAL = 0x4
 
 GPT_DETOKENIZE_RENDER_SPECIAL = 0x1
+GPT_DETOKENIZE_CONTINUE = 0x2
 
 GPT_DTYPE_AUTO, GPT_DTYPE_F32, GPT_DTYPE_F16, GPT_DTYPE_BF16 = 0, 1, 2, 3
 GPT_ARCH_GPT2, GPT_ARCH_LLAMA = 1, 2
@@ -154,6 +155,7 @@ FUNCTIONS = {
     "gpt_model_load_from_memory": (_status, [c_void_p, c_size_t, POINTER(gpt_model_params), POINTER(_handle)]),
     "gpt_model_free": (None, [_handle]),
     "gpt_model_get_info": (_status, [_handle, POINTER(gpt_model_info)]),
+    "gpt_model_get_eos_tokens": (_status, [_handle, _i32p, c_uint32, _u32p]),
     "gpt_ctx_params_init": (None, [POINTER(gpt_ctx_params)]),
     "gpt_ctx_estimate_memory": (_status, [_handle, POINTER(gpt_ctx_params), _u64p, _u64p]),
     "gpt_ctx_create": (_status, [_handle, POINTER(gpt_ctx_params), POINTER(_handle)]),

@@ -559,6 +559,18 @@ impl Model {
         self.info.raw.vocab_size
     }
 
+    /// Every token id that ends generation (eos first); empty when the model has none.
+    pub fn eos_tokens(&self) -> Result<Vec<i32>> {
+        let mut n = 0u32;
+        check(unsafe { sys::gpt_model_get_eos_tokens(self.as_ptr(), ptr::null_mut(), 0, &mut n) })?;
+        let mut ids = vec![0i32; n as usize];
+        if n > 0 {
+            check(unsafe { sys::gpt_model_get_eos_tokens(self.as_ptr(), ids.as_mut_ptr(), n, &mut n) })?;
+        }
+        ids.truncate(n as usize);
+        Ok(ids)
+    }
+
     /// Text -> token ids, with the tokenizer's BOS default.
     pub fn tokenize<T: AsRef<[u8]>>(&self, text: T) -> Result<Vec<i32>> {
         self.tokenize_with(text, 0)
@@ -820,7 +832,8 @@ impl<'m> Drop for Detokenizer<'m> {
 }
 
 impl<'m> Detokenizer<'m> {
-    /// flags: GPT_DETOKENIZE_RENDER_SPECIAL to write control tokens' text.
+    /// flags: GPT_DETOKENIZE_RENDER_SPECIAL to write control tokens' text, GPT_DETOKENIZE_CONTINUE
+    /// when the tokens continue text already shown (a prompt).
     pub fn new(model: &'m Model, flags: u32) -> Result<Detokenizer<'m>> {
         let mut out = ptr::null_mut();
         check(unsafe { sys::gpt_detokenizer_create(model.as_ptr(), flags, &mut out) })?;

@@ -53,6 +53,7 @@ pub const GPT_TOKENIZE_NO_BOS: u32 = 0x2;
 pub const GPT_TOKENIZE_PARSE_SPECIAL: u32 = 0x4;
 
 pub const GPT_DETOKENIZE_RENDER_SPECIAL: u32 = 0x1;
+pub const GPT_DETOKENIZE_CONTINUE: u32 = 0x2;
 
 /// Opaque handles.
 #[repr(C)]
@@ -160,6 +161,7 @@ extern "C" {
     ) -> gpt_status;
     pub fn gpt_model_free(model: *mut gpt_model);
     pub fn gpt_model_get_info(model: *const gpt_model, info: *mut gpt_model_info) -> gpt_status;
+    pub fn gpt_model_get_eos_tokens(model: *const gpt_model, tokens: *mut i32, cap: u32, n_tokens: *mut u32) -> gpt_status;
 
     pub fn gpt_ctx_params_init(params: *mut gpt_ctx_params);
     pub fn gpt_ctx_estimate_memory(

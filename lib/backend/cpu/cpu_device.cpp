@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/rope.h"
+#include "core/system_memory.h"
 #include "sampler/sampler.h"
 
 #include <algorithm>
@@ -292,6 +293,12 @@ public:
     MemoryPlan plan(const ModelShape &s, const ExecParams &p) const override {
         MemoryPlan m;
         m.host_bytes = CpuPlan(s, p).total;
+        return m;
+    }
+
+    MemoryPlan available_memory() const override {
+        MemoryPlan m;
+        m.host_bytes = host_available_bytes();
         return m;
     }
 

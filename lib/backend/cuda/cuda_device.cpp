@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_plan.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/system_memory.h"
 
 #include <cuda_runtime.h>
 
@@ -110,6 +111,15 @@ public:
         MemoryPlan m;
         m.device_bytes = plan.device_bytes;
         m.host_bytes = plan.pinned_bytes;
+        return m;
+    }
+
+    MemoryPlan available_memory() const override {
+        MemoryPlan m;
+        m.host_bytes = host_available_bytes(); // the pinned staging buffers
+        size_t free = 0, total = 0;
+        if (cudaSetDevice(ordinal_) == cudaSuccess && cudaMemGetInfo(&free, &total) == cudaSuccess) m.device_bytes = free;
+        cudaGetLastError();
         return m;
     }
 
