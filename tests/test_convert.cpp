@@ -1177,6 +1177,93 @@ void test_convert_force_replaces_output(void **) {
     (void)read_config(e.out);
 }
 
+// --force replaces a regular file only: a FIFO or a symbolic link at OUT is refused with
+// nothing changed (regression: `gpt convert SRC /dev/null --force` replaced /dev/null).
+void test_convert_force_refuses_non_regular_output(void **) {
+    ExistingOut e;
+    const std::string fifo = e.sc.in_out("fifo.gpt"), link = e.sc.in_out("link.gpt");
+    assert_int_equal(mkfifo(fifo.c_str(), 0600), 0);
+    assert_int_equal(symlink(e.out.c_str(), link.c_str()), 0);
+    for (const std::string &out : {fifo, link}) {
+        Run r = convert(e.sc.in_src("model.bin"), out, GPT_DTYPE_AUTO, true);
+        if (r.status != GPT_ERR_IO || !contains(r.message, "only a regular file is replaced"))
+            fail_msg("%s: %s (%s)", out.c_str(), gpt_status_str(r.status), r.message.c_str());
+    }
+    struct stat st;
+    assert_int_equal(lstat(fifo.c_str(), &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(lstat(link.c_str(), &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_true(read_bytes(e.out) == e.old);
+    assert_true((list_dir(e.sc.out) == std::vector<std::string>{"fifo.gpt", "link.gpt", "m.gpt"}));
+}
+
+// No input of the conversion is ever overwritten, under any name (regression: only SRC itself
+// was guarded, so --force could replace a shard, config.json or the tokenizer): OUT as a
+// safetensors shard, config.json, a hard link to a shard, and llama2.c's tokenizer.bin.
+void test_convert_force_refuses_inputs(void **) {
+    Scratch sc;
+    fixture::HfSpec spec;
+    spec.shards = 2;
+    const HfModel m = make_hf(spec);
+    write_hf_dir(sc.src, m.config, m.entries(), spec.shards);
+    std::vector<std::string> inputs;
+    for (const std::string &n : list_dir(sc.src)) inputs.push_back(sc.in_src(n));
+    const std::string linked = sc.in_out("linked.gpt");
+    assert_int_equal(link(sc.in_src(fixture::shard_name(0, 2)).c_str(), linked.c_str()), 0);
+    std::vector<std::string> outs = inputs;
+    outs.push_back(linked);
+    for (const std::string &out : outs) {
+        const std::vector<uint8_t> before = read_bytes(out);
+        Run r = convert(sc.src, out, GPT_DTYPE_AUTO, true);
+        if (r.status != GPT_ERR_INVALID_ARG || !contains(r.message, "is an input of this conversion"))
+            fail_msg("OUT %s: %s (%s)", out.c_str(), gpt_status_str(r.status), r.message.c_str());
+        if (read_bytes(out) != before) fail_msg("OUT %s: the input changed", out.c_str());
+    }
+    // llama2.c: the checkpoint's tokenizer.bin.
+    const L2cSpec ls = l2c_tokenizer_spec();
+    write_bytes(sc.in_src("model.bin"), make_l2c(ls).bytes);
+    write_bytes(sc.in_src("tokenizer.bin"), l2c_tokenizer_bin(ls.vocab));
+    Run r = convert(sc.in_src("model.bin"), sc.in_src("tokenizer.bin"), GPT_DTYPE_AUTO, true);
+    assert_int_equal(r.status, GPT_ERR_INVALID_ARG);
+    assert_true(contains(r.message, "tokenizer.bin") && contains(r.message, "is an input"));
+    assert_true(read_bytes(sc.in_src("tokenizer.bin")) == l2c_tokenizer_bin(ls.vocab));
+}
+
+// The output's permissions: a new file gets 0666 less the umask, a replaced file keeps its
+// mode (regression: always 0644).
+void test_convert_output_mode(void **) {
+    ExistingOut e;
+    const mode_t old_umask = umask(027);
+    const std::string fresh = e.sc.in_out("fresh.gpt");
+    Run r = convert(e.sc.in_src("model.bin"), fresh);
+    umask(old_umask);
+    expect_ok(r, "new file under umask 027");
+    struct stat st;
+    assert_int_equal(stat(fresh.c_str(), &st), 0);
+    if ((st.st_mode & 07777) != 0640) fail_msg("new file mode %o, expected 640 (umask 027)", st.st_mode & 07777);
+    assert_int_equal(chmod(e.out.c_str(), 0600), 0);
+    r = convert(e.sc.in_src("model.bin"), e.out, GPT_DTYPE_AUTO, true);
+    expect_ok(r, "--force over a 0600 file");
+    assert_int_equal(stat(e.out.c_str(), &st), 0);
+    if ((st.st_mode & 07777) != 0600) fail_msg("replaced file mode %o, expected 600", st.st_mode & 07777);
+}
+
+// Output names up to the file-name limit (255 bytes): the staging name beside it stays within
+// the limit too (regression: names of 230-255 bytes could never be written).
+void test_convert_long_output_name(void **) {
+    ExistingOut e;
+    for (size_t len : {230u, 250u, 255u}) {
+        const std::string name = std::string(len - 4, 'n') + ".gpt";
+        Run r = convert(e.sc.in_src("model.bin"), e.sc.in_out(name));
+        char what[64];
+        std::snprintf(what, sizeof what, "a %zu-byte output name", len);
+        expect_ok(r, what);
+        (void)read_config(e.sc.in_out(name));
+    }
+    assert_int_equal(list_dir(e.sc.out).size(), 4);
+}
+
 // ----------------------------------------------------------------------- the command
 
 // Runs argv, stdout and stderr to files; returns the exit status.
@@ -1271,6 +1358,10 @@ int main(void) {
         cmocka_unit_test(test_convert_force_failure_keeps_output),
         cmocka_unit_test(test_convert_interrupt_keeps_output),
         cmocka_unit_test(test_convert_force_replaces_output),
+        cmocka_unit_test(test_convert_force_refuses_non_regular_output),
+        cmocka_unit_test(test_convert_force_refuses_inputs),
+        cmocka_unit_test(test_convert_output_mode),
+        cmocka_unit_test(test_convert_long_output_name),
         cmocka_unit_test(test_convert_command),
     };
     return cmocka_run_group_tests_name("convert", tests, nullptr, nullptr);

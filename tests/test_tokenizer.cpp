@@ -5,6 +5,7 @@
 // files written here, round trips on the shared corpus, and (when GPT_TEST_GPT2_VOCAB_DIR
 // names a folder with encoder.json + vocab.bpe) exact GPT-2 encodings from
 // tests/data/gpt2_expected.json. Random tests print their seed; GPT_TEST_SEED reproduces.
+#include "convert/fs_util.h"
 #include "convert/tokenizer_import.h"
 #include "core/error.h"
 #include "tokenizer/byte_unicode.h"
@@ -1157,7 +1158,7 @@ void test_gpt2_reference(void **) {
         std::string dir = vocab_dir;
         TokenizerData d = gpt::import_gpt2_vocab(dir + "/encoder.json", dir + "/vocab.bpe");
         auto t = gpt::Tokenizer::create(d, dir);
-        nlohmann::json expected = nlohmann::json::parse(gpt::read_file_bytes(expected_path));
+        nlohmann::json expected = nlohmann::json::parse(gpt::convert::read_text_file(expected_path));
         bool parse_special = expected.value("parse_special", true);
         size_t n = 0, bad = 0;
         std::string first_bad;

@@ -10,6 +10,7 @@
 #include "convert/safetensors.h"
 #include "convert/tokenizer_import.h"
 #include "core/error.h"
+#include "core/open_file.h"
 #include "core/staged_file.h"
 #include "format/keys.h"
 #include "format/writer.h"
@@ -213,12 +214,22 @@ void check_out_path(const ConvertOptions &opt) {
     if (opt.out.empty()) fail(GPT_ERR_INVALID_ARG, "no output path given");
     if (is_directory(opt.out)) fail(GPT_ERR_IO, "%s: is a directory; give the weight file's path", o);
     if (!is_directory(dir_name(opt.out))) fail(GPT_ERR_IO, "%s: directory '%s' does not exist", o, dir_name(opt.out).c_str());
-    if (path_exists(opt.out)) {
+    struct stat st;
+    if (::lstat(o, &st) == 0) {
         if (!opt.force) fail(GPT_ERR_IO, "%s: already exists (not overwritten; pass --force to replace it)", o);
+        // --force replaces a regular file only: never a FIFO, a device or a symbolic link.
+        if (!S_ISREG(st.st_mode)) fail(GPT_ERR_IO, "%s: is %s; only a regular file is replaced", o, file_type_name(st.st_mode));
         struct stat a, b;
         if (::stat(opt.out.c_str(), &a) == 0 && ::stat(opt.src.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
             fail(GPT_ERR_INVALID_ARG, "%s: is the source itself", o);
     }
+}
+
+// No input of the conversion may be replaced by its output (a shard, config.json, the
+// tokenizer, under any name or link).
+void check_not_an_input(const InputLog &inputs, const std::string &out) {
+    const std::string in = inputs.input_at(out);
+    if (!in.empty()) fail(GPT_ERR_INVALID_ARG, "%s: is an input of this conversion (%s); write the output elsewhere", out.c_str(), in.c_str());
 }
 
 // ---------------------------------------------------------------- source detection
@@ -258,6 +269,7 @@ ConvertResult convert_model(const ConvertOptions &opt) {
         else std::fprintf(stderr, "gpt convert: warning: %s\n", w.c_str());
     };
     check_out_path(opt);
+    InputLog inputs; // every file read from here on
 
     bool llama2c = false;
     TensorPlan plan = plan_source(opt, &llama2c);
@@ -332,6 +344,7 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     }
 
     // Staged beside OUT (core/staged_file.h), verified there, then moved onto OUT.
+    check_not_an_input(inputs, opt.out);
     StagedFile stage(opt.out);
     ProgressBar bar(opt.progress);
     w.write_to(stage.fd(), opt.out, [&](size_t done, size_t total, uint64_t bytes, uint64_t total_bytes) {
@@ -348,6 +361,7 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     if (opt.stop && *opt.stop) fail(GPT_ERR_ABORTED, "interrupted");
     if (!opt.force && path_exists(opt.out))
         fail(GPT_ERR_IO, "%s: already exists (not overwritten; pass --force to replace it)", opt.out.c_str());
+    check_not_an_input(inputs, opt.out); // again: OUT may have become one (a link) meanwhile
     stage.commit(opt.force);
 
     struct stat st;

@@ -49,9 +49,30 @@ bool path_exists(const std::string &path) {
     return ::lstat(path.c_str(), &st) == 0;
 }
 
+namespace {
+thread_local InputLog *t_inputs = nullptr;
+} // namespace
+
+InputLog::InputLog() : outer_(t_inputs) { t_inputs = this; }
+InputLog::~InputLog() { t_inputs = outer_; }
+
+std::string InputLog::input_at(const std::string &path) const {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return "";
+    for (const Entry &e : entries_)
+        if (e.dev == (uint64_t)st.st_dev && e.ino == (uint64_t)st.st_ino) return e.path;
+    return "";
+}
+
+void record_input(int fd, const std::string &path) {
+    struct stat st;
+    if (t_inputs && fstat(fd, &st) == 0) t_inputs->entries_.push_back({(uint64_t)st.st_dev, (uint64_t)st.st_ino, path});
+}
+
 std::string read_text_file(const std::string &path) {
     uint64_t size = 0;
     const int fd = open_regular_file(path, &size); // a FIFO or device is refused, never waited on
+    record_input(fd, path);
     std::string text;
     char buf[65536];
     for (;;) {
@@ -73,6 +94,7 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string &path) {
     std::shared_ptr<MappedFile> f(new MappedFile());
     f->path_ = path;
     const int fd = open_regular_file(path, &f->size_);
+    record_input(fd, path);
     static const uint8_t kEmpty[8] = {0};
     f->data_ = kEmpty;
     if (f->size_ > 0) {

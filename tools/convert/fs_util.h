@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gpt::convert {
 
@@ -16,6 +17,31 @@ bool is_directory(const std::string &path);
 bool path_exists(const std::string &path);
 // Reads a whole (small) file; throws GPT_ERR_IO naming it.
 std::string read_text_file(const std::string &path);
+
+// The files a conversion has read, by identity (device and inode, so another name or a hard
+// link of an input is recognised): while an InputLog lives, read_text_file and
+// MappedFile::open on its thread record every file they open into it. The output is
+// checked against it so no input is ever overwritten.
+class InputLog {
+public:
+    InputLog();
+    ~InputLog();
+    InputLog(const InputLog &) = delete;
+    InputLog &operator=(const InputLog &) = delete;
+    // The input that `path` is (its recorded name), or "" when it is none of them or absent.
+    std::string input_at(const std::string &path) const;
+
+private:
+    friend void record_input(int fd, const std::string &path);
+    struct Entry {
+        uint64_t dev, ino;
+        std::string path;
+    };
+    std::vector<Entry> entries_;
+    InputLog *outer_;
+};
+
+void record_input(int fd, const std::string &path);
 
 // A whole file mapped read-only (an empty file maps to size 0 and a non-null pointer).
 class MappedFile {

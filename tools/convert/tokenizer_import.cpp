@@ -3,13 +3,13 @@
 // accepted; anything else is GPT_ERR_UNSUPPORTED naming the file and the component.
 #include "tokenizer_import.h"
 
+#include "convert/fs_util.h"
+
 #include "core/error.h"
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 namespace gpt {
 
@@ -27,7 +27,7 @@ const char kQwen2Pattern[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 json parse_json_file(const std::string &path) {
-    std::string text = read_file_bytes(path);
+    std::string text = convert::read_text_file(path);
     try {
         return json::parse(text);
     } catch (const json::exception &e) {
@@ -295,15 +295,6 @@ bool is_byte_token(const std::string &s) {
 
 } // namespace
 
-std::string read_file_bytes(const std::string &path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) fail(GPT_ERR_IO, "%s: cannot open for reading", path.c_str());
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    if (f.bad()) fail(GPT_ERR_IO, "%s: read error", path.c_str());
-    return ss.str();
-}
-
 TokenizerData import_hf_tokenizer(const std::string &path, const std::string &config_path, ImportNotes *notes) {
     json root = parse_json_file(path);
     const char *p = path.c_str();
@@ -449,7 +440,7 @@ TokenizerData import_gpt2_vocab(const std::string &vocab_json, const std::string
     }
     place_tokens(vocab_json, entries, t);
 
-    std::string text = read_file_bytes(merges_txt);
+    std::string text = convert::read_text_file(merges_txt);
     size_t pos = 0, line_no = 0;
     while (pos < text.size()) {
         size_t end = text.find('\n', pos);

@@ -33,7 +33,4 @@ TokenizerData import_llama2c_tokenizer(const std::string &path, uint32_t vocab_s
 // A SentencePiece tokenizer.model (protobuf ModelProto) of model type BPE.
 TokenizerData import_sentencepiece_model(const std::string &path, ImportNotes *notes = nullptr);
 
-// The whole file; GPT_ERR_IO naming it when it cannot be read.
-std::string read_file_bytes(const std::string &path);
-
 } // namespace gpt

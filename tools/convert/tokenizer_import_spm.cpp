@@ -4,6 +4,8 @@
 // Both become kind SPM merging by score (these files carry no merge list).
 #include "tokenizer_import.h"
 
+#include "convert/fs_util.h"
+
 #include "core/error.h"
 
 #include <cmath>
@@ -88,7 +90,7 @@ void expect_wire(const std::string &path, const char *what, uint32_t wire, uint3
 } // namespace
 
 TokenizerData import_llama2c_tokenizer(const std::string &path, uint32_t vocab_size) {
-    std::string data = read_file_bytes(path);
+    std::string data = convert::read_text_file(path);
     const char *p = path.c_str();
     size_t pos = 0;
     auto read = [&](void *dst, size_t n, const char *what, size_t index) {
@@ -145,7 +147,7 @@ TokenizerData import_llama2c_tokenizer(const std::string &path, uint32_t vocab_s
 }
 
 TokenizerData import_sentencepiece_model(const std::string &path, ImportNotes *notes) {
-    std::string data = read_file_bytes(path);
+    std::string data = convert::read_text_file(path);
     const char *p = path.c_str();
     TokenizerData t;
     t.kind = TokenizerKind::SPM;
