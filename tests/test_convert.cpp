@@ -1264,6 +1264,23 @@ void test_convert_long_output_name(void **) {
     assert_int_equal(list_dir(e.sc.out).size(), 4);
 }
 
+// A FIFO as the source, or as a file the source directory names (config.json): refused at
+// once naming what it is (regression: "no such file or directory" for a FIFO SRC, and a
+// FIFO config.json blocked the converter in open()).
+void test_convert_refuses_fifo_inputs(void **) {
+    Scratch sc;
+    const std::string fifo = sc.in_src("model.bin");
+    assert_int_equal(mkfifo(fifo.c_str(), 0600), 0);
+    Run r = convert(fifo, sc.in_out("a.gpt"));
+    if (r.status != GPT_ERR_IO || !contains(r.message, "is a FIFO")) fail_msg("FIFO SRC: %s", r.message.c_str());
+    const std::string dir = sc.root + "/hf";
+    mkdir(dir.c_str(), 0755);
+    assert_int_equal(mkfifo((dir + "/config.json").c_str(), 0600), 0);
+    r = convert(dir, sc.in_out("b.gpt"));
+    if (r.status != GPT_ERR_IO || !contains(r.message, "config.json: is a FIFO")) fail_msg("FIFO config.json: %s", r.message.c_str());
+    assert_true(list_dir(sc.out).empty());
+}
+
 // ----------------------------------------------------------------------- the command
 
 // Runs argv, stdout and stderr to files; returns the exit status.
@@ -1362,6 +1379,7 @@ int main(void) {
         cmocka_unit_test(test_convert_force_refuses_inputs),
         cmocka_unit_test(test_convert_output_mode),
         cmocka_unit_test(test_convert_long_output_name),
+        cmocka_unit_test(test_convert_refuses_fifo_inputs),
         cmocka_unit_test(test_convert_command),
     };
     return cmocka_run_group_tests_name("convert", tests, nullptr, nullptr);

@@ -286,7 +286,7 @@ ConvertResult convert_model(const ConvertOptions &opt) {
         const std::string in = is_directory(opt.tokenizer) ? find_tokenizer_in(opt.tokenizer, llama2c, true) : opt.tokenizer;
         if (in.empty())
             fail(GPT_ERR_IO, "%s: holds no tokenizer.json, vocab.json, tokenizer.model or tokenizer.bin", opt.tokenizer.c_str());
-        if (!is_regular_file(in)) fail(GPT_ERR_IO, "%s: no such tokenizer file", in.c_str());
+        if (!path_exists(in)) fail(GPT_ERR_IO, "%s: no such tokenizer file", in.c_str());
         tok = import_tokenizer_file(in, c.vocab_size, &notes);
     } else {
         const std::string in = find_tokenizer_in(llama2c ? dir_name(opt.src) : opt.src, llama2c, false);

@@ -233,7 +233,7 @@ HfConfig parse_hf_config(const std::string &text, const std::string &src) {
 
 HfConfig load_hf_config(const std::string &dir) {
     const std::string path = join_path(dir, "config.json");
-    if (!is_regular_file(path)) fail(GPT_ERR_IO, "%s: no config.json (a Hugging Face model directory needs one)", dir.c_str());
+    if (!path_exists(path)) fail(GPT_ERR_IO, "%s: no config.json (a Hugging Face model directory needs one)", dir.c_str());
     HfConfig h = parse_hf_config(read_text_file(path), path);
 
     // generation_config.json often lists more end-of-turn ids (Llama 3 instruct, Qwen2 chat).

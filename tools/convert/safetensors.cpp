@@ -204,7 +204,7 @@ std::unique_ptr<SafetensorsSet> SafetensorsSet::open_dir(const std::string &dir)
         if (shards.empty()) fail(GPT_ERR_FORMAT, "%s: weight_map is empty", index_path.c_str());
         for (const auto &s : shards) {
             const std::string p = join_path(dir, s);
-            if (!is_regular_file(p))
+            if (!path_exists(p))
                 fail(GPT_ERR_IO, "%s: shard '%s' named by %s is missing", p.c_str(), s.c_str(), base_name(index_path).c_str());
             set->files_.push_back(SafetensorsFile::open(p));
         }
