@@ -5,6 +5,7 @@
 // eager, allocation counts and out-of-memory handling.
 // Tolerances (relative L2 error): fp32 1e-5 per kernel, tf32 5e-4, fp16/bf16 1e-2.
 #include "fixture.h"
+#include "format_decoder.h"
 #include "gpt.h"
 
 #include "backend/cpu/cpu_ops.h"
@@ -750,13 +751,16 @@ void test_gpu_out_of_memory_at_creation(void **) {
     gpt_ctx_params cp;
     gpt_ctx_params_init(&cp);
     cp.max_batch = 4096; // 4096 x 4M positions x 2 kv heads x 16 dims: far beyond any GPU
+    cp.max_seq = 1u << 22;
     const uint64_t n0 = gpt::cuda::allocation_count();
     gpt_ctx *c = nullptr;
     const gpt_status st = gpt_ctx_create(m, &cp, &c);
     assert_int_equal(st, GPT_ERR_OUT_OF_MEMORY);
     assert_null(c);
     std::printf("  message: %s\n", gpt_last_error());
-    assert_non_null(std::strstr(gpt_last_error(), "bytes free"));
+    // Refused up front with the numbers (host memory for the token history, or the GPU's).
+    assert_non_null(std::strstr(gpt_last_error(), "max_seq 4194304 x max_batch 4096 needs"));
+    assert_true(std::strstr(gpt_last_error(), "free on cuda:0") || std::strstr(gpt_last_error(), "MiB are available"));
     assert_int_equal(gpt::cuda::allocation_count(), n0); // nothing kept
     // The process and the model stay usable.
     cp.max_batch = 1;
@@ -767,6 +771,67 @@ void test_gpu_out_of_memory_at_creation(void **) {
     assert_int_equal(gpt_forward(c, &t, 1, 1, 0, lg.data()), GPT_OK);
     gpt_ctx_free(c);
     gpt_model_free(m);
+}
+
+// Hostile files on the GPU load path: a damaged tensor (checksum), a NaN weight with every crc
+// fixed up, a file cut short, a missing tensor and a wrong shape give the status the CPU path
+// gives, with the message naming the tensor, and leave no device allocation behind; the GPU
+// then still loads and runs the good file.
+void test_gpu_hostile_loads(void **) {
+    SKIP_WITHOUT_GPU();
+    namespace fd = format_decoder;
+    fixture::Spec s = model_specs()[1];
+    const auto fx = fixture::make(s);
+    const fd::Bytes good = fx.file;
+    const fd::Header h = fd::header_of(good);
+    const auto table = fd::table_entries(good);
+    const fd::TensorPos &q = fd::table_entry(table, "blk.0.attn_qkv.weight");
+    struct Case {
+        const char *what;
+        fd::Bytes file;
+        gpt_status want;
+        const char *needle;
+    };
+    std::vector<Case> cases;
+    fd::Bytes b = good;
+    b[h.data_off + q.rel + 5] ^= 0x40;
+    cases.push_back({"flipped weight bit", b, GPT_ERR_CHECKSUM, "blk.0.attn_qkv.weight"});
+    b = good;
+    fd::put32(b, h.data_off + q.rel + 8, 0x7fc00000u); // f32 NaN
+    fd::fix_all_crcs(b);
+    cases.push_back({"NaN weight", b, GPT_ERR_FORMAT, "blk.0.attn_qkv.weight"});
+    b = good;
+    b.resize(h.data_off + q.rel + 3);
+    fd::put64(b, fd::H_FILE_SIZE, b.size());
+    fd::fix_crcs(b);
+    cases.push_back({"cut short", b, GPT_ERR_FORMAT, ""});
+    b = good;
+    fd::put64(b, q.dims_at, q.dims[0] + 1); // a wrong shape for the config (bytes then disagree too)
+    fd::fix_crcs(b);
+    cases.push_back({"wrong shape", b, GPT_ERR_FORMAT, "blk.0.attn_qkv.weight"});
+    size_t free0 = 0, free1 = 0, total = 0;
+    CK(cudaMemGetInfo(&free0, &total));
+    const uint64_t n0 = gpt::cuda::allocation_count();
+    for (const Case &c : cases) {
+        for (int device : {GPT_DEVICE_CPU, 0}) {
+            gpt_model_params mp;
+            gpt_model_params_init(&mp);
+            mp.device = device;
+            gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
+            const gpt_status st = gpt_model_load_from_memory(c.file.data(), c.file.size(), &mp, &m);
+            if (st != c.want || m || !std::strstr(gpt_last_error(), c.needle))
+                fail_msg("%s on device %d: %s (%s), expected %s naming '%s'", c.what, device, gpt_status_str(st),
+                         gpt_last_error(), gpt_status_str(c.want), c.needle);
+        }
+    }
+    assert_int_equal(gpt::cuda::allocation_count(), n0); // no weights left on the device
+    CK(cudaMemGetInfo(&free1, &total));
+    if (free1 + (64u << 20) < free0) fail_msg("device memory dropped by %zu bytes over the failed loads", free0 - free1);
+    Loaded l;
+    load(l, fx, 0, GPT_DTYPE_AUTO, 0);
+    int32_t t = 3;
+    std::vector<float> lg(fx.config.vocab_size);
+    assert_int_equal(gpt_forward(l.c, &t, 1, 1, 0, lg.data()), GPT_OK);
 }
 
 void test_gpu_device_selection(void **) {
@@ -809,6 +874,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_graph_replay_equals_eager),
         cmocka_unit_test(test_gpu_no_allocation_in_generate),
         cmocka_unit_test(test_gpu_out_of_memory_at_creation),
+        cmocka_unit_test(test_gpu_hostile_loads),
         cmocka_unit_test(test_gpu_device_selection),
     };
     // GPT_TEST_FILTER="test_gpu_attention" runs a subset (compute-sanitizer runs use it).
