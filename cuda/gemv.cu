@@ -1,14 +1,15 @@
 // gemv.cu - memory-bound matrix-vector products. S warps of a block own one unit of output:
 // two adjacent columns for rows of 4 KB or more (one below), or one column over its paired
 // gate and up rows with SwiGLU; with two weight rows each x vector loaded serves two weight
-// vectors. Each warp walks every S-th 2 KB stretch of the row(s) with
-// 16-byte loads, kUnroll loads in flight per lane; their sums meet in shared memory in a
-// fixed order. S > 1 for matrices with few, long rows (Qwen2-7B's down projection: 3,584
+// vectors. Each warp walks every S-th 2 KB stretch of the row(s) with 16-byte loads,
+// kUnroll loads in flight per lane; their sums meet in shared memory in a fixed order (S is
+// a launch argument: one kernel per dtype, kind of unit and row count, 18 in all, keeps the
+// library small). S > 1 for matrices with few, long rows (Qwen2-7B's down projection: 3,584
 // rows of 37 KB), which with one warp per row keep too few loads in flight to reach the
-// DRAM bandwidth. The same x chunks are read for every row of the batch, so up to 8 rows
-// cost one pass over the weights. The first weight loads are issued before waiting on the
-// previous kernel (weights are never written), so with programmatic dependent launch the
-// weight stream overlaps that kernel's tail.
+// DRAM bandwidth. The same x chunks are read for both rows of a two-row batch, so they cost
+// one pass over the weights (more rows go to cuBLAS: the executor's measured crossover). The
+// first weight loads are issued before waiting on the previous kernel (weights are never
+// written), so with programmatic dependent launch the weight stream overlaps that kernel's tail.
 #include "gemv.cuh"
 #include "common.cuh"
 
@@ -83,12 +84,14 @@ template <> struct Vec<__nv_bfloat16> {
 };
 
 // W weight rows per warp: the unit's gate and up rows (PAIR) or W adjacent output columns.
-template <typename T, int R, int W, bool PAIR, int S>
-__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
+// S = 1 << log_s warps share a unit (a run-time value: one kernel serves every split count).
+template <typename T, int R, int W, bool PAIR>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t log_s) {
     constexpr int N = Vec<T>::N;
     static_assert(!PAIR || W == 2, "SwiGLU pairs a gate and an up row");
-    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, part = warp % S;
-    const uint32_t unit = blockIdx.x * (kWarps / S) + warp / S;
+    const uint32_t S = 1u << log_s;
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, part = warp & (S - 1);
+    const uint32_t unit = blockIdx.x * (kWarps >> log_s) + (warp >> log_s);
     // Output column j of this warp (PAIR: the unit's one column). Columns past n load a valid
     // row and write nothing (no early return before pdl_wait).
     auto column = [&](int j) { return PAIR ? unit : unit * W + j; };
@@ -161,7 +164,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 float sum = partial[warp][j][r];
-                for (int p = 1; p < S; p++) sum += partial[warp + p][j][r];
+                for (uint32_t p = 1; p < S; p++) sum += partial[warp + p][j][r];
                 acc[j][r] = sum;
             }
     }
@@ -187,28 +190,13 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a) {
     }
 }
 
-template <typename T, int W, bool PAIR, int S> cudaError_t launch_rows(const GemvArgs &a, uint32_t units, cudaStream_t s) {
-    const dim3 grid(ceil_div(units, kWarps / S));
-    switch (a.rows) { // exact row counts: a kernel never reads rows it was not given
-    case 1: return launch_pdl(gemv_kernel<T, 1, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 2: return launch_pdl(gemv_kernel<T, 2, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 3: return launch_pdl(gemv_kernel<T, 3, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 4: return launch_pdl(gemv_kernel<T, 4, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 5: return launch_pdl(gemv_kernel<T, 5, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 6: return launch_pdl(gemv_kernel<T, 6, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    case 7: return launch_pdl(gemv_kernel<T, 7, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    default: return launch_pdl(gemv_kernel<T, 8, W, PAIR, S>, grid, kWarps * 32, 0, s, a);
-    }
-}
-
 template <typename T, int W, bool PAIR> cudaError_t launch_split(const GemvArgs &a, cudaStream_t s) {
     const uint32_t units = PAIR ? a.n : ceil_div(a.n, (uint32_t)W);
-    switch (gemv_row_splits(units, a.k, a.dtype)) {
-    case 1: return launch_rows<T, W, PAIR, 1>(a, units, s);
-    case 2: return launch_rows<T, W, PAIR, 2>(a, units, s);
-    case 4: return launch_rows<T, W, PAIR, 4>(a, units, s);
-    default: return launch_rows<T, W, PAIR, 8>(a, units, s);
-    }
+    const uint32_t splits = gemv_row_splits(units, a.k, a.dtype), log_s = splits >= 8 ? 3 : splits >= 4 ? 2 : splits >= 2 ? 1 : 0;
+    const dim3 grid(ceil_div(units, kWarps >> log_s));
+    // Exact row counts: a kernel never reads rows it was not given.
+    if (a.rows == 1) return launch_pdl(gemv_kernel<T, 1, W, PAIR>, grid, kWarps * 32, 0, s, a, log_s);
+    return launch_pdl(gemv_kernel<T, 2, W, PAIR>, grid, kWarps * 32, 0, s, a, log_s);
 }
 
 template <typename T> cudaError_t launch_typed(const GemvArgs &a, cudaStream_t s) {

@@ -1,12 +1,13 @@
 // gemv.cuh - projections for a few rows (decode): y[r][n] = x[r][:] . w[n][:] (+ bias[n]),
 // with the neighbouring elementwise work fused in: GELU, SwiGLU over paired gate/up rows, or
 // accumulation into the residual stream. Weights are streamed once with 16-byte loads,
-// several in flight per thread, one or two weight rows per warp, one to eight warps per row(s).
+// several in flight per thread, one or two weight rows per warp, one to eight warps per row(s),
+// for one or two rows of x.
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
 
-inline constexpr uint32_t kGemvMaxRows = 8;
+inline constexpr uint32_t kGemvMaxRows = 2; // more rows: cuBLAS (the executor measured the crossover)
 
 struct GemvArgs {
     const void *x;        // [rows][ldx] in dtype
