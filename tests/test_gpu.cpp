@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "core/rope.h"
+#include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm.h"
 #include "core/half.h"
@@ -178,7 +179,7 @@ void test_gpu_add_norm(void **) {
 void test_gpu_gemm_bias_gelu(void **) {
     SKIP_WITHOUT_GPU();
     cublasHandle_t h;
-    assert_int_equal(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(gpt::cuda::cublas().create(&h), CUBLAS_STATUS_SUCCESS);
     struct Case { DType t; bool tf32; double tol; };
     for (Case c : {Case{DType::F32, false, 1e-5}, Case{DType::F32, true, 5e-4}, Case{DType::F16, false, 1e-2},
                    Case{DType::BF16, false, 1e-2}})
@@ -192,7 +193,7 @@ void test_gpu_gemm_bias_gelu(void **) {
                 dx.upload(x);
                 dw.upload(w);
                 db.upload(b);
-                cublasSetMathMode(h, c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+                gpt::cuda::cublas().set_math_mode(h, c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
                 gpt::Weight W;
                 W.data = dw.p;
                 W.dtype = c.t;
@@ -211,7 +212,7 @@ void test_gpu_gemm_bias_gelu(void **) {
                 std::string what = std::string("gemm ") + dname(c.t) + (c.tf32 ? "+tf32" : "") + " rows=" + std::to_string(rows);
                 expect_close(what.c_str(), dy.download(), want, c.tol);
             }
-    cublasDestroy(h);
+    gpt::cuda::cublas().destroy(h);
 }
 
 // The decode GEMV for 1..8 rows in every mode: plain, bias+GELU, f32 output over strided

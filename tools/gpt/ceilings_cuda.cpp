@@ -2,6 +2,8 @@
 // then the median of repeated runs, on random (not zero) data.
 #include "ceilings.h"
 
+#include "backend/cuda/cublas_loader.h"
+
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -54,18 +56,23 @@ Ceilings measure_ceilings(int device) {
     // GEMM 8192^3 in fp16 on buffers filled with 0x3c3c (1.06 in fp16): not zeros.
     const int N = 8192;
     cublasHandle_t h;
-    if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
+    const gpt::cuda::CublasApi *blas = nullptr;
+    try {
+        blas = &gpt::cuda::cublas(); // opened on first use (lib/backend/cuda/cublas_loader.h)
+    } catch (const std::exception &) {
+    }
+    if (blas && blas->create(&h) == CUBLAS_STATUS_SUCCESS) {
         void *C = nullptr;
         if (cudaMalloc(&C, (size_t)N * N * 4) == cudaSuccess) {
             const float alpha = 1, beta = 0;
             const double ms = median_ms([&] {
-                cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &alpha, src, CUDA_R_16F, N, (char *)src + (size_t)N * N * 2,
+                blas->gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &alpha, src, CUDA_R_16F, N, (char *)src + (size_t)N * N * 2,
                              CUDA_R_16F, N, &beta, C, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
             }, 10);
             c.gemm_tflops = 2.0 * N * N * (double)N / (ms * 1e-3) / 1e12;
             cudaFree(C);
         }
-        cublasDestroy(h);
+        blas->destroy(h);
     }
     cudaFree(src);
     cudaFree(dst);

@@ -1,6 +1,8 @@
 // cuda_check.cpp - error mapping and counted allocations for the CUDA backend.
 #include "backend/cuda/cuda_check.h"
 
+#include "backend/cuda/cublas_loader.h"
+
 #include "core/error.h"
 
 #include <atomic>
@@ -24,7 +26,9 @@ void check(cudaError_t e, const char *call, const char *file, int line) {
 void check(cublasStatus_t s, const char *call, const char *file, int line) {
     if (s == CUBLAS_STATUS_SUCCESS) return;
     const gpt_status st = s == CUBLAS_STATUS_ALLOC_FAILED ? GPT_ERR_OUT_OF_MEMORY : GPT_ERR_DEVICE;
-    fail(st, "cuBLAS error %s (%s) in %s at %s:%d", cublasGetStatusName(s), cublasGetStatusString(s), call, file, line);
+    const CublasApi *api = cublas_if_loaded();
+    fail(st, "cuBLAS error %s (%s) in %s at %s:%d", api ? api->status_name(s) : "?", api ? api->status_string(s) : "?", call,
+         file, line);
 }
 
 void *device_alloc(uint64_t bytes, const char *what) {

@@ -4,6 +4,7 @@
 // for every later token (positions are read from device memory, so the graph stays valid).
 #include "backend/cuda/cuda_executor.h"
 
+#include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_plan.h"
 #include "backend/cuda/gemm.h"
@@ -50,10 +51,10 @@ public:
             allocations_ = allocation_count() - before;
             std::unique_lock<std::shared_mutex> lock(capture_mutex());
             GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-            GPT_CUDA_CHECK(cublasCreate(&cublas_));
-            GPT_CUDA_CHECK(cublasSetStream(cublas_, stream_));
-            GPT_CUDA_CHECK(cublasSetWorkspace(cublas_, dev(plan_.cublas_ws), plan_.cublas_ws.bytes));
-            GPT_CUDA_CHECK(cublasSetMathMode(cublas_, p.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+            GPT_CUDA_CHECK(cublas().create(&cublas_));
+            GPT_CUDA_CHECK(cublas().set_stream(cublas_, stream_));
+            GPT_CUDA_CHECK(cublas().set_workspace(cublas_, dev(plan_.cublas_ws), plan_.cublas_ws.bytes));
+            GPT_CUDA_CHECK(cublas().set_math_mode(cublas_, p.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
             if (s.rope) upload_rope_tables();
         } catch (...) {
             release();
@@ -438,7 +439,7 @@ private:
             std::unique_lock<std::shared_mutex> lock(capture_mutex());
             for (auto &g : graphs_)
                 if (g.exec) cudaGraphExecDestroy(g.exec);
-            if (cublas_) cublasDestroy(cublas_);
+            if (cublas_) cublas().destroy(cublas_); // loaded: the handle was made through it
             if (stream_) cudaStreamDestroy(stream_);
         }
         device_free(dev_);

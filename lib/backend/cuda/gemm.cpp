@@ -2,6 +2,7 @@
 // y^T (n x rows) = w (as k x n, transposed) * x^T (k x rows).
 #include "backend/cuda/gemm.h"
 
+#include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/cuda_check.h"
 #include "core/error.h"
 
@@ -24,7 +25,7 @@ void gemm(cublasHandle_t h, const Weight &w, const void *x, DType x_dtype, uint6
     const float alpha = 1.0f, beta = 0.0f;
     const cublasComputeType_t compute =
         (w.dtype == DType::F32 && allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    GPT_CUDA_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)w.rows, (int)rows, (int)w.cols, &alpha, w.data,
+    GPT_CUDA_CHECK(cublas().gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)w.rows, (int)rows, (int)w.cols, &alpha, w.data,
                                 cuda_type(w.dtype), (int)w.cols, x, cuda_type(x_dtype), (int)ldx, &beta, y,
                                 cuda_type(y_dtype), (int)w.rows, compute, CUBLAS_GEMM_DEFAULT));
 }
