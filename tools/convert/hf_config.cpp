@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 namespace gpt::convert {
 
@@ -118,12 +119,13 @@ void set_special_ids(HfConfig &h, const std::vector<int64_t> &bos, const std::ve
         h.warnings.push_back(src + ": bos_token_id " + std::to_string(b) + " is outside the vocabulary (" + std::to_string(v) + "); dropped");
     }
     h.eos_ids.clear();
+    std::unordered_set<int32_t> seen; // a long list must not cost a scan per entry
     for (int64_t e : eos) {
         if (e < 0 || e >= v) {
             h.warnings.push_back(src + ": eos_token_id " + std::to_string(e) + " is outside the vocabulary (" + std::to_string(v) + "); dropped");
             continue;
         }
-        if (std::find(h.eos_ids.begin(), h.eos_ids.end(), (int32_t)e) == h.eos_ids.end()) h.eos_ids.push_back((int32_t)e);
+        if (seen.insert((int32_t)e).second) h.eos_ids.push_back((int32_t)e);
     }
     h.config.eos_id = h.eos_ids.empty() ? -1 : h.eos_ids[0];
 }
