@@ -1,20 +1,23 @@
 // test_scaling.cpp - hostile input must cost linear (or n log n) time (issue 15, items 1-3):
 // every parser and tokenizer is timed on an input of size n and of size 4n, and the ratio
-// must stay below kMaxRatio. Linear code gives about 4 (n log n a little more); code that
-// is quadratic in the input gives about 16.
+// must stay below kMaxRatio (8). Linear code gives about 4 (n log n, and caches a 4n input
+// fits less well in, up to about 5.5); code that is quadratic in the input gives 11-22.
 //
-// n calibrates itself: it starts small and doubles until one run takes kTargetSeconds, so
-// the n run takes ~20-50 ms on any machine (AddressSanitizer included: it slows code
-// uniformly, so the ratios hold) and a quadratic implementation fails in a second or two
-// instead of running for minutes. Each size is then timed kRounds times, interleaved (n, 4n,
-// n, 4n, ...), and the best of each is compared; a ratio over the bound is measured once more
-// before failing, so that a burst of load from tests running beside this one cannot fail it.
+// Each case fixes n: small enough that the 4n input and what is built from it stay near the
+// caches (a 100 MB working set costs more per byte than a 25 MB one, which blurs linear
+// with quadratic), large enough that today's quadratic code shows its quadratic term. A
+// timing repeats the operation `reps` times, reps doubling until the run at n takes
+// kTargetSeconds (20-40 ms on any machine, AddressSanitizer included: it slows code about
+// uniformly, so the ratios hold). Then n and 4n are timed kRounds times each, interleaved,
+// and the best times compared; a ratio over the bound is measured once more before the
+// check fails, so that a burst of load from tests running beside this one cannot fail it.
+// GPT_TEST_FILTER=<cmocka pattern> runs some of the test functions.
 //
 // Cases: weight-file metadata with many keys (through gpt_model_load_from_memory); the GPT-2,
 // Llama-3 and Qwen2 byte-level BPE tokenizers on long runs of digits (ASCII and other \p{N})
-// and of letters (one pre-token that BPE merges as a whole); SentencePiece-style BPE on long
-// text without spaces (by merge rank and by score); the special-token matcher on text of
-// partial matches; and, with the converter compiled in, model.safetensors.index.json with
+// and on long words (one pre-token that BPE merges as a whole); SentencePiece-style BPE on
+// long text without spaces (by merge rank and by score); the special-token matcher on text
+// of partial matches; and, with the converter compiled in, model.safetensors.index.json with
 // many shard names, config.json with many eos ids and tokenizer.json with many
 // post-processors naming a token.
 #include "gpt.h"
@@ -60,6 +63,7 @@ constexpr double kMaxRatio = 8.0;        // t(4n) / t(n): linear ~4, n log n ~4.
 constexpr int kRounds = 3;
 
 using Op = std::function<void()>;
+std::vector<std::string> g_failures; // the checks of the running test function that failed
 // Builds the input of size n (untimed) and returns the operation to time on it.
 using Prepare = std::function<Op(size_t n)>;
 
@@ -80,36 +84,56 @@ void run(const std::function<void()> &body) {
     if (!error.empty()) fail_msg("unexpected exception: %s", error.c_str());
 }
 
-// Times prepare(n)'s operation at a calibrated n and at 4n; fails when the ratio of the
-// best times reaches kMaxRatio. n starts at n0 and doubles while one run is under
-// kTargetSeconds and 4n stays within n_max (a memory bound).
-void check_scaling(const char *what, size_t n0, size_t n_max, const Prepare &prepare) {
+// Times prepare(n)'s operation at n and at 4n; fails when the ratio of the best times
+// reaches kMaxRatio. Each timing repeats the operation `reps` times, reps doubling until the
+// run at n takes kTargetSeconds: n itself stays small enough (each case picks it) that the
+// 4n input and what is built from it stay in cache, since a fresh 100 MB working set costs
+// more per byte than a 25 MB one (page faults, cache misses) and would blur linear with
+// quadratic; n is also large enough that today's quadratic code is dominated by its
+// quadratic term (ratio 11-16 there).
+void check_scaling(const char *what, size_t n, const Prepare &prepare) {
     run([&] {
-        size_t n = n0;
-        Op op = prepare(n);
-        double t = seconds(op);
-        while (t < kTargetSeconds && 8 * n <= n_max) {
-            n *= 2;
-            op = prepare(n);
-            t = seconds(op);
+        const Op one = prepare(n), four = prepare(4 * n);
+        size_t reps = 1;
+        auto timed = [&reps](const Op &op) {
+            return seconds([&] {
+                for (size_t r = 0; r < reps; r++) op();
+            });
+        };
+        double t = timed(one);
+        while (t < kTargetSeconds && reps < (1u << 20)) {
+            reps *= 2;
+            t = timed(one);
         }
-        Op op4 = prepare(4 * n);
-        double best = t, best4 = 1e30;
-        double ratio = 0;
-        for (int attempt = 0; attempt < 2; attempt++) {
+        double best = t, best4 = 1e30, ratio = 0;
+        for (int attempt = 0; attempt < 2; attempt++) { // a second chance against a burst of load
             for (int r = 0; r < kRounds; r++) {
-                best4 = std::min(best4, seconds(op4));
-                best = std::min(best, seconds(op));
+                best4 = std::min(best4, timed(four));
+                best = std::min(best, timed(one));
             }
             ratio = best4 / best;
             if (ratio < kMaxRatio) break;
         }
-        std::printf("[ scaling ] %-58s n=%-8zu %8.2f ms   4n: %8.2f ms   ratio %5.2f\n", what, n, best * 1e3, best4 * 1e3, ratio);
+        std::printf("[ scaling ] %-56s n=%-7zu x%-5zu %8.2f ms   4n: %8.2f ms   ratio %5.2f\n", what, n, reps, best * 1e3,
+                    best4 * 1e3, ratio);
         std::fflush(stdout);
-        if (!(ratio < kMaxRatio))
-            fail_msg("%s: %.2f ms at n=%zu but %.2f ms at 4n (ratio %.2f, limit %.1f): not linear", what, best * 1e3, n,
-                     best4 * 1e3, ratio, kMaxRatio);
+        if (!(ratio < kMaxRatio)) {
+            char msg[512];
+            std::snprintf(msg, sizeof msg, "%s: %.2f ms at n=%zu but %.2f ms at 4n (ratio %.2f, limit %.1f): not linear", what,
+                          best * 1e3, n, best4 * 1e3, ratio, kMaxRatio);
+            g_failures.push_back(msg);
+        }
     });
+}
+
+// Ends a test function: fails it with every check above that was not linear (each check
+// runs, so one slow case does not hide the others).
+void expect_linear() {
+    if (g_failures.empty()) return;
+    std::string all;
+    for (const std::string &f : g_failures) all += "\n  " + f;
+    g_failures.clear();
+    fail_msg("%zu check(s) failed:%s", (size_t)std::count(all.begin(), all.end(), '\n'), all.c_str());
 }
 
 // A sink the compiler cannot drop.
@@ -139,7 +163,7 @@ std::vector<uint8_t> model_with_keys(size_t n) {
 }
 
 void test_metadata_keys(void **) {
-    check_scaling("weight file: metadata keys (gpt_model_load_from_memory)", 256, 1u << 20, [](size_t n) -> Op {
+    check_scaling("weight file: metadata keys (gpt_model_load_from_memory)", 2048, [](size_t n) -> Op {
         auto bytes = std::make_shared<std::vector<uint8_t>>(model_with_keys(n));
         return [bytes] {
             gpt_model_params mp;
@@ -151,15 +175,7 @@ void test_metadata_keys(void **) {
             gpt_model_free(m);
         };
     });
-    // The reader alone, as `gpt info` uses it.
-    check_scaling("weight file: metadata keys (WeightFile::from_memory)", 256, 1u << 20, [](size_t n) -> Op {
-        auto bytes = std::make_shared<std::vector<uint8_t>>(model_with_keys(n));
-        return [bytes, n] {
-            auto f = gpt::format::WeightFile::from_memory(bytes->data(), bytes->size(), false, gpt::format::ReadOptions());
-            if (f->metadata().entries().size() < n) throw std::runtime_error("keys lost");
-            g_sink = f->metadata().entries().size();
-        };
-    });
+    expect_linear();
 }
 
 // ---------------------------------------------------------------- tokenizers
@@ -213,7 +229,7 @@ std::string repeat(const std::string &unit, size_t n) {
 
 void check_encode(const char *what, const gpt::TokenizerData &d, const std::string &unit, bool parse_special) {
     std::shared_ptr<gpt::Tokenizer> tok = gpt::Tokenizer::create(d, "test");
-    check_scaling(what, 1024, 64u << 20, [tok, unit, parse_special](size_t n) -> Op {
+    check_scaling(what, 16384, [tok, unit, parse_special](size_t n) -> Op {
         auto text = std::make_shared<std::string>(repeat(unit, n));
         return [tok, text, parse_special] {
             std::vector<int32_t> ids;
@@ -230,27 +246,28 @@ void test_bpe_digits(void **) {
     check_encode("gpt2 BPE: one run of digits", tiny_bpe(gpt::PreTokenizer::GPT2), kDigits, false);
     check_encode("llama3 BPE: one run of digits (\\p{N}{1,3} pieces)", tiny_bpe(gpt::PreTokenizer::LLAMA3), kDigits, false);
     check_encode("qwen2 BPE: one run of digits (\\p{N} pieces)", tiny_bpe(gpt::PreTokenizer::QWEN2), kDigits, false);
+    expect_linear();
 }
 
 void test_bpe_letters(void **) {
     // One pre-token of n letters with merges throughout, and one letter without any.
     check_encode("gpt2 BPE: one word 'hellohello...'", tiny_bpe(gpt::PreTokenizer::GPT2), "hello", false);
     check_encode("llama3 BPE: one word 'hellohello...'", tiny_bpe(gpt::PreTokenizer::LLAMA3), "hello", false);
-    check_encode("qwen2 BPE: one word 'hellohello...'", tiny_bpe(gpt::PreTokenizer::QWEN2), "hello", false);
     check_encode("gpt2 BPE: one word 'lll...'", tiny_bpe(gpt::PreTokenizer::GPT2), "l", false);
-    check_encode("llama3 BPE: one word 'aaa...'", tiny_bpe(gpt::PreTokenizer::LLAMA3), "a", false);
+    expect_linear();
 }
 
 void test_spm_long_text(void **) {
     check_encode("spm by rank: 'hellohello...' without spaces", tiny_spm(), "hello", false);
-    check_encode("spm by rank: 'hello hello ...'", tiny_spm(), "hello ", false);
     check_encode("spm by score: 'abcabc...' without spaces", tiny_scored(), "abc", false);
+    expect_linear();
 }
 
 void test_special_partial_matches(void **) {
     // Every position starts a partial match of <|endoftext|> or <|x|>; a few match fully.
     check_encode("special tokens: text of partial matches", tiny_bpe(gpt::PreTokenizer::GPT2),
                  "<|endoftext|<|x|<|endoftext<|x|><|", true);
+    expect_linear();
 }
 
 #if GPT_HAVE_CONVERT
@@ -275,7 +292,7 @@ struct TempDir {
 void test_safetensors_index_shards(void **) {
     // n tensors in n shards; none of the shards exists, so open_dir reads the whole index
     // and stops at the first shard with GPT_ERR_IO.
-    check_scaling("safetensors index: distinct shard names", 256, 4u << 20, [](size_t n) -> Op {
+    check_scaling("safetensors index: distinct shard names", 4096, [](size_t n) -> Op {
         auto dir = std::make_shared<TempDir>();
         std::string j = "{\"metadata\":{},\"weight_map\":{";
         for (size_t i = 0; i < n; i++)
@@ -291,10 +308,11 @@ void test_safetensors_index_shards(void **) {
             throw std::runtime_error("open_dir accepted an index without shards");
         };
     });
+    expect_linear();
 }
 
 void test_hf_config_eos_ids(void **) {
-    check_scaling("config.json: distinct eos_token_id entries", 256, 4u << 20, [](size_t n) -> Op {
+    check_scaling("config.json: distinct eos_token_id entries", 16384, [](size_t n) -> Op {
         std::string j = R"({"model_type":"llama","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,)"
                         R"("intermediate_size":8,"vocab_size":4194304,"eos_token_id":[)";
         for (size_t i = 0; i < n; i++) j += (i ? "," : "") + std::to_string(i);
@@ -304,18 +322,25 @@ void test_hf_config_eos_ids(void **) {
             if (h.eos_ids.size() != n) throw std::runtime_error("eos ids lost");
         };
     });
+    expect_linear();
 }
 
 void test_tokenizer_json_readers(void **) {
     // A byte-level tokenizer.json of n tokens and n TemplateProcessing post-processors, each
     // starting with the last token by name (not in its special_tokens): a lookup per processor.
-    check_scaling("tokenizer.json: vocab and post-processors naming a token", 256, 1u << 20, [](size_t n) -> Op {
+    check_scaling("tokenizer.json: vocab and post-processors naming a token", 2048, [](size_t n) -> Op {
         auto dir = std::make_shared<TempDir>();
+        // Names of one length with a long common prefix, as a hostile file would choose them.
+        auto name = [](size_t i) {
+            char b[64];
+            std::snprintf(b, sizeof b, "token_with_a_long_common_prefix_%08zu", i);
+            return std::string(b);
+        };
         std::string vocab, procs;
         for (size_t i = 0; i < n; i++) {
-            vocab += (i ? ",\"w" : "\"w") + std::to_string(i) + "\":" + std::to_string(i);
-            procs += std::string(i ? "," : "") + R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"w)" +
-                     std::to_string(n - 1) + R"(","type_id":0}}]})";
+            vocab += (i ? ",\"" : "\"") + name(i) + "\":" + std::to_string(i);
+            procs += std::string(i ? "," : "") + R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":")" +
+                     name(n - 1) + R"(","type_id":0}}]})";
         }
         dir->write("tokenizer.json", R"({"model":{"type":"BPE","vocab":{)" + vocab + R"(},"merges":[]},)"
                                      R"("pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},)"
@@ -325,6 +350,7 @@ void test_tokenizer_json_readers(void **) {
             if (t.tokens.size() != n || t.bos_id != (int32_t)n - 1) throw std::runtime_error("import result");
         };
     });
+    expect_linear();
 }
 #endif
 
@@ -343,5 +369,6 @@ int main(void) {
         cmocka_unit_test(test_tokenizer_json_readers),
 #endif
     };
+    if (const char *f = std::getenv("GPT_TEST_FILTER")) cmocka_set_test_filter(f); // e.g. "test_bpe_*"
     return cmocka_run_group_tests_name("scaling", tests, nullptr, nullptr);
 }
