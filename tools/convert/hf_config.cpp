@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <unordered_set>
 
 namespace gpt::convert {
@@ -60,6 +61,9 @@ public:
         const json &v = j_[key];
         auto one = [&](const json &x) {
             if (!x.is_number_integer()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a token id or a list of them, not %s", src_.c_str(), key, json_excerpt(v).c_str());
+            // Above 2^63 a 64-bit read would wrap (2^64 - 1 to -1): no such id, so refuse it.
+            if (x.is_number_unsigned() && x.get<uint64_t>() > (uint64_t)INT64_MAX)
+                fail(GPT_ERR_FORMAT, "%s: \"%s\" holds %s, which is not a token id", src_.c_str(), key, json_excerpt(x).c_str());
             out.push_back(x.get<int64_t>());
         };
         if (v.is_array())

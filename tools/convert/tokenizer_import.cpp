@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <climits>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -88,6 +89,20 @@ private:
     std::unordered_map<std::string_view, int32_t> by_string_;
 };
 
+// A token id as written in the JSON, which must already be an integer: it must lie in
+// [0, INT32_MAX), else GPT_ERR_FORMAT naming the file, the token and the value as written
+// (read as 32 bits, 2^32 + 5 would silently become 5; as 64, 2^64 - 1 would become -1).
+int32_t token_id(const std::string &path, const json &v, const std::string &token) {
+    if (v.is_number_unsigned()) {
+        if (v.get<uint64_t>() < (uint64_t)INT32_MAX) return (int32_t)v.get<uint64_t>();
+    } else if (v.is_number_integer()) {
+        const int64_t i = v.get<int64_t>();
+        if (i >= 0 && i < INT32_MAX) return (int32_t)i;
+    }
+    fail(GPT_ERR_FORMAT, "%s: token '%s' has id %s, out of range (ids run from 0 to %d)", path.c_str(), token.c_str(),
+         v.dump().c_str(), INT32_MAX - 1);
+}
+
 // id -> string table from (string, id) entries; every id in [0, n) exactly once.
 void place_tokens(const std::string &path, const std::vector<std::pair<std::string, int64_t>> &entries, TokenizerData &t) {
     int64_t max_id = -1;
@@ -118,7 +133,7 @@ void read_vocab(const std::string &path, const json &vocab, std::vector<std::pai
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
         if (!it.value().is_number_integer())
             fail(GPT_ERR_FORMAT, "%s: vocabulary entry '%s' is not an integer id", path.c_str(), it.key().c_str());
-        entries.emplace_back(it.key(), it.value().get<int64_t>());
+        entries.emplace_back(it.key(), token_id(path, it.value(), it.key()));
     }
 }
 
@@ -269,7 +284,8 @@ void read_post_processor(const std::string &path, const json &root, TokenizerDat
             const json *specials = get(*p, "special_tokens");
             const json *entry = specials ? get(*specials, first.second.c_str()) : nullptr;
             const json *ids = entry ? get(*entry, "ids") : nullptr;
-            if (ids && ids->is_array() && ids->size() == 1 && (*ids)[0].is_number_integer()) id = (*ids)[0].get<int32_t>();
+            if (ids && ids->is_array() && ids->size() == 1 && (*ids)[0].is_number_integer())
+                id = token_id(path, (*ids)[0], first.second);
             if (id < 0) id = index.find(first.second);
             if (id < 0 || id >= (int32_t)t.tokens.size())
                 fail(GPT_ERR_FORMAT, "%s: post_processor template starts with unknown token '%s'", path.c_str(), first.second.c_str());
@@ -348,8 +364,10 @@ TokenizerData import_hf_tokenizer(const std::string &path, const std::string &co
                 const json *content = get(a, "content");
                 if (!id || !id->is_number_integer() || !content || !content->is_string())
                     fail(GPT_ERR_FORMAT, "%s: added_tokens[%zu] needs an integer id and a string content", p, i);
-                entries.emplace_back(content->get<std::string>(), id->get<int64_t>());
-                added[id->get<int64_t>()] = get_bool(a, "special", false);
+                const std::string text = content->get<std::string>();
+                const int32_t at_id = token_id(path, *id, text);
+                entries.emplace_back(text, at_id);
+                added[at_id] = get_bool(a, "special", false);
             }
         }
         // A token both in the vocab and in added_tokens (GPT-2's <|endoftext|>) appears
