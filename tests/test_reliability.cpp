@@ -978,6 +978,55 @@ void test_deep_json_tokenizer(void **) {
     ::unlink(path.c_str());
     ::rmdir(dir);
 }
+
+// Token ids in tokenizer.json and config.json that no 32-bit id can hold are refused with
+// GPT_ERR_FORMAT naming the file, the token and the value as written (issue 15 item 16:
+// a post_processor special id of 2^32 + 5 silently became 5; 2^64 - 1, read as 64 bits,
+// became -1 in the message or a dropped id).
+void test_json_token_ids_out_of_range(void **) {
+    char dir[] = "/tmp/gpt-reliability-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const std::string path = std::string(dir) + "/tokenizer.json";
+    auto write_tokenizer = [&](const std::string &vocab, const std::string &added, const std::string &special_ids) {
+        const std::string tj =
+            R"({"model":{"type":"BPE","vocab":{)" + vocab + R"(},"merges":[]},"added_tokens":[)" + added + "]," +
+            R"("pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},)" +
+            R"("post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}},)" +
+            R"({"Sequence":{"id":"A","type_id":0}}],"special_tokens":{"<s>":{"id":"<s>","ids":[)" + special_ids +
+            R"(],"tokens":["<s>"]}}}})";
+        FILE *f = std::fopen(path.c_str(), "wb");
+        assert_non_null(f);
+        std::fwrite(tj.data(), 1, tj.size(), f);
+        std::fclose(f);
+    };
+    const std::string vocab = R"("a":0,"b":1,"c":2,"d":3,"e":4,"<s>":5)";
+    auto import = [&] { gpt::import_hf_tokenizer(path); };
+
+    write_tokenizer(vocab, "", "5"); // as written by Hugging Face: accepted
+    assert_int_equal(gpt::import_hf_tokenizer(path).bos_id, 5);
+    write_tokenizer(vocab, "", "4294967301"); // 2^32 + 5
+    expect_convert_error(GPT_ERR_FORMAT, "tokenizer.json: token '<s>' has id 4294967301", import, "post_processor id 2^32 + 5");
+    write_tokenizer(vocab, "", "-1");
+    expect_convert_error(GPT_ERR_FORMAT, "tokenizer.json: token '<s>' has id -1", import, "post_processor id -1");
+    write_tokenizer(vocab, R"({"id":4294967301,"content":"<x>","special":true})", "5");
+    expect_convert_error(GPT_ERR_FORMAT, "tokenizer.json: token '<x>' has id 4294967301", import, "added_tokens id 2^32 + 5");
+    write_tokenizer(R"("a":0,"b":18446744073709551615,"<s>":1)", "", "1"); // 2^64 - 1
+    expect_convert_error(GPT_ERR_FORMAT, "tokenizer.json: token 'b' has id 18446744073709551615", import, "vocab id 2^64 - 1");
+    ::unlink(path.c_str());
+    ::rmdir(dir);
+
+    // config.json: ids outside the vocabulary are dropped with a warning, one beyond 2^63
+    // (which would wrap) is refused.
+    const std::string cfg = R"({"model_type":"llama","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":1,)"
+                            R"("intermediate_size":8,"vocab_size":8,)";
+    gpt::convert::HfConfig h = gpt::convert::parse_hf_config(cfg + R"("eos_token_id":[4294967301,2]})", "config.json");
+    assert_int_equal(h.config.eos_id, 2);
+    assert_int_equal(h.warnings.size(), 1);
+    assert_non_null(std::strstr(h.warnings[0].c_str(), "4294967301"));
+    expect_convert_error(GPT_ERR_FORMAT, "config.json: \"eos_token_id\" holds 18446744073709551615",
+                         [&] { gpt::convert::parse_hf_config(cfg + R"("eos_token_id":[18446744073709551615,2]})", "config.json"); },
+                         "config.json eos id 2^64 - 1");
+}
 #endif
 
 } // namespace
@@ -1015,6 +1064,7 @@ int main(void) {
         cmocka_unit_test(test_deep_json_config),
         cmocka_unit_test(test_deep_json_safetensors),
         cmocka_unit_test(test_deep_json_tokenizer),
+        cmocka_unit_test(test_json_token_ids_out_of_range),
 #endif
     };
     return cmocka_run_group_tests_name("reliability", tests, nullptr, nullptr);

@@ -20,19 +20,22 @@ const char *meta_type_name(MetaType t) {
 }
 
 void Metadata::set(const std::string &key, MetaValue value) {
-    for (auto &e : entries_) {
-        if (e.first == key) {
-            e.second = std::move(value);
-            return;
-        }
+    auto [it, inserted] = index_.emplace(key, entries_.size());
+    if (!inserted) {
+        entries_[it->second].second = std::move(value);
+        return;
     }
-    entries_.emplace_back(key, std::move(value));
+    try {
+        entries_.emplace_back(key, std::move(value));
+    } catch (...) {
+        index_.erase(it);
+        throw;
+    }
 }
 
 const MetaValue *Metadata::find(const std::string &key) const {
-    for (const auto &e : entries_)
-        if (e.first == key) return &e.second;
-    return nullptr;
+    auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &entries_[it->second].second;
 }
 
 const MetaValue *Metadata::typed(const std::string &key, MetaType want) const {

@@ -13,7 +13,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <unordered_set>
 #include <zlib.h>
 
 namespace gpt::format {
@@ -158,9 +157,8 @@ void WeightFile::release_data() {
 }
 
 const TensorEntry *WeightFile::find(const std::string &name) const {
-    for (const auto &t : tensors_)
-        if (t.name == name) return &t;
-    return nullptr;
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : &tensors_[it->second];
 }
 
 void WeightFile::parse(const ReadOptions &opt) {
@@ -272,7 +270,8 @@ void WeightFile::parse_table(const uint8_t *p, uint64_t n, uint32_t count, uint6
     // one dimension 8, offset 8, nbytes 8, crc 4.
     if (count > n / 35) fail(GPT_ERR_FORMAT, "%s: table claims %u tensors in %llu bytes", src, count, (unsigned long long)n);
     tensors_.reserve(count);
-    std::unordered_set<std::string> names;
+    by_name_.clear();
+    by_name_.reserve(count);
     for (uint32_t i = 0; i < count; i++) {
         TensorEntry t;
         const uint32_t name_len = c.u16();
@@ -280,7 +279,7 @@ void WeightFile::parse_table(const uint8_t *p, uint64_t n, uint32_t count, uint6
             fail(GPT_ERR_FORMAT, "%s: tensor %u has a name length of %u", src, i, name_len);
         t.name = c.str(name_len);
         const char *tn = t.name.c_str();
-        if (!names.insert(t.name).second) fail(GPT_ERR_FORMAT, "%s: tensor '%s' appears twice", src, tn);
+        if (!by_name_.emplace(t.name, tensors_.size()).second) fail(GPT_ERR_FORMAT, "%s: tensor '%s' appears twice", src, tn);
         const uint8_t dt = c.u8();
         if (!is_dtype(dt)) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has unknown dtype %u", src, tn, dt);
         t.dtype = static_cast<DType>(dt);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace gpt::format {
@@ -76,6 +77,7 @@ private:
     bool checksums_verified_ = false;
     Metadata meta_;
     std::vector<TensorEntry> tensors_;
+    std::unordered_map<std::string, size_t> by_name_; // tensor name -> position in tensors_
 };
 
 } // namespace gpt::format

@@ -47,6 +47,13 @@ struct Units {
         while (i < n && cls[i] == c) ++i;
         return i;
     }
+    // The same, looking at no more than max units: a pattern that takes a bounded piece of
+    // a run must not scan the rest of it (that made a run of digits quadratic).
+    size_t run_upto(size_t i, CharClass c, size_t max) const {
+        const size_t end = max < n - i ? i + max : n;
+        while (i < end && cls[i] == c) ++i;
+        return i;
+    }
 };
 
 // 's|'t|'re|'ve|'m|'ll|'d, case-sensitively or under simple case folding; 0 = no match.
@@ -94,10 +101,7 @@ size_t match_llama3(const Units &u, size_t i, size_t max_digits) {
     if (u.of(i, CC_LETTER)) return u.run(i, CC_LETTER);
     if (!u.crlf(i) && !u.of(i, CC_NUMBER) && u.of(i + 1, CC_LETTER)) return u.run(i + 1, CC_LETTER);
     // \p{N}{1,3} or \p{N}
-    if (u.of(i, CC_NUMBER)) {
-        size_t e = u.run(i, CC_NUMBER);
-        return e - i > max_digits ? i + max_digits : e;
-    }
+    if (u.of(i, CC_NUMBER)) return u.run_upto(i, CC_NUMBER, max_digits);
     //  ?[^\s\p{L}\p{N}]+[\r\n]*
     if (size_t e = match_opt_space_run(u, i, CC_OTHER)) {
         while (u.crlf(e)) ++e;

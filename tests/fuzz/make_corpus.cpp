@@ -5,6 +5,7 @@
 #include "common.h"
 
 #include "fixture.h"
+#include "format/reader.h"
 #include "format/writer.h"
 #include "tokenizer/byte_unicode.h"
 
@@ -170,6 +171,18 @@ int main(int argc, char **argv) {
         gpt::format::Writer empty;
         write("fuzz_weight_file", "empty.gpt", empty.write_memory());
     }
+    {
+        // A model with 300 extra metadata keys (the key lookups at load were quadratic).
+        const std::vector<uint8_t> base = model_file(GPT_ARCH_LLAMA, DType::F32, nullptr, 13, true, false, 6);
+        auto f = gpt::format::WeightFile::from_memory(base.data(), base.size(), true, gpt::format::ReadOptions());
+        gpt::format::Writer w;
+        for (const auto &[key, v] : f->metadata().entries()) w.metadata().set(key, v);
+        for (int i = 0; i < 300; i++)
+            w.metadata().set("user.k" + std::to_string(i), gpt::format::MetaValue::of_u32((uint32_t)i));
+        for (const auto &t : f->tensors())
+            w.add_tensor(t.name, t.dtype, std::vector<uint64_t>(t.dims, t.dims + t.ndim), f->data(t), t.nbytes);
+        write("fuzz_weight_file", "many_keys.gpt", w.write_memory());
+    }
 
     // fuzz_safetensors.
     {
@@ -204,6 +217,15 @@ int main(int argc, char **argv) {
           R"("intermediate_size":40,"vocab_size":45,"use_sliding_window":true,"sliding_window":32,"tie_word_embeddings":true,)"
           R"("rope_scaling":{"type":"linear","factor":2.0},"dtype":"float16","eos_token_id":[44,-1,99]})");
 
+    {
+        // A long eos_token_id list: repeats, ids outside the vocabulary, one past 32 bits.
+        std::string eos;
+        for (int i = 0; i < 600; i++) eos += std::to_string(i % 150) + ",";
+        write("fuzz_hf_config", "many_eos.json",
+              R"({"model_type":"llama","hidden_size":32,"num_hidden_layers":1,"num_attention_heads":4,"intermediate_size":40,)"
+              R"("vocab_size":100,"bos_token_id":1,"eos_token_id":[)" + eos + "4294967301]}");
+    }
+
     // fuzz_llama2c: v0 shared and unshared, v1, and a tokenizer.bin.
     write("fuzz_llama2c", "v0_shared.bin", llama2c(0, 8, 12, 1, 2, 1, 5, 4, true));
     write("fuzz_llama2c", "v0_unshared.bin", llama2c(0, 8, 12, 1, 2, 2, 5, 4, false));
@@ -226,6 +248,23 @@ int main(int argc, char **argv) {
             in += (char)(t.size() >> 8);
             in += t;
             write("fuzz_tokenizer", "text_" + std::to_string(k++), in);
+        }
+    }
+    {
+        // Runs of \p{N} (ASCII, Arabic-Indic, superscript, fractions, Roman numerals) for each
+        // byte-level pre-tokenizer (their splits of a run were quadratic), and one long word.
+        // 200 bytes: every piece boundary, while keeping the executions of the corpus fast.
+        std::string digits, word;
+        while (digits.size() < 200) digits += "0123456789\xD9\xA1\xD9\xA2\xC2\xB2\xC2\xBD\xE2\x85\xA7";
+        while (word.size() < 200) word += "theandin";
+        const std::pair<const char *, uint8_t> seeds[] = {{"digits_0", 0x00}, {"digits_1", 0x01}, {"digits_2", 0x02}, {"word_0", 0x00}};
+        for (const auto &[name, sel] : seeds) {
+            const std::string &t = name[0] == 'w' ? word : digits;
+            std::string in(1, (char)sel);
+            in += (char)(t.size() & 0xff);
+            in += (char)(t.size() >> 8);
+            in += t;
+            write("fuzz_tokenizer", name, in);
         }
     }
     for (uint8_t sel : {0x10, 0x33}) {
@@ -265,6 +304,22 @@ int main(int argc, char **argv) {
               R"("normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"String":" "},"content":"▁"}]},)"
               R"("pre_tokenizer":null,"decoder":null,"model":{"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":true,)"
               R"("vocab":{"<unk>":0,"<s>":1,"<0x41>":2,"a":3,"▁":4,"▁a":5},"merges":["▁ a"]}})");
+    {
+        // Many post-processors naming tokens (a vocabulary scan each was quadratic), and a
+        // special_tokens id past 32 bits (2^32 + 3 became 3, the id of <s>).
+        std::string procs;
+        for (int i = 0; i < 30; i++) // 30: the file stays under libFuzzer's default max_len
+            procs += std::string(i ? "," : "") + R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":")" +
+                     (i % 2 ? "<s>" : "b") + R"(","type_id":0}},{"Sequence":{"id":"A","type_id":0}}]})";
+        const std::string head = R"({"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"<s>":3},"merges":["a b"]},)"
+                                 R"("pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},)";
+        write("fuzz_tokenizer_import", "many_post_processors.json",
+              std::string(1, (char)0) + head + R"("post_processor":{"type":"Sequence","processors":[)" + procs + "]}}");
+        write("fuzz_tokenizer_import", "big_ids.json",
+              std::string(1, (char)0) + head + R"("added_tokens":[{"id":4,"content":"<x>","special":true}],)" +
+                  R"("post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}}],)" +
+                  R"("special_tokens":{"<s>":{"id":"<s>","ids":[4294967299],"tokens":["<s>"]}}}})");
+    }
     write("fuzz_tokenizer_import", "gpt2_vocab",
           std::string("\x01") + R"({"a":0,"b":1,"ab":2,"<|endoftext|>":3})" + "\n#MERGES#\n" + "#version: 0.2\na b\n");
     {

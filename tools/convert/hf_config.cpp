@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <unordered_set>
 
 namespace gpt::convert {
 
@@ -59,6 +61,9 @@ public:
         const json &v = j_[key];
         auto one = [&](const json &x) {
             if (!x.is_number_integer()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a token id or a list of them, not %s", src_.c_str(), key, json_excerpt(v).c_str());
+            // Above 2^63 a 64-bit read would wrap (2^64 - 1 to -1): no such id, so refuse it.
+            if (x.is_number_unsigned() && x.get<uint64_t>() > (uint64_t)INT64_MAX)
+                fail(GPT_ERR_FORMAT, "%s: \"%s\" holds %s, which is not a token id", src_.c_str(), key, json_excerpt(x).c_str());
             out.push_back(x.get<int64_t>());
         };
         if (v.is_array())
@@ -118,12 +123,13 @@ void set_special_ids(HfConfig &h, const std::vector<int64_t> &bos, const std::ve
         h.warnings.push_back(src + ": bos_token_id " + std::to_string(b) + " is outside the vocabulary (" + std::to_string(v) + "); dropped");
     }
     h.eos_ids.clear();
+    std::unordered_set<int32_t> seen; // a long list must not cost a scan per entry
     for (int64_t e : eos) {
         if (e < 0 || e >= v) {
             h.warnings.push_back(src + ": eos_token_id " + std::to_string(e) + " is outside the vocabulary (" + std::to_string(v) + "); dropped");
             continue;
         }
-        if (std::find(h.eos_ids.begin(), h.eos_ids.end(), (int32_t)e) == h.eos_ids.end()) h.eos_ids.push_back((int32_t)e);
+        if (seen.insert((int32_t)e).second) h.eos_ids.push_back((int32_t)e);
     }
     h.config.eos_id = h.eos_ids.empty() ? -1 : h.eos_ids[0];
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 namespace gpt::convert {
 
@@ -191,6 +192,7 @@ std::unique_ptr<SafetensorsSet> SafetensorsSet::open_dir(const std::string &dir)
         const json &wm = idx["weight_map"];
         std::map<std::string, std::string> where; // tensor -> shard file name
         std::vector<std::string> shards;          // in first-mention order
+        std::unordered_set<std::string> seen;     // the same, to test membership in O(1)
         for (auto it = wm.begin(); it != wm.end(); ++it) {
             if (!it.value().is_string())
                 fail(GPT_ERR_FORMAT, "%s: weight_map entry '%s' is not a file name", index_path.c_str(), it.key().c_str());
@@ -199,7 +201,7 @@ std::unique_ptr<SafetensorsSet> SafetensorsSet::open_dir(const std::string &dir)
                 fail(GPT_ERR_FORMAT, "%s: weight_map entry '%s' names '%s', not a file in the directory", index_path.c_str(),
                      it.key().c_str(), shard.c_str());
             where[it.key()] = shard;
-            if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
+            if (seen.insert(shard).second) shards.push_back(shard);
         }
         if (shards.empty()) fail(GPT_ERR_FORMAT, "%s: weight_map is empty", index_path.c_str());
         for (const auto &s : shards) {

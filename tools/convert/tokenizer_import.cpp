@@ -9,7 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <climits>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
 namespace gpt {
 
@@ -66,11 +69,38 @@ std::string config_token(const json &cfg, const char *key) {
     return "";
 }
 
-int32_t find_id(const TokenizerData &t, const std::string &s) {
-    if (s.empty()) return -1;
-    for (size_t i = 0; i < t.tokens.size(); ++i)
-        if (t.tokens[i] == s) return (int32_t)i;
-    return -1;
+// Token string -> the lowest id spelling it, built once the token table is final: a lookup
+// per name read from the files (post-processors, config entries) must not scan the
+// vocabulary, or a file with many of them costs quadratic time. Holds views into t.tokens,
+// which must not change while it is in use.
+class TokenIndex {
+public:
+    explicit TokenIndex(const TokenizerData &t) {
+        by_string_.reserve(t.tokens.size());
+        for (size_t i = 0; i < t.tokens.size(); ++i) by_string_.emplace(t.tokens[i], (int32_t)i); // the first id wins
+    }
+    int32_t find(const std::string &s) const {
+        if (s.empty()) return -1;
+        auto it = by_string_.find(s);
+        return it == by_string_.end() ? -1 : it->second;
+    }
+
+private:
+    std::unordered_map<std::string_view, int32_t> by_string_;
+};
+
+// A token id as written in the JSON, which must already be an integer: it must lie in
+// [0, INT32_MAX), else GPT_ERR_FORMAT naming the file, the token and the value as written
+// (read as 32 bits, 2^32 + 5 would silently become 5; as 64, 2^64 - 1 would become -1).
+int32_t token_id(const std::string &path, const json &v, const std::string &token) {
+    if (v.is_number_unsigned()) {
+        if (v.get<uint64_t>() < (uint64_t)INT32_MAX) return (int32_t)v.get<uint64_t>();
+    } else if (v.is_number_integer()) {
+        const int64_t i = v.get<int64_t>();
+        if (i >= 0 && i < INT32_MAX) return (int32_t)i;
+    }
+    fail(GPT_ERR_FORMAT, "%s: token '%s' has id %s, out of range (ids run from 0 to %d)", path.c_str(), token.c_str(),
+         v.dump().c_str(), INT32_MAX - 1);
 }
 
 // id -> string table from (string, id) entries; every id in [0, n) exactly once.
@@ -103,7 +133,7 @@ void read_vocab(const std::string &path, const json &vocab, std::vector<std::pai
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
         if (!it.value().is_number_integer())
             fail(GPT_ERR_FORMAT, "%s: vocabulary entry '%s' is not an integer id", path.c_str(), it.key().c_str());
-        entries.emplace_back(it.key(), it.value().get<int64_t>());
+        entries.emplace_back(it.key(), token_id(path, it.value(), it.key()));
     }
 }
 
@@ -237,7 +267,7 @@ bool detect_spm(const std::string &path, const json &root, bool *add_space_prefi
 
 // add_bos and the BOS token from a TemplateProcessing post-processor whose single-sequence
 // template starts with a special token.
-void read_post_processor(const std::string &path, const json &root, TokenizerData &t, ImportNotes *notes) {
+void read_post_processor(const std::string &path, const json &root, TokenizerData &t, const TokenIndex &index, ImportNotes *notes) {
     std::vector<const json *> procs;
     flatten(get(root, "post_processor"), "processors", procs);
     for (const json *p : procs) {
@@ -254,8 +284,9 @@ void read_post_processor(const std::string &path, const json &root, TokenizerDat
             const json *specials = get(*p, "special_tokens");
             const json *entry = specials ? get(*specials, first.second.c_str()) : nullptr;
             const json *ids = entry ? get(*entry, "ids") : nullptr;
-            if (ids && ids->is_array() && ids->size() == 1 && (*ids)[0].is_number_integer()) id = (*ids)[0].get<int32_t>();
-            if (id < 0) id = find_id(t, first.second);
+            if (ids && ids->is_array() && ids->size() == 1 && (*ids)[0].is_number_integer())
+                id = token_id(path, (*ids)[0], first.second);
+            if (id < 0) id = index.find(first.second);
             if (id < 0 || id >= (int32_t)t.tokens.size())
                 fail(GPT_ERR_FORMAT, "%s: post_processor template starts with unknown token '%s'", path.c_str(), first.second.c_str());
             t.add_bos = true;
@@ -267,13 +298,13 @@ void read_post_processor(const std::string &path, const json &root, TokenizerDat
     }
 }
 
-void apply_config(const std::string &config_path, TokenizerData &t, ImportNotes *notes) {
+void apply_config(const std::string &config_path, TokenizerData &t, const TokenIndex &index, ImportNotes *notes) {
     json cfg = parse_json_file(config_path);
     if (!cfg.is_object()) fail(GPT_ERR_FORMAT, "%s: not a JSON object", config_path.c_str());
     auto set = [&](const char *key, int32_t *id) {
         std::string s = config_token(cfg, key);
         if (s.empty()) return;
-        int32_t found = find_id(t, s);
+        int32_t found = index.find(s);
         if (found < 0) fail(GPT_ERR_FORMAT, "%s: %s '%s' is not in the vocabulary", config_path.c_str(), key, s.c_str());
         *id = found;
     };
@@ -324,8 +355,10 @@ TokenizerData import_hf_tokenizer(const std::string &path, const std::string &co
                 const json *content = get(a, "content");
                 if (!id || !id->is_number_integer() || !content || !content->is_string())
                     fail(GPT_ERR_FORMAT, "%s: added_tokens[%zu] needs an integer id and a string content", p, i);
-                entries.emplace_back(content->get<std::string>(), id->get<int64_t>());
-                added[id->get<int64_t>()] = get_bool(a, "special", false);
+                const std::string text = content->get<std::string>();
+                const int32_t at_id = token_id(path, *id, text);
+                entries.emplace_back(text, at_id);
+                added[at_id] = get_bool(a, "special", false);
             }
         }
         // A token both in the vocab and in added_tokens (GPT-2's <|endoftext|>) appears
@@ -402,24 +435,25 @@ TokenizerData import_hf_tokenizer(const std::string &path, const std::string &co
             if (t.kind == TokenizerKind::SPM && is_byte_token(t.tokens[id])) t.types[id] = TOKEN_BYTE;
         for (const auto &a : added) t.types[(size_t)a.first] = a.second ? TOKEN_CONTROL : TOKEN_USER_DEFINED;
 
+        const TokenIndex index(t); // t.tokens is final from here on
         std::string unk = get_str(*model, "unk_token");
         if (!unk.empty()) {
-            t.unk_id = find_id(t, unk);
+            t.unk_id = index.find(unk);
             if (t.unk_id < 0) fail(GPT_ERR_FORMAT, "%s: model.unk_token '%s' is not in the vocabulary", p, unk.c_str());
             if (t.types[t.unk_id] == TOKEN_NORMAL) t.types[t.unk_id] = TOKEN_UNKNOWN;
         }
-        read_post_processor(path, root, t, notes);
+        read_post_processor(path, root, t, index, notes);
         // Without a config: the conventional names. GPT-2 uses <|endoftext|> for both.
         if (t.eos_id < 0) {
             for (const char *name : {"</s>", "<|end_of_text|>", "<|endoftext|>"})
-                if ((t.eos_id = find_id(t, name)) >= 0) break;
+                if ((t.eos_id = index.find(name)) >= 0) break;
         }
         if (t.bos_id < 0) {
             for (const char *name : {"<s>", "<|begin_of_text|>"})
-                if ((t.bos_id = find_id(t, name)) >= 0) break;
-            if (t.bos_id < 0 && t.pre == PreTokenizer::GPT2) t.bos_id = find_id(t, "<|endoftext|>");
+                if ((t.bos_id = index.find(name)) >= 0) break;
+            if (t.bos_id < 0 && t.pre == PreTokenizer::GPT2) t.bos_id = index.find("<|endoftext|>");
         }
-        if (!config_path.empty()) apply_config(config_path, t, notes);
+        if (!config_path.empty()) apply_config(config_path, t, index, notes);
         return t;
     } catch (const json::exception &e) {
         fail(GPT_ERR_FORMAT, "%s: unexpected JSON structure: %s", p, e.what());
@@ -456,7 +490,7 @@ TokenizerData import_gpt2_vocab(const std::string &vocab_json, const std::string
         t.merges.push_back(line);
     }
     t.types.assign(t.tokens.size(), TOKEN_NORMAL);
-    int32_t eot = find_id(t, "<|endoftext|>");
+    int32_t eot = TokenIndex(t).find("<|endoftext|>");
     if (eot >= 0) {
         t.types[eot] = TOKEN_CONTROL;
         t.bos_id = t.eos_id = eot;
