@@ -87,11 +87,12 @@ void usage() {
                 "  --prefill N        prompt tokens for the prefill measurement (default 512, at most the\n"
                 "                     model's context; 0 skips)\n"
                 "  --decode M         tokens for the decode measurement (default 128, at most what fits\n"
-                "                     the context after --pos and 3 warm-up steps; 0 skips)\n"
+                "                     the context after --pos and the warm-up steps; 0 skips)\n"
                 "  --batch B          sequences decoded together, 1 to 4096 (default 1)\n"
                 "  --pos P            context position where decoding starts (default 0)\n"
                 "  --forward BxT      also time a full-logits forward of B sequences x T tokens\n"
                 "  --reps R           repetitions of prefill/forward, at least 1 (default 10; median reported)\n"
+                "  --warmup W         untimed runs before them, and untimed decode steps (default 3)\n"
                 "  --threads N        CPU threads\n"
                 "  --tf32             allow TF32 for f32 GEMMs\n"
                 "  --no-graphs        decode without CUDA graphs\n"
@@ -127,6 +128,7 @@ Options parse(int argc, char **argv) {
         } else if (a == "--batch") o.batch = parse_u32(a, next(), 1, kMaxBatch);
         else if (a == "--pos") o.pos = parse_u32(a, next());
         else if (a == "--reps") o.reps = parse_u32(a, next(), 1, 1000000);
+        else if (a == "--warmup") o.warmup = parse_u32(a, next(), 0, 1000);
         else if (a == "--threads") o.threads = parse_u32(a, next(), 0, 256);
         else if (a == "--tf32") o.tf32 = true;
         else if (a == "--no-graphs") o.graphs = false;
