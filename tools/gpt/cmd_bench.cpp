@@ -41,9 +41,41 @@ struct Options {
     bool dtype_given = false;
     int32_t device = GPT_DEVICE_AUTO;
     uint32_t prefill = 512, decode = 128, batch = 1, pos = 0, reps = 10, warmup = 3, threads = 0;
+    bool prefill_given = false, decode_given = false; // defaults shrink to a small model's context
     uint32_t fwd_batch = 0, fwd_tokens = 0; // --forward BxT
     bool json = false, graphs = true, tf32 = false, verify = true;
+    FileAccess access = FileAccess::Default;
 };
+
+constexpr uint32_t kMaxBatch = 4096; // gpt_ctx_params.max_batch's limit
+
+// "BxT": two decimal integers, B in 1..kMaxBatch, T >= 1.
+void parse_forward(const std::string &flag, const char *value, uint32_t &b, uint32_t &t) {
+    const std::string v = value ? value : "";
+    const size_t x = v.find('x');
+    if (x == std::string::npos) throw UsageError(flag + " takes BxT, e.g. 8x128 (got '" + printable(v) + "')");
+    b = parse_u32(flag + " B", v.substr(0, x).c_str(), 1, kMaxBatch);
+    t = parse_u32(flag + " T", v.substr(x + 1).c_str(), 1);
+}
+
+// Minimal JSON string body: quotes, backslashes and control bytes escaped (the text is
+// made printable first, so invalid UTF-8 arrives as \xNN, i.e. "\\xNN" in JSON).
+std::string json_string(const std::string &s) {
+    std::string out;
+    for (char c : printable(s)) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+// A FLOP rate in the unit that shows it (a CPU runs at GFLOP/s).
+std::string flop_rate(double tflops) {
+    char buf[48];
+    if (tflops >= 1) std::snprintf(buf, sizeof buf, "%.1f TFLOP/s", tflops);
+    else std::snprintf(buf, sizeof buf, "%.1f GFLOP/s", tflops * 1e3);
+    return buf;
+}
 
 void usage() {
     std::printf("usage: gpt bench (MODEL | --synthetic NAME) [options]\n"
@@ -52,16 +84,22 @@ void usage() {
     std::printf("\n"
                 "  --dtype T          f32 | f16 | bf16 (synthetic weights and GPU compute; default f16)\n"
                 "  --device D         auto | cpu | cuda | cuda:N (default auto)\n"
-                "  --prefill N        prompt tokens for the prefill measurement (default 512; 0 skips)\n"
-                "  --decode M         tokens for the decode measurement (default 128; 0 skips)\n"
-                "  --batch B          sequences decoded together (default 1)\n"
+                "  --prefill N        prompt tokens for the prefill measurement (default 512, at most the\n"
+                "                     model's context; 0 skips)\n"
+                "  --decode M         tokens for the decode measurement (default 128, at most what fits\n"
+                "                     the context after --pos and the warm-up steps; 0 skips)\n"
+                "  --batch B          sequences decoded together, 1 to 4096 (default 1)\n"
                 "  --pos P            context position where decoding starts (default 0)\n"
                 "  --forward BxT      also time a full-logits forward of B sequences x T tokens\n"
-                "  --reps R           repetitions of prefill/forward (default 10; median reported)\n"
+                "  --reps R           repetitions of prefill/forward, at least 1 (default 10; median reported)\n"
+                "  --warmup W         untimed runs before them, and untimed decode steps (default 3)\n"
                 "  --threads N        CPU threads\n"
                 "  --tf32             allow TF32 for f32 GEMMs\n"
                 "  --no-graphs        decode without CUDA graphs\n"
                 "  --no-verify        load MODEL without checking its crc32s (as GPT_MODEL_SKIP_CHECKSUMS)\n"
+                "  --mmap             on the CPU, map MODEL instead of reading it into memory (the file\n"
+                "                     must then not change while gpt runs)\n"
+                "  --no-mmap          on a GPU, read MODEL before copying it (default: mapped while it loads)\n"
                 "  --json             one JSON object on stdout\n");
 }
 
@@ -70,7 +108,7 @@ Options parse(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
         auto next = [&]() -> const char * {
-            if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+            if (i + 1 >= argc) throw UsageError(a + " needs a value");
             return argv[++i];
         };
         if (a == "-h" || a == "--help") {
@@ -81,34 +119,82 @@ Options parse(int argc, char **argv) {
             o.dtype = parse_dtype(a, next());
             o.dtype_given = true;
         } else if (a == "--device") o.device = parse_device(next());
-        else if (a == "--prefill") o.prefill = (uint32_t)parse_uint(a, next());
-        else if (a == "--decode") o.decode = (uint32_t)parse_uint(a, next());
-        else if (a == "--batch") o.batch = (uint32_t)parse_uint(a, next());
-        else if (a == "--pos") o.pos = (uint32_t)parse_uint(a, next());
-        else if (a == "--reps") o.reps = std::max<uint32_t>(1, (uint32_t)parse_uint(a, next()));
-        else if (a == "--threads") o.threads = (uint32_t)parse_uint(a, next());
+        else if (a == "--prefill") {
+            o.prefill = parse_u32(a, next());
+            o.prefill_given = true;
+        } else if (a == "--decode") {
+            o.decode = parse_u32(a, next());
+            o.decode_given = true;
+        } else if (a == "--batch") o.batch = parse_u32(a, next(), 1, kMaxBatch);
+        else if (a == "--pos") o.pos = parse_u32(a, next());
+        else if (a == "--reps") o.reps = parse_u32(a, next(), 1, 1000000);
+        else if (a == "--warmup") o.warmup = parse_u32(a, next(), 0, 1000);
+        else if (a == "--threads") o.threads = parse_u32(a, next(), 0, 256);
         else if (a == "--tf32") o.tf32 = true;
         else if (a == "--no-graphs") o.graphs = false;
         else if (a == "--no-verify") o.verify = false;
+        else if (a == "--mmap") o.access = FileAccess::Map;
+        else if (a == "--no-mmap") o.access = FileAccess::Read;
         else if (a == "--json") o.json = true;
-        else if (a == "--forward") {
-            const char *v = next();
-            unsigned b = 0, t = 0;
-            if (std::sscanf(v, "%ux%u", &b, &t) != 2 || !b || !t) throw std::runtime_error("--forward takes BxT, e.g. 8x128");
-            o.fwd_batch = b;
-            o.fwd_tokens = t;
-        } else if (a[0] == '-') throw std::runtime_error("unknown option " + a + " (see gpt bench --help)");
+        else if (a == "--forward") parse_forward(a, next(), o.fwd_batch, o.fwd_tokens);
+        else if (a[0] == '-') throw UsageError("unknown option " + a + " (see gpt bench --help)");
         else if (o.model.empty()) o.model = a;
-        else throw std::runtime_error("more than one MODEL given");
+        else throw UsageError("more than one MODEL given");
     }
-    if (o.model.empty() == o.synthetic.empty()) throw std::runtime_error("give either MODEL or --synthetic NAME");
-    if (o.batch == 0) throw std::runtime_error("--batch must be at least 1");
+    if (o.model.empty() == o.synthetic.empty()) throw UsageError("give either MODEL or --synthetic NAME");
     return o;
 }
 
 void check(gpt_status st, const char *what, gpt_ctx *ctx = nullptr) {
     if (st != GPT_OK)
-        throw std::runtime_error(std::string(what) + ": " + gpt_status_str(st) + ": " + (ctx ? gpt_ctx_last_error(ctx) : gpt_last_error()));
+        throw Failure(std::string(what) + ": " + gpt_status_str(st) + ": " + (ctx ? gpt_ctx_last_error(ctx) : gpt_last_error()));
+}
+
+// Device memory for logits, freed on every path out.
+struct DeviceBuffer {
+    float *p = nullptr;
+    explicit DeviceBuffer(bool on_gpu, size_t bytes) : p(on_gpu ? static_cast<float *>(bench_device_alloc(bytes)) : nullptr) {}
+    ~DeviceBuffer() {
+        if (p) bench_device_free(p);
+    }
+    DeviceBuffer(const DeviceBuffer &) = delete;
+    DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+};
+
+// Shrinks the default prefill/decode counts to the model's context and refuses given ones
+// that do not fit, with the numbers and the fix. Positions each part needs: prefill N: N;
+// decode M from position P (with W warm-up steps): P + M + W (gpt_generate's last token is
+// not cached); forward BxT: T; the first-token measurement: 1.
+uint32_t fit_to_context(Options &o, uint32_t context, const std::string &name) {
+    const std::string ctx = std::to_string(context);
+    if (o.prefill > context) {
+        if (o.prefill_given)
+            throw UsageError("--prefill " + std::to_string(o.prefill) + " needs " + std::to_string(o.prefill) + " positions, " +
+                             "the context of " + name + " is " + ctx + ": pass --prefill " + ctx + " or less");
+        std::fprintf(stderr, "gpt bench: prefill %u tokens (the model's context length; the default is %u)\n", context, o.prefill);
+        o.prefill = context;
+    }
+    if (o.fwd_tokens > context)
+        throw UsageError("--forward " + std::to_string(o.fwd_batch) + "x" + std::to_string(o.fwd_tokens) + " needs " +
+                         std::to_string(o.fwd_tokens) + " positions, " + "the context of " + name + " is " + ctx + ": pass a T of " + ctx + " or less");
+    if (o.decode) {
+        const uint64_t need = (uint64_t)o.pos + o.decode + o.warmup;
+        if (need > context && !o.decode_given && (uint64_t)o.pos + o.warmup < context) {
+            const uint32_t fit = context - o.pos - o.warmup;
+            std::fprintf(stderr, "gpt bench: decode %u steps (what fits the model's context of %u after position %u and %u warm-up "
+                                 "steps; the default is %u)\n", fit, context, o.pos, o.warmup, o.decode);
+            o.decode = fit;
+        } else if (need > context) {
+            const std::string fix = (uint64_t)o.pos + o.warmup < context
+                                        ? "pass --decode " + std::to_string(context - o.pos - o.warmup) + " or less"
+                                        : "pass --pos " + std::to_string(context > o.warmup + 1 ? context - o.warmup - 1 : 0) + " or less";
+            throw UsageError("--pos " + std::to_string(o.pos) + " and --decode " + std::to_string(o.decode) + " need " +
+                             std::to_string(need) + " positions (pos + decode + " + std::to_string(o.warmup) +
+                             " warm-up steps), " + "the context of " + name + " is " + ctx + ": " + fix);
+        }
+    }
+    const uint64_t decode_need = o.decode ? (uint64_t)o.pos + o.decode + o.warmup : 0;
+    return (uint32_t)std::max<uint64_t>({o.prefill, decode_need, o.fwd_tokens, 1});
 }
 
 struct TokenTimes {
@@ -147,28 +233,39 @@ int cmd_bench(int argc, char **argv) {
     } else {
         if (o.dtype_given) mp.weight_dtype = o.dtype;
         if (!o.verify) mp.flags |= GPT_MODEL_SKIP_CHECKSUMS;
+        choose_file_access(o.access, o.model, mp); // read into memory when the weights stay on the CPU
     }
 
     // Load -> context -> first token: what a user waits for before text appears.
     const double t_load = now_seconds();
-    gpt_model *model = nullptr;
-    if (image.empty()) check(gpt_model_load(o.model.c_str(), &mp, &model), "load");
-    else check(gpt_model_load_from_memory(image.data(), image.size(), &mp, &model), "load");
+    ModelPtr model_owner;
+    {
+        gpt_model *m = nullptr;
+        if (image.empty()) check(gpt_model_load(o.model.c_str(), &mp, &m), "load");
+        else check(gpt_model_load_from_memory(image.data(), image.size(), &mp, &m), "load");
+        model_owner.reset(m);
+    }
+    gpt_model *model = model_owner.get();
     const double t_loaded = now_seconds();
     gpt_model_info info;
     info.struct_size = sizeof info;
     check(gpt_model_get_info(model, &info), "info");
     const uint32_t V = info.vocab_size;
-    const uint32_t need_seq = std::max({o.prefill + 1, o.pos + o.decode + o.warmup + 2, o.fwd_tokens, 2u});
+    const std::string name = o.synthetic.empty() ? o.model : o.synthetic;
+    const uint32_t need_seq = fit_to_context(o, info.context_length, printable(name));
     gpt_ctx_params cp;
     gpt_ctx_params_init(&cp);
     cp.max_batch = std::max(o.batch, o.fwd_batch);
-    cp.max_seq = std::min(info.context_length, need_seq);
+    cp.max_seq = need_seq;
     cp.n_threads = o.threads;
     cp.flags = (o.graphs ? 0 : GPT_CTX_NO_GRAPHS) | (o.tf32 ? GPT_CTX_ALLOW_TF32 : 0);
-    if (need_seq > info.context_length) throw std::runtime_error("the benchmark needs more positions than the model's context");
-    gpt_ctx *ctx = nullptr;
-    check(gpt_ctx_create(model, &cp, &ctx), "context");
+    CtxPtr ctx_owner;
+    {
+        gpt_ctx *c = nullptr;
+        check(gpt_ctx_create(model, &cp, &c), "context");
+        ctx_owner.reset(c);
+    }
+    gpt_ctx *ctx = ctx_owner.get();
     uint64_t ctx_host = 0, ctx_dev = 0;
     gpt_ctx_estimate_memory(model, &cp, &ctx_host, &ctx_dev);
     gpt_sampling_params greedy;
@@ -189,8 +286,11 @@ int cmd_bench(int argc, char **argv) {
     // per token, learned positions one row) plus the KV cache up to the position.
     const bool tied = info.flags & GPT_MODEL_INFO_TIED_HEAD;
     const double pos_bytes = info.arch == GPT_ARCH_GPT2 ? (double)info.context_length * info.d_model * dtype_bytes : 0;
-    // On the CPU the weights stay in the file's pages (device_bytes is 0): count the parameters.
+    // On the CPU the weights are in host memory (device_bytes is 0): count the parameters.
     const double model_bytes = on_gpu ? (double)info.device_bytes : (double)info.n_params * dtype_bytes;
+    // What the weights take where they are held: device memory, or host memory (the file read
+    // in or its mapped pages) on the CPU.
+    const uint64_t weight_bytes = on_gpu ? info.device_bytes : info.host_bytes;
     const double weight_read = model_bytes - (tied ? 0 : emb_bytes) - pos_bytes;
     const double kv_elt = on_gpu ? (info.weight_dtype == GPT_DTYPE_F32 ? 4.0 : 2.0) : 4.0;
     const double flops_per_token = 2.0 * ((double)info.n_params - (tied ? 0 : emb_bytes / dtype_bytes) -
@@ -231,9 +331,9 @@ int cmd_bench(int argc, char **argv) {
         } else {
             // Batched steps through gpt_forward; logits stay on the GPU when there is one.
             const size_t n = (size_t)o.batch * V;
-            float *dev_logits = on_gpu ? static_cast<float *>(bench_device_alloc(4ull * n)) : nullptr;
-            std::vector<float> host_logits(dev_logits ? 0 : n);
-            float *lg = dev_logits ? dev_logits : host_logits.data();
+            DeviceBuffer dev_logits(on_gpu, 4ull * n);
+            std::vector<float> host_logits(dev_logits.p ? 0 : n);
+            float *lg = dev_logits.p ? dev_logits.p : host_logits.data();
             std::vector<int32_t> next = random_tokens(o.batch, V, 13);
             for (uint32_t s = 0; s < o.decode + o.warmup; s++) {
                 const double a = now_seconds();
@@ -241,7 +341,6 @@ int cmd_bench(int argc, char **argv) {
                 if (s >= o.warmup) t.push_back((now_seconds() - a) * 1e3);
                 next = random_tokens(o.batch, V, 100 + s);
             }
-            if (dev_logits) bench_device_free(dev_logits);
         }
         decode = stats(t);
     }
@@ -250,9 +349,9 @@ int cmd_bench(int argc, char **argv) {
     Stats forward;
     if (o.fwd_batch) {
         const size_t n = (size_t)o.fwd_batch * o.fwd_tokens * V;
-        float *dev_logits = on_gpu ? static_cast<float *>(bench_device_alloc(4ull * n)) : nullptr;
-        std::vector<float> host_logits(dev_logits ? 0 : n);
-        float *lg = dev_logits ? dev_logits : host_logits.data();
+        DeviceBuffer dev_logits(on_gpu, 4ull * n);
+        std::vector<float> host_logits(dev_logits.p ? 0 : n);
+        float *lg = dev_logits.p ? dev_logits.p : host_logits.data();
         std::vector<int32_t> toks = random_tokens((size_t)o.fwd_batch * o.fwd_tokens, V, 17);
         std::vector<double> t;
         for (uint32_t r = 0; r < o.reps + o.warmup; r++) {
@@ -261,7 +360,6 @@ int cmd_bench(int argc, char **argv) {
             check(gpt_forward(ctx, toks.data(), o.fwd_batch, o.fwd_tokens, GPT_FORWARD_ALL_LOGITS, lg), "forward", ctx);
             if (r >= o.warmup) t.push_back((now_seconds() - a) * 1e3);
         }
-        if (dev_logits) bench_device_free(dev_logits);
         forward = stats(t);
     }
 
@@ -273,34 +371,33 @@ int cmd_bench(int argc, char **argv) {
     const double prefill_tflops =
         prefill.median > 0 ? (flops_per_token * o.prefill + attn_flops) / (prefill.median * 1e-3) / 1e12 : 0;
     const char *dev = on_gpu ? "cuda" : "cpu";
-    const std::string name = o.synthetic.empty() ? o.model : o.synthetic;
     if (o.json) {
         std::printf("{\"model\": \"%s\", \"device\": \"%s\", \"dtype\": \"%s\", \"build\": \"%s\", \"params\": %llu, "
                     "\"weight_bytes\": %llu, \"context_bytes\": %llu, \"load_ms\": %.3f, \"load_to_first_token_ms\": %.3f, "
                     "\"synthetic_generate_s\": %.3f, "
-                    "\"prefill\": {\"tokens\": %u, \"median_ms\": %.4f, \"p90_ms\": %.4f, \"tokens_per_s\": %.1f, \"tflops\": %.2f}, "
+                    "\"prefill\": {\"tokens\": %u, \"median_ms\": %.4f, \"p90_ms\": %.4f, \"tokens_per_s\": %.1f, \"tflops\": %.6f}, "
                     "\"decode\": {\"tokens\": %u, \"batch\": %u, \"pos\": %u, \"median_ms\": %.4f, \"p90_ms\": %.4f, "
                     "\"tokens_per_s\": %.1f, \"gbps\": %.1f}, "
                     "\"forward\": {\"batch\": %u, \"tokens\": %u, \"median_ms\": %.4f, \"p90_ms\": %.4f}, "
                     "\"ceilings\": {\"copy_gbps\": %.1f, \"gemm_tflops\": %.1f}}\n",
-                    name.c_str(), dev, gpt_dtype_name((int)info.weight_dtype), gpt_build_info(), (unsigned long long)info.n_params,
-                    (unsigned long long)info.device_bytes, (unsigned long long)(on_gpu ? ctx_dev : ctx_host), load_ms,
+                    json_string(name).c_str(), dev, gpt_dtype_name((int)info.weight_dtype), json_string(gpt_build_info()).c_str(),
+                    (unsigned long long)info.n_params, (unsigned long long)weight_bytes, (unsigned long long)(on_gpu ? ctx_dev : ctx_host), load_ms,
                     first_token_ms, gen_s, o.prefill, prefill.median, prefill.p90,
                     prefill.median > 0 ? o.prefill / (prefill.median * 1e-3) : 0.0, prefill_tflops, o.decode, o.batch, o.pos,
                     decode.median, decode.p90, decode.median > 0 ? o.batch / (decode.median * 1e-3) : 0.0, decode_gbps,
                     o.fwd_batch, o.fwd_tokens, forward.median, forward.p90, ceil.copy_gbps, ceil.gemm_tflops);
     } else {
-        std::printf("model      %s (%s, %u layers, d_model %u, %.1f M params) on %s, weights %s\n", name.c_str(),
+        std::printf("model      %s (%s, %u layers, d_model %u, %.1f M params) on %s, weights %s\n", printable(name).c_str(),
                     gpt_arch_name((int)info.arch), info.n_layers, info.d_model, info.n_params / 1e6, dev,
                     gpt_dtype_name((int)info.weight_dtype));
-        std::printf("memory     weights %.1f MiB, context %.1f MiB (%s)\n", info.device_bytes / 1048576.0,
+        std::printf("memory     weights %.1f MiB, context %.1f MiB (%s)\n", weight_bytes / 1048576.0,
                     (on_gpu ? ctx_dev : ctx_host) / 1048576.0, on_gpu ? "device" : "host");
         std::printf("startup    load %.1f ms, load to first token %.1f ms\n", load_ms, first_token_ms);
         if (ceil.measured)
             std::printf("ceilings   copy %.0f GB/s (read+write), fp16 GEMM %.0f TFLOP/s\n", ceil.copy_gbps, ceil.gemm_tflops);
         if (o.prefill)
-            std::printf("prefill    %u tokens: median %.3f ms, p90 %.3f ms, %.0f tokens/s, %.1f TFLOP/s%s\n", o.prefill,
-                        prefill.median, prefill.p90, o.prefill / (prefill.median * 1e-3), prefill_tflops,
+            std::printf("prefill    %u tokens: median %.3f ms, p90 %.3f ms, %.0f tokens/s, %s%s\n", o.prefill,
+                        prefill.median, prefill.p90, o.prefill / (prefill.median * 1e-3), flop_rate(prefill_tflops).c_str(),
                         ceil.measured ? (" (" + std::to_string((int)(100 * prefill_tflops / ceil.gemm_tflops)) + "% of GEMM)").c_str() : "");
         if (o.decode)
             std::printf("decode     batch %u from position %u, %u steps: median %.4f ms/step, p90 %.4f, %.1f tokens/s, %.0f GB/s%s\n",
@@ -310,8 +407,6 @@ int cmd_bench(int argc, char **argv) {
             std::printf("forward    %u x %u tokens, all logits: median %.4f ms, p90 %.4f ms\n", o.fwd_batch, o.fwd_tokens,
                         forward.median, forward.p90);
     }
-    gpt_ctx_free(ctx);
-    gpt_model_free(model);
     return 0;
 }
 

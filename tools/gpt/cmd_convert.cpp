@@ -87,7 +87,7 @@ int cmd_convert(int argc, char **argv) {
         else if (a == "--name") opt.name = value();
         else if (a == "--progress") progress = 1;
         else if (a == "--no-progress") progress = 0;
-        else if (a == "--threads") opt.verify_threads = (uint32_t)parse_uint(a, value());
+        else if (a == "--threads") opt.verify_threads = parse_u32(a, value(), 0, 256);
         else if (a == "--quiet" || a == "-q") quiet = true;
         else if (a.size() > 1 && a[0] == '-') throw std::runtime_error("unknown option " + a + " (see gpt convert --help)");
         else positional.push_back(argv[i]);

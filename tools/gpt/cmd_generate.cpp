@@ -1,9 +1,18 @@
 // cmd_generate.cpp - `gpt generate MODEL`: streams tokens as they are sampled, then reports
 // prompt and generation speed.
+//
+// Everything that can be refused is checked before the first byte goes to stdout: the
+// options (when parsed), the prompt's token ids and its length against the context (after
+// tokenizing), the context itself (created before the prompt is echoed). The context is sized
+// to the run: prompt + -n tokens, at most the model's context length (--max-seq overrides).
+// Reaching the end of the context is the normal end of a long run (a notice, exit status 0).
 #include "cli.h"
 
+#include <algorithm>
+#include <cfloat>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,18 +56,34 @@ void usage() {
                 "  -p, --prompt TEXT    prompt text (models with a tokenizer)\n"
                 "  --tokens IDS         prompt as comma-separated token ids (prints ids)\n"
                 "  --special            parse special-token strings in the prompt, print control tokens\n"
-                "  -n, --max-tokens N   tokens to generate (default 64)\n"
-                "  --temp T             temperature; 0 = greedy (default 0.8)\n"
+                "  -n, --max-tokens N   tokens to generate (default 64); generation also stops when the\n"
+                "                       context is full (a notice on stderr, exit status 0)\n"
+                "  --temp T             temperature; 0 (or less) = greedy (default 0.8)\n"
                 "  --top-k K            (default 40; 0 = off)\n"
-                "  --top-p P            (default 0.95; 1 = off)\n"
-                "  --min-p P            (default 0.05; 0 = off)\n"
-                "  --repeat-penalty R   (default 1.0 = off)\n"
-                "  --seed S             (default 0)\n"
-                "  --ignore-eos         keep going past the end-of-sequence token\n"
+                "  --top-p P            in (0, 1] (default 0.95; 1 = off)\n"
+                "  --min-p P            in [0, 1] (default 0.05; 0 = off)\n"
+                "  --repeat-penalty R   > 0 (default 1.0 = off)\n"
+                "  --seed S             0 to 2^64-1 (default: a random seed, printed on stderr)\n"
+                "  --ignore-eos         keep going past the end-of-sequence tokens\n"
                 "  --device D           auto | cpu | cuda | cuda:N (default auto)\n"
                 "  --dtype T            GPU weights and compute: auto | f32 | f16 | bf16 (default auto)\n"
-                "  --threads N          CPU threads (default: all cores)\n"
-                "  --max-seq N          context size (default: the model's)\n");
+                "  --threads N          CPU threads, 0 to 256 (default 0: all cores)\n"
+                "  --max-seq N          context size (default: prompt + N tokens, at most the model's)\n"
+                "  --no-verify          load without checking the tensors' crc32s (faster start)\n"
+                "  --mmap               on the CPU, map the model file instead of reading it into memory\n"
+                "                       (faster start; the file must then not change while gpt runs)\n"
+                "  --no-mmap            on a GPU, read the file before copying it (default: mapped\n"
+                "                       while it loads)\n"
+                "Exit status: 0 on success, 1 when the run fails, 2 on a usage error.\n");
+}
+
+uint64_t random_seed() {
+    try {
+        std::random_device rd;
+        return (uint64_t)rd() << 32 ^ rd();
+    } catch (const std::exception &) {
+        return (uint64_t)(now_seconds() * 1e9);
+    }
 }
 
 } // namespace
@@ -67,8 +92,9 @@ int cmd_generate(int argc, char **argv) {
     const char *path = nullptr;
     std::vector<int32_t> prompt;
     std::string text;
-    bool have_text = false, special = false;
-    uint32_t max_tokens = 64;
+    bool have_text = false, have_tokens = false, special = false, seed_given = false;
+    FileAccess access = FileAccess::Default;
+    uint32_t max_tokens = 64, max_seq_opt = 0;
     gpt_sampling_params sp;
     gpt_sampling_params_init(&sp);
     gpt_model_params mp;
@@ -78,108 +104,164 @@ int cmd_generate(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
         auto next = [&]() -> const char * {
-            if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+            if (i + 1 >= argc) throw UsageError(a + " needs a value");
             return argv[++i];
         };
         if (a == "-h" || a == "--help") {
             usage();
             return 0;
-        } else if (a == "--tokens") prompt = parse_token_list(next());
-        else if (a == "-p" || a == "--prompt") {
+        } else if (a == "--tokens") {
+            prompt = parse_token_list(next());
+            have_tokens = true;
+        } else if (a == "-p" || a == "--prompt") {
             text = next();
             have_text = true;
         } else if (a == "--special") special = true;
-        else if (a == "-n" || a == "--max-tokens") max_tokens = (uint32_t)parse_uint(a, next());
-        else if (a == "--temp") sp.temperature = (float)parse_double(a, next());
-        else if (a == "--top-k") sp.top_k = (uint32_t)parse_uint(a, next());
-        else if (a == "--top-p") sp.top_p = (float)parse_double(a, next());
-        else if (a == "--min-p") sp.min_p = (float)parse_double(a, next());
-        else if (a == "--repeat-penalty") sp.repetition_penalty = (float)parse_double(a, next());
-        else if (a == "--seed") sp.seed = parse_uint(a, next());
-        else if (a == "--ignore-eos") sp.flags |= GPT_SAMPLING_IGNORE_EOS;
+        else if (a == "-n" || a == "--max-tokens") max_tokens = parse_u32(a, next());
+        else if (a == "--temp") sp.temperature = parse_float(a, next(), -FLT_MAX, FLT_MAX);
+        else if (a == "--top-k") sp.top_k = parse_u32(a, next());
+        else if (a == "--top-p") sp.top_p = parse_float(a, next(), 0, 1, true);
+        else if (a == "--min-p") sp.min_p = parse_float(a, next(), 0, 1);
+        else if (a == "--repeat-penalty") sp.repetition_penalty = parse_float(a, next(), 0, FLT_MAX, true);
+        else if (a == "--seed") {
+            sp.seed = parse_uint(a, next());
+            seed_given = true;
+        } else if (a == "--ignore-eos") sp.flags |= GPT_SAMPLING_IGNORE_EOS;
         else if (a == "--device") mp.device = parse_device(next());
         else if (a == "--dtype") mp.weight_dtype = parse_dtype(a, next());
-        else if (a == "--threads") cp.n_threads = (uint32_t)parse_uint(a, next());
-        else if (a == "--max-seq") cp.max_seq = (uint32_t)parse_uint(a, next());
-        else if (a[0] == '-') throw std::runtime_error("unknown option " + a + " (see gpt generate --help)");
+        else if (a == "--threads") cp.n_threads = parse_u32(a, next(), 0, 256);
+        else if (a == "--max-seq") max_seq_opt = parse_u32(a, next(), 1);
+        else if (a == "--no-verify") mp.flags |= GPT_MODEL_SKIP_CHECKSUMS;
+        else if (a == "--mmap") access = FileAccess::Map;
+        else if (a == "--no-mmap") access = FileAccess::Read;
+        else if (a[0] == '-') throw UsageError("unknown option " + a + " (see gpt generate --help)");
         else if (!path) path = argv[i];
-        else throw std::runtime_error("more than one MODEL given");
+        else throw UsageError("more than one MODEL given");
     }
-    if (!path) throw std::runtime_error("no MODEL given (see gpt generate --help)");
+    if (!path) throw UsageError("no MODEL given (see gpt generate --help)");
+    if (have_text && have_tokens) throw UsageError("give the prompt either as text (-p) or as token ids (--tokens), not both");
+    choose_file_access(access, path, mp); // read into memory when the weights stay on the CPU
 
     const double t_load = now_seconds();
-    gpt_model *model = load_model(path, mp);
-    if (!model) return 1;
+    ModelPtr model = load_model(path, mp);
     gpt_model_info info;
     info.struct_size = sizeof info;
-    gpt_model_get_info(model, &info);
+    gpt_model_get_info(model.get(), &info);
     const bool has_tokenizer = info.flags & GPT_MODEL_INFO_HAS_TOKENIZER;
-    StreamState stream;
     if (have_text) {
-        if (!has_tokenizer) {
-            gpt_model_free(model);
-            throw std::runtime_error("this model file carries no tokenizer: give the prompt with --tokens");
-        }
+        if (!has_tokenizer) throw UsageError("this model file carries no tokenizer: give the prompt with --tokens");
         const uint32_t flags = special ? GPT_TOKENIZE_PARSE_SPECIAL : 0;
         uint32_t n = 0;
-        gpt_tokenize(model, text.data(), text.size(), flags, nullptr, 0, &n);
-        prompt.resize(n);
-        if (gpt_tokenize(model, text.data(), text.size(), flags, prompt.data(), n, &n) != GPT_OK) {
-            std::fprintf(stderr, "gpt generate: %s\n", gpt_last_error());
-            gpt_model_free(model);
-            return 1;
+        gpt_status st = gpt_tokenize(model.get(), text.data(), text.size(), flags, nullptr, 0, &n);
+        if (st == GPT_OK) {
+            prompt.resize(n);
+            st = gpt_tokenize(model.get(), text.data(), text.size(), flags, prompt.data(), n, &n);
         }
+        if (st != GPT_OK) throw Failure(std::string("tokenizing the prompt: ") + gpt_status_str(st) + ": " + gpt_last_error());
     }
+    for (int32_t id : prompt)
+        if ((uint32_t)id >= info.vocab_size)
+            throw UsageError("--tokens: id " + std::to_string(id) + " is outside the model's vocabulary (0 to " +
+                             std::to_string(info.vocab_size - 1) + ")");
     if (prompt.empty()) {
-        if (info.bos_token < 0) {
-            gpt_model_free(model);
-            throw std::runtime_error("give a prompt with -p or --tokens (this model has no BOS token to start from)");
-        }
+        if (info.bos_token < 0) throw UsageError("give a prompt with -p or --tokens (this model has no BOS token to start from)");
         prompt.push_back(info.bos_token);
     }
-    // Text out when the model has a tokenizer and the prompt was text (or just BOS).
+
+    // The context: what the run needs, no more (a model made for 128k positions would
+    // otherwise commit gigabytes for a short prompt).
+    const uint64_t n_prompt = prompt.size();
+    if (max_seq_opt > info.context_length)
+        throw UsageError("--max-seq: " + std::to_string(max_seq_opt) + " exceeds the model's context length (" +
+                         std::to_string(info.context_length) + ")");
+    if (n_prompt > (max_seq_opt ? max_seq_opt : info.context_length))
+        throw Failure("the prompt is " + std::to_string(n_prompt) + " tokens, longer than " +
+                      (max_seq_opt ? "--max-seq " + std::to_string(max_seq_opt)
+                                   : "the model's context length (" + std::to_string(info.context_length) + " tokens)") +
+                      ": shorten it" + (max_seq_opt && max_seq_opt < info.context_length ? " or raise --max-seq" : ""));
+    cp.max_seq = max_seq_opt ? max_seq_opt : (uint32_t)std::min<uint64_t>(n_prompt + max_tokens, info.context_length);
+    // gpt_generate samples one token more than the cache holds (the last is not cached).
+    const uint32_t cap = (uint32_t)std::min<uint64_t>(max_tokens, cp.max_seq - n_prompt + 1);
+
+    // Text out when the model has a tokenizer and the prompt was text (or just BOS). Text
+    // that continues an echoed prompt keeps its first space ("the" + " park").
+    StreamState stream;
+    DetokPtr detok;
     const bool text_out = has_tokenizer && (have_text || prompt.size() == 1);
-    if (text_out && gpt_detokenizer_create(model, special ? GPT_DETOKENIZE_RENDER_SPECIAL : 0, &stream.detok) != GPT_OK) {
-        std::fprintf(stderr, "gpt generate: %s\n", gpt_last_error());
-        gpt_model_free(model);
-        return 1;
+    if (text_out) {
+        uint32_t flags = special ? GPT_DETOKENIZE_RENDER_SPECIAL : 0;
+        if (have_text && !text.empty()) flags |= GPT_DETOKENIZE_CONTINUE;
+        gpt_detokenizer *d = nullptr;
+        const gpt_status st = gpt_detokenizer_create(model.get(), flags, &d);
+        if (st != GPT_OK) throw Failure(std::string(gpt_status_str(st)) + ": " + gpt_last_error());
+        detok.reset(d);
+        stream.detok = d;
     }
-    gpt_ctx *ctx = nullptr;
-    gpt_status st = gpt_ctx_create(model, &cp, &ctx);
-    if (st != GPT_OK) {
-        std::fprintf(stderr, "gpt generate: %s\n  %s\n", gpt_status_str(st), gpt_last_error());
-        gpt_model_free(model);
-        return 1;
+    CtxPtr ctx;
+    {
+        gpt_ctx *c = nullptr;
+        const gpt_status st = gpt_ctx_create(model.get(), &cp, &c);
+        if (st != GPT_OK) throw Failure(std::string(gpt_status_str(st)) + ": " + gpt_last_error());
+        ctx.reset(c);
     }
-    std::fprintf(stderr, "gpt: %s %s, %u layers, d_model %u, on %s\n", info.name[0] ? info.name : "model",
-                 gpt_arch_name(info.arch), info.n_layers, info.d_model,
-                 info.device == GPT_DEVICE_CPU ? "cpu" : ("cuda:" + std::to_string(info.device)).c_str());
+    std::vector<int32_t> eos; // the ids that end generation (to tell that end from a full context)
+    {
+        uint32_t n_eos = 0;
+        gpt_model_get_eos_tokens(model.get(), nullptr, 0, &n_eos);
+        eos.resize(n_eos);
+        if (n_eos) gpt_model_get_eos_tokens(model.get(), eos.data(), n_eos, &n_eos);
+    }
+    std::vector<int32_t> out(cap);
+
+    std::fprintf(stderr, "gpt: %s %s, %u layers, d_model %u, on %s, context %u of %u positions\n",
+                 info.name[0] ? printable(info.name).c_str() : "model", gpt_arch_name(info.arch), info.n_layers, info.d_model,
+                 info.device == GPT_DEVICE_CPU ? "cpu" : ("cuda:" + std::to_string(info.device)).c_str(), cp.max_seq,
+                 info.context_length);
+    if (!seed_given && sp.temperature > 0) {
+        sp.seed = random_seed();
+        std::fprintf(stderr, "gpt: seed %llu (give --seed %llu to repeat this run)\n", (unsigned long long)sp.seed,
+                     (unsigned long long)sp.seed);
+    }
 
     if (text_out && have_text) print_bytes(text.data(), text.size()); // the continuation follows the prompt
-    std::vector<int32_t> out(max_tokens);
     uint32_t n_out = 0;
     const double t0 = now_seconds();
-    st = gpt_generate(ctx, prompt.data(), (uint32_t)prompt.size(), &sp, print_token, &stream, out.data(), max_tokens, &n_out);
+    gpt_status st = gpt_generate(ctx.get(), prompt.data(), (uint32_t)n_prompt, &sp, print_token, &stream, out.data(), cap, &n_out);
     const double t1 = now_seconds();
     if (stream.detok) {
         size_t n = 0;
-        if (gpt_detokenizer_flush(stream.detok, stream.buf.data(), stream.buf.size(), &n) == GPT_OK) print_bytes(stream.buf.data(), n);
-        gpt_detokenizer_free(stream.detok);
+        gpt_status fs = gpt_detokenizer_flush(stream.detok, stream.buf.data(), stream.buf.size(), &n);
+        if (fs == GPT_ERR_BUFFER_TOO_SMALL) {
+            stream.buf.resize(n);
+            fs = gpt_detokenizer_flush(stream.detok, stream.buf.data(), stream.buf.size(), &n);
+        }
+        if (fs == GPT_OK) print_bytes(stream.buf.data(), n);
     }
     std::printf("\n");
     std::fflush(stdout); // the statistics go to stderr: keep them after the text
-    if (st != GPT_OK) std::fprintf(stderr, "gpt generate: %s\n  %s\n", gpt_status_str(st), gpt_ctx_last_error(ctx));
+    // The end of the context ends a long run normally: either cap (sized to the context) was
+    // reached short of -n without an end-of-sequence token, or the library says it filled up.
+    const bool ended_by_eos = n_out > 0 && !(sp.flags & GPT_SAMPLING_IGNORE_EOS) &&
+                              std::find(eos.begin(), eos.end(), out[n_out - 1]) != eos.end();
+    const bool context_full = (st == GPT_OK && n_out == cap && cap < max_tokens && !ended_by_eos) ||
+                              (st == GPT_ERR_CONTEXT_FULL && n_out > 0);
+    if (st != GPT_OK && !context_full)
+        throw Failure(std::string(gpt_status_str(st)) + ": " + gpt_ctx_last_error(ctx.get()));
+    if (context_full)
+        std::fprintf(stderr,
+                     "gpt: the context is full: stopped after %u of the %u tokens asked for (prompt %llu tokens + %u generated; "
+                     "%s%u, the model's context length %u)\n",
+                     n_out, max_tokens, (unsigned long long)n_prompt, n_out, max_seq_opt ? "--max-seq " : "max_seq ", cp.max_seq,
+                     info.context_length);
     if (n_out > 0) {
         const double first = stream.first_token_time - t0;
         const double rest = t1 - stream.first_token_time;
-        std::fprintf(stderr, "gpt: prompt %zu tokens + first token in %.1f ms (load %.1f ms); ", prompt.size(), first * 1e3,
-                     (t0 - t_load) * 1e3);
+        std::fprintf(stderr, "gpt: prompt %llu tokens + first token in %.1f ms (load %.1f ms); ", (unsigned long long)n_prompt,
+                     first * 1e3, (t0 - t_load) * 1e3);
         if (n_out > 1) std::fprintf(stderr, "%u tokens in %.1f ms: %.1f tokens/s\n", n_out - 1, rest * 1e3, (n_out - 1) / rest);
         else std::fprintf(stderr, "\n");
     }
-    gpt_ctx_free(ctx);
-    gpt_model_free(model);
-    return st == GPT_OK ? 0 : 1;
+    return 0;
 }
 
 } // namespace cli

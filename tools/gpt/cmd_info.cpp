@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "format/reader.h"
 
 #include <cstdio>
@@ -34,12 +35,12 @@ std::string describe(const gpt::format::MetaValue &v) {
     case MetaType::U64: return std::to_string(v.u);
     case MetaType::I32: return std::to_string(v.i);
     case MetaType::F32: std::snprintf(buf, sizeof buf, "%g", (double)v.f); return buf;
-    case MetaType::STR: return "\"" + v.str + "\"";
+    case MetaType::STR: return "\"" + gpt::printable(v.str) + "\"";
     case MetaType::I32_ARRAY: return "i32[" + std::to_string(v.i32s.size()) + "]";
     case MetaType::F32_ARRAY: return "f32[" + std::to_string(v.f32s.size()) + "]";
     case MetaType::STR_ARRAY: {
         std::string s = "str[" + std::to_string(v.strs.size()) + "]";
-        for (size_t i = 0; i < v.strs.size() && i < 4; i++) s += (i ? ", " : " ") + ("\"" + v.strs[i] + "\"");
+        for (size_t i = 0; i < v.strs.size() && i < 4; i++) s += (i ? ", " : " ") + ("\"" + gpt::printable(v.strs[i]) + "\"");
         if (v.strs.size() > 4) s += ", ...";
         return s;
     }
@@ -61,19 +62,22 @@ int cmd_info(int argc, char **argv) {
         }
         if (!std::strcmp(argv[i], "--no-verify")) verify = false;
         else if (!std::strcmp(argv[i], "--no-tensors")) show_tensors = false;
-        else if (argv[i][0] == '-') throw std::runtime_error(std::string("unknown option ") + argv[i]);
+        else if (argv[i][0] == '-') throw UsageError(std::string("unknown option ") + argv[i] + " (see gpt info --help)");
         else if (!path) path = argv[i];
-        else throw std::runtime_error("more than one MODEL given");
+        else throw UsageError("more than one MODEL given");
     }
-    if (!path) throw std::runtime_error("usage: gpt info MODEL");
+    if (!path) throw UsageError("usage: gpt info MODEL");
+    // The file is mapped: if it is truncated while the checksums are read, SIGBUS ends the
+    // run with this line (main.cpp) instead of a crash.
+    set_mapped_file(path, "Replace a model file by renaming a new one over it, never by rewriting it in place.");
     try {
         gpt::format::ReadOptions opt;
         opt.verify_checksums = false; // checked below, to report rather than fail
         auto f = gpt::format::WeightFile::open(path, opt);
-        std::printf("file:      %s\n", path);
+        std::printf("file:      %s\n", gpt::printable(path).c_str());
         std::printf("size:      %s (%llu bytes)\n", human_bytes(f->size()).c_str(), (unsigned long long)f->size());
         std::printf("format:    libgpt weight file v1, %zu tensors\n\nmetadata:\n", f->tensors().size());
-        for (const auto &[key, value] : f->metadata().entries()) std::printf("  %-28s %s\n", key.c_str(), describe(value).c_str());
+        for (const auto &[key, value] : f->metadata().entries()) std::printf("  %-28s %s\n", gpt::printable(key).c_str(), describe(value).c_str());
         uint64_t params = 0;
         if (show_tensors) std::printf("\ntensors:\n  %-32s %-5s %-20s %12s %10s  %s\n", "name", "dtype", "shape", "offset", "size", "crc32");
         for (const auto &t : f->tensors()) {
@@ -81,23 +85,25 @@ int cmd_info(int argc, char **argv) {
             if (!show_tensors) continue;
             std::string shape;
             for (uint32_t d = 0; d < t.ndim; d++) shape += (d ? " x " : "") + std::to_string(t.dims[d]);
-            std::printf("  %-32s %-5s %-20s %12llu %10s  %08x\n", t.name.c_str(), gpt::dtype_name(t.dtype), shape.c_str(),
+            std::printf("  %-32s %-5s %-20s %12llu %10s  %08x\n", gpt::printable(t.name).c_str(), gpt::dtype_name(t.dtype), shape.c_str(),
                         (unsigned long long)t.offset, human_bytes(t.nbytes).c_str(), t.crc32);
         }
         std::printf("\nparameters: %llu (%.2f M)\n", (unsigned long long)params, params / 1e6);
         if (verify) {
+            std::fflush(stdout); // the listing first: verifying a large file takes a while
             try {
                 f->verify_checksums();
                 std::printf("checksums:  all %zu tensors OK\n", f->tensors().size());
             } catch (const gpt::Error &e) {
-                std::printf("checksums:  FAILED: %s\n", e.what());
+                std::printf("checksums:  FAILED: %s\n", gpt::printable(e.what()).c_str());
                 return 1;
             }
         } else {
             std::printf("checksums:  not verified (--no-verify)\n");
         }
     } catch (const gpt::Error &e) {
-        std::fprintf(stderr, "gpt info: %s\n  %s\n", gpt_status_str(e.status()), e.what());
+        std::fflush(stdout);
+        std::fprintf(stderr, "gpt info: %s\n  %s\n", gpt_status_str(e.status()), gpt::printable(e.what()).c_str());
         return 1;
     }
     return 0;

@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""The `gpt` command as a user runs it: exit status, stdout and stderr of each case.
+
+    python3 tests/test_cli.py BUILD/tools/gpt [unittest options]
+
+Meson runs it in suite 'unit' (tests/meson.build). The fixtures are the bundled
+models/kjv-llama.gpt and tiny random models written here with bindings/python's
+libgpt.fixture (pure Python). Under an AddressSanitizer build (.ci's build-asan) the same cases
+also check that no path of the command leaks: every case fails on a sanitizer report in stderr
+(LeakSanitizer reports at exit), besides checking the exact exit status.
+
+Regressions of issue 15 (items 8, 9, 14, 15, 17, 18, 19, CLI side) and issue 16 (--no-verify,
+the random seed, `gpt bench` on a small model); docs/RELIABILITY.md lists them.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(SRC / "bindings" / "python"))
+from libgpt import fixture  # noqa: E402
+
+GPT = None  # the binary, from argv[1]
+KJV = SRC / "models" / "kjv-llama.gpt"
+TIMEOUT = 60
+
+
+SANITIZER_REPORTS = ("ERROR: LeakSanitizer", "ERROR: AddressSanitizer", "runtime error:")
+
+
+def no_sanitizer_report(args, err):
+    """In a sanitizer build a leak (or any report) fails the case whatever the exit status
+    (ASan's exit status for leaks is 1, which some error paths give anyway)."""
+    for needle in SANITIZER_REPORTS:
+        if needle in err:
+            raise AssertionError("gpt %s: sanitizer report:\n%s" % (" ".join(map(str, args)), err))
+
+
+def run(*args, timeout=TIMEOUT):
+    """Runs gpt with args; returns (exit status, stdout text, stderr text)."""
+    p = subprocess.run([GPT] + [str(a) for a in args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=timeout)
+    err = p.stderr.decode("utf-8", "surrogateescape")
+    no_sanitizer_report(args, err)
+    return p.returncode, p.stdout.decode("utf-8", "surrogateescape"), err
+
+
+def model_bytes(edit=None, **kwargs):
+    """fixture.make_model's bytes, with edit(metadata, tensors) -> (metadata, tensors) applied
+    to what it encodes (to change the tokenizer, add hostile names, zero a tensor)."""
+    if edit is None:
+        return fixture.make_model(**kwargs)
+    original = fixture.encode_weight_file
+    fixture.encode_weight_file = lambda meta, tensors: original(*edit(list(meta), list(tensors)))
+    try:
+        return fixture.make_model(**kwargs)
+    finally:
+        fixture.encode_weight_file = original
+
+
+def spm_park(meta, tensors):
+    """A SentencePiece-style tokenizer in place of the fixture's byte-level one (same vocabulary
+    size), with "\u2581park" at id 0 and the LM head zeroed: every logit is 0, so greedy
+    decoding picks id 0, " park", at every step."""
+    vocab = next(v for k, _, v in meta if k == "model.vocab_size")
+    tokens = ["\u2581park", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    tokens += ["w%d" % i for i in range(vocab - len(tokens))]
+    types = [1, 3, 3] + [6] * 256 + [1] * (vocab - 259)
+    scores = [-1.0 * i for i in range(vocab)]
+    meta = [m for m in meta if not m[0].startswith("tokenizer.")]
+    meta += [("tokenizer.model", fixture.STR, "spm"), ("tokenizer.tokens", fixture.STR_ARRAY, tokens),
+             ("tokenizer.types", fixture.I32_ARRAY, types), ("tokenizer.scores", fixture.F32_ARRAY, scores),
+             ("tokenizer.bos_id", fixture.I32, 1), ("tokenizer.eos_id", fixture.I32, 2),
+             ("tokenizer.add_bos", fixture.U32, 1), ("tokenizer.add_space_prefix", fixture.U32, 1)]
+    tensors = [(n, dt, shape, bytes(len(data)) if n == "lm_head.weight" else data) for n, dt, shape, data in tensors]
+    return meta, tensors
+
+
+ESC_NAME = "evil\x1b[2J\x1b]0;title\x07\x9b31m\rname"
+
+
+def hostile_metadata(meta, tensors):
+    """Control bytes (ESC, BEL, CR, a C1 CSI) in general.name, in an extra key and its value."""
+    meta = [(k, t, ESC_NAME) if k == "general.name" else (k, t, v) for k, t, v in meta]
+    meta.append(("x.key\x1b[31m\n", fixture.STR, "value\x1b]0;pwned\x07\x00end"))
+    return meta, tensors
+
+
+def hostile_tensor(meta, tensors):
+    """An extra tensor whose name carries control bytes (the format allows any name; the model
+    loader refuses it as unexpected)."""
+    return meta, tensors + [("bad\x1b[2J\x07name", fixture.DTYPE_F32, (4,), bytes(16))]
+
+
+def assert_terminal_safe(test, text, what):
+    """No control byte but newline, no DEL, no C1 control: what a terminal could act on."""
+    bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+    test.assertEqual(bad, [], "%s passes control characters %r:\n%r" % (what, bad, text))
+
+
+class Fixtures:
+    dir = None
+    tiny = None            # random llama, byte-level BPE, context 64 (a path)
+    tiny_data = None       # its bytes, for copies to damage
+    spm = None
+    hostile = None
+    hostile_tensor = None
+
+
+def setUpModule():
+    Fixtures.dir = tempfile.TemporaryDirectory(prefix="test_cli.")
+    d = Path(Fixtures.dir.name)
+
+    def write(name, data):
+        p = d / name
+        p.write_bytes(data)
+        return p
+
+    tiny = model_bytes(context_length=64, seed=3)
+    Fixtures.tiny_data = tiny
+    Fixtures.tiny = write("tiny.gpt", tiny)
+    Fixtures.spm = write("spm.gpt", model_bytes(spm_park, context_length=64, seed=4))
+    Fixtures.hostile = write("hostile.gpt", model_bytes(hostile_metadata, context_length=64, seed=5))
+    Fixtures.hostile_tensor = write("hostile_tensor.gpt", model_bytes(hostile_tensor, context_length=64, seed=6))
+
+
+def tearDownModule():
+    Fixtures.dir.cleanup()
+
+
+class Numbers(unittest.TestCase):
+    """Item 17: every number option is range-checked: exit 2, nothing on stdout, and a message
+    naming the option and the value (was: -n 4294967296 generated nothing and exited 0,
+    --device cuda:4294967295 ran on the CPU)."""
+
+    def check_refused(self, args, option, value):
+        rc, out, err = run(*args)
+        self.assertEqual(rc, 2, "%s: exit %d\n%s" % (args, rc, err))
+        self.assertEqual(out, "", args)
+        self.assertIn(option, err, args)
+        self.assertIn(value, err, args)
+        self.assertEqual(err.count("\n"), 1, "one line: %r" % err)
+
+    def test_generate_numbers_refused(self):
+        m = Fixtures.tiny
+        cases = [
+            ("-n", "4294967296"), ("-n", "-1"), ("-n", "+5"), ("-n", " 5"), ("-n", "5 "), ("-n", "0x10"), ("-n", "5k"),
+            ("-n", ""), ("--max-tokens", "99999999999999999999999"),
+            ("--top-k", "4294967296"), ("--top-k", "-40"),
+            ("--seed", "18446744073709551616"), ("--seed", "-1"), ("--seed", "1.5"),
+            ("--threads", "4294967297"), ("--threads", "257"),
+            ("--max-seq", "4294967296"), ("--max-seq", "0"),
+            ("--temp", "nan"), ("--temp", "inf"), ("--temp", "-inf"), ("--temp", "1e39"), ("--temp", "0x1p3"),
+            ("--temp", "0.5x"), ("--temp", ""),
+            ("--top-p", "0"), ("--top-p", "1.0001"), ("--top-p", "-0.5"), ("--top-p", "nan"), ("--top-p", "1e-50"),
+            ("--min-p", "-0.01"), ("--min-p", "1.5"), ("--min-p", "nan"),
+            ("--repeat-penalty", "0"), ("--repeat-penalty", "-1"), ("--repeat-penalty", "inf"),
+        ]
+        for option, value in cases:
+            with self.subTest(option=option, value=value):
+                self.check_refused(["generate", m, "-p", "hello", option, value], option, "'%s'" % value)
+        for value in ["4294967295", "4294967296", "-1", "2147483648", "1x"]:
+            with self.subTest(device="cuda:" + value):
+                self.check_refused(["generate", m, "-p", "hello", "--device", "cuda:" + value], "--device", value)
+        for value in ["1,-2", "1,,2", "4294967297", "1,2,"]:
+            with self.subTest(tokens=value):
+                self.check_refused(["generate", m, "--tokens", value], "--tokens", "'")
+
+    def test_generate_values_known_after_loading(self):
+        # Checked against the model before anything is printed: exit 2, stdout empty.
+        rc, out, err = run("generate", Fixtures.tiny, "-p", "hello", "--max-seq", "65")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--max-seq: 65 exceeds the model's context length (64)", err)
+        rc, out, err = run("generate", Fixtures.tiny, "--tokens", "1,2,100000")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--tokens: id 100000 is outside the model's vocabulary", err)
+
+    def test_bench_numbers_refused(self):
+        m = Fixtures.tiny
+        cases = [("--prefill", "4294967296"), ("--decode", "-1"), ("--batch", "0"), ("--batch", "4097"),
+                 ("--batch", "4294967297"), ("--pos", "4294967296"), ("--reps", "0"), ("--reps", "1e3"), ("--warmup", "1001"), ("--warmup", "-1"),
+                 ("--threads", "99999999999"), ("--forward", "1x4294967296"), ("--forward", "4294967297x1"),
+                 ("--forward", "0x8"), ("--forward", "8x"), ("--forward", "-1x8")]
+        for option, value in cases:
+            with self.subTest(option=option, value=value):
+                rc, out, err = run("bench", m, option, value)
+                self.assertEqual((rc, out), (2, ""), err)
+                self.assertIn(option, err)
+        rc, out, err = run("bench", m, "--forward", "8")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("BxT", err)
+
+    def test_valid_numbers_accepted(self):
+        rc, out, err = run("generate", Fixtures.tiny, "-p", "the", "-n", "3", "--temp", "0", "--top-k", "4294967295",
+                           "--top-p", "1", "--min-p", "0", "--repeat-penalty", "1.1", "--seed", "18446744073709551615",
+                           "--threads", "1", "--max-seq", "64")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("the"), out)
+        rc, out, err = run("generate", Fixtures.tiny, "-p", "the", "-n", "0")
+        self.assertEqual((rc, out), (0, "the\n"), err)
+
+
+class ErrorPaths(unittest.TestCase):
+    """Item 18: error paths after the model is loaded free everything (under ASan a leak
+    changes the exit status): `gpt generate --max-seq` too large leaked the detokenizer,
+    `gpt bench` leaked the model when a check failed."""
+
+    def test_generate_max_seq_too_large(self):
+        rc, out, err = run("generate", KJV, "-p", "In the beginning", "--max-seq", "100000")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--max-seq: 100000 exceeds the model's context length (512)", err)
+
+    def test_generate_failures_after_load(self):
+        rc, out, err = run("generate", Fixtures.hostile_tensor, "-p", "x")
+        self.assertEqual((rc, out), (1, ""), err)
+        rc, out, err = run("generate", KJV, "--tokens", "1,2", "-p", "x")
+        self.assertEqual((rc, out), (2, ""), err)
+
+    def test_bench_check_fails_after_load(self):
+        rc, out, err = run("bench", KJV, "--forward", "1x600", "--prefill", "0", "--decode", "0", "--reps", "1")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--forward 1x600 needs 600 positions", err)
+        self.assertIn("is 512", err)
+
+
+class ContextEnd(unittest.TestCase):
+    """Item 19 and item 9: the run stops at the full context with a notice and exit 0; bad
+    sampling values and an over-long prompt are refused before the prompt is echoed; the
+    context is sized to prompt + -n."""
+
+    def test_stops_at_full_context(self):
+        rc, out, err = run("generate", Fixtures.tiny, "-p", "the", "-n", "1000", "--temp", "0")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("the") and out.endswith("\n"), out)
+        self.assertRegex(err, r"the context is full: stopped after \d+ of the 1000 tokens asked for")
+        self.assertIn("context 64 of 64 positions", err)
+        rc, out, err = run("generate", Fixtures.tiny, "-p", "the", "-n", "1000", "--temp", "0", "--max-seq", "10")
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"stopped after \d+ of the 1000 tokens asked for .*--max-seq 10")
+
+    def test_context_full_counts(self):
+        # --tokens gives an exact prompt length: 5 tokens in max_seq 8 leave room for 4
+        # generated tokens (the last sampled one needs no position).
+        rc, out, err = run("generate", Fixtures.tiny, "--tokens", "1,2,3,4,5", "-n", "50", "--temp", "0", "--max-seq", "8",
+                           "--ignore-eos")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(out.split()), 4, out)
+        self.assertIn("stopped after 4 of the 50 tokens asked for (prompt 5 tokens + 4 generated", err)
+
+    def test_context_sized_to_the_run(self):
+        rc, out, err = run("generate", KJV, "--tokens", "1,2,3", "-n", "5", "--temp", "0", "--ignore-eos")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("context 8 of 512 positions", err)
+        self.assertNotIn("context is full", err)
+        self.assertEqual(len(out.split()), 5, out)
+
+    def test_bad_sampling_values_before_echo(self):
+        for option, value in [("--top-p", "0"), ("--top-p", "2"), ("--min-p", "2"), ("--temp", "nan"),
+                              ("--repeat-penalty", "0")]:
+            with self.subTest(option=option):
+                rc, out, err = run("generate", Fixtures.tiny, "-p", "the prompt", option, value)
+                self.assertEqual((rc, out), (2, ""), err)
+
+    def test_prompt_longer_than_context(self):
+        rc, out, err = run("generate", Fixtures.tiny, "-p", "x" * 100, "-n", "1")
+        self.assertEqual((rc, out), (1, ""), err)
+        self.assertRegex(err, r"the prompt is \d+ tokens, longer than the model's context length \(64 tokens\)")
+        rc, out, err = run("generate", Fixtures.tiny, "-p", "x" * 20, "--max-seq", "10")
+        self.assertEqual((rc, out), (1, ""), err)
+        self.assertRegex(err, r"the prompt is \d+ tokens, longer than --max-seq 10")
+
+    def test_temperature_negative_is_greedy(self):
+        # As the library defines it: a temperature <= 0 is greedy.
+        a = run("generate", Fixtures.tiny, "-p", "the", "-n", "8", "--temp", "0")
+        b = run("generate", Fixtures.tiny, "-p", "the", "-n", "8", "--temp", "-1")
+        self.assertEqual((a[0], b[0]), (0, 0), a[2] + b[2])
+        self.assertEqual(a[1], b[1])
+
+
+class ContinuedText(unittest.TestCase):
+    """Item 14: the continuation of an echoed prompt keeps its first space (was "thepark")."""
+
+    def test_space_after_prompt(self):
+        rc, out, err = run("generate", Fixtures.spm, "-p", "Lily went to the", "-n", "2", "--temp", "0")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "Lily went to the park park\n")
+
+    def test_start_of_text_drops_the_space(self):
+        # No prompt text: the text starts here, without a leading space.
+        rc, out, err = run("generate", Fixtures.spm, "-n", "2", "--temp", "0")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "park park\n")
+
+
+class ControlBytes(unittest.TestCase):
+    """Item 15: names, keys, string values and tensor names from a file reach the terminal
+    escaped (\\xNN); the generated text is printed as is."""
+
+    def test_info_escapes(self):
+        rc, out, err = run("info", Fixtures.hostile)
+        self.assertEqual(rc, 0, err)
+        assert_terminal_safe(self, out, "gpt info stdout")
+        assert_terminal_safe(self, err, "gpt info stderr")
+        self.assertIn("evil\\x1b[2J\\x1b]0;title\\x07", out)
+        self.assertIn("x.key\\x1b[31m\\x0a", out)
+        self.assertIn("value\\x1b]0;pwned\\x07\\x00end", out)
+        rc, out, err = run("info", Fixtures.hostile_tensor)
+        self.assertEqual(rc, 0, err)
+        assert_terminal_safe(self, out, "gpt info stdout")
+        self.assertIn("bad\\x1b[2J\\x07name", out)
+
+    def test_generate_escapes(self):
+        rc, out, err = run("generate", Fixtures.hostile, "-p", "the", "-n", "2", "--temp", "0")
+        self.assertEqual(rc, 0, err)
+        assert_terminal_safe(self, err, "gpt generate stderr")
+        self.assertIn("gpt: evil\\x1b[2J", err)
+        rc, out, err = run("generate", Fixtures.hostile_tensor, "-p", "the")
+        self.assertEqual((rc, out), (1, ""), err)
+        assert_terminal_safe(self, err, "gpt generate stderr")
+        self.assertIn("bad\\x1b[2J\\x07name", err)
+
+    def test_paths_and_options_escaped(self):
+        rc, out, err = run("generate", "no\x1b[2Jsuch.gpt")
+        self.assertEqual((rc, out), (1, ""), err)
+        assert_terminal_safe(self, err, "stderr")
+        rc, out, err = run("generate", Fixtures.tiny, "--bogus\x1b[2J")
+        self.assertEqual((rc, out), (2, ""), err)
+        assert_terminal_safe(self, err, "stderr")
+        rc, out, err = run("generate", Fixtures.tiny, "-n", "1\x1b[2J")
+        self.assertEqual((rc, out), (2, ""), err)
+        assert_terminal_safe(self, err, "stderr")
+
+
+def fill_pipe():
+    """A pipe whose buffer is full: a child writing to it blocks until the reader drains it.
+    Returns (read fd, write fd, filler byte count); the write end is blocking again."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    n = 0
+    try:
+        while True:
+            n += os.write(w, b"\0" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    return r, w, n
+
+
+def blocked_on_stdout(pid):
+    """Whether process pid's main thread sleeps in a write to a pipe (its stdout here): from
+    /proc/PID/wchan, else /proc/PID/syscall (write on fd 1: x86-64 syscall 1, arm64 64).
+    None when neither tells."""
+    try:
+        with open("/proc/%d/wchan" % pid) as f:
+            wchan = f.read().strip()
+        if wchan not in ("", "0"):
+            return "pipe_write" in wchan
+    except OSError:
+        pass
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            fields = f.read().split()
+        if not fields or fields[0] == "running":
+            return False
+        return fields[0] in ("1", "64") and len(fields) > 1 and int(fields[1], 16) == 1
+    except (OSError, ValueError):
+        return None
+
+
+def maps_file(pid, path):
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return str(path) in f.read()
+    except OSError:
+        return False
+
+
+class ChangedFile(unittest.TestCase):
+    """Item 8: a model file truncated or rewritten while gpt runs. The child's stdout is a full
+    pipe, so it blocks at its first write (the echoed prompt, or gpt info's listing) with the
+    model loaded; once /proc shows it waiting there (and the model mapped, or the header line
+    printed) the file is changed and the pipe drained: the rest of the run sees the changed
+    file, deterministically."""
+
+    def run_with_change(self, args, change, ready):
+        """Runs gpt args; when ready(pid, stderr so far) holds and gpt waits on its stdout,
+        calls change(); returns (exit status, stdout, stderr)."""
+        r, w, filler = fill_pipe()
+        with tempfile.TemporaryFile() as errf:
+            p = subprocess.Popen([GPT] + [str(a) for a in args], stdin=subprocess.DEVNULL, stdout=w, stderr=errf)
+            os.close(w)
+            try:
+                deadline = time.time() + 20
+                while True:
+                    errf.seek(0)
+                    if ready(p.pid, errf.read().decode("utf-8", "surrogateescape")):
+                        blocked = blocked_on_stdout(p.pid)
+                        if blocked is None:
+                            self.skipTest("cannot tell from /proc whether gpt waits on its stdout")
+                        if blocked:
+                            break
+                    self.assertIsNone(p.poll(), "gpt ended before it was ready")
+                    self.assertLess(time.time(), deadline, "timed out waiting for gpt")
+                    time.sleep(0.005)
+                change()
+                chunks = []
+                while True:
+                    b = os.read(r, 65536)
+                    if not b:
+                        break
+                    chunks.append(b)
+                rc = p.wait(timeout=TIMEOUT)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+                os.close(r)
+            errf.seek(0)
+            err = errf.read().decode("utf-8", "surrogateescape")
+        no_sanitizer_report(args, err)
+        out = b"".join(chunks)[filler:]
+        return rc, out.decode("utf-8", "surrogateescape"), err
+
+    def copy(self, name):
+        p = Path(Fixtures.dir.name) / name
+        p.write_bytes(Fixtures.tiny_data)
+        return p
+
+    def truncate(self, path):
+        return lambda: os.truncate(path, 0)
+
+    def rewrite_data(self, path):
+        # Every tensor byte in place (same size, same inode) becomes 0x40 (f32 2.0-ish
+        # values): the weights a mapping would see change; the header stays valid.
+        def change():
+            data = bytearray(path.read_bytes())
+            start = 4096
+            data[start:] = b"\x40" * (len(data) - start)
+            with open(path, "r+b") as f:
+                f.write(data)
+        return change
+
+    def test_generate_reads_into_memory(self):
+        args = ["-p", "the", "-n", "6", "--temp", "0", "--device", "cpu"]
+        rc, want, err = run("generate", Fixtures.tiny, *args)
+        self.assertEqual(rc, 0, err)
+        # The header line is printed after load and context creation.
+        self.assertEqual(run("generate", Fixtures.tiny, "--no-mmap", *args)[:2], (0, want))
+        header = lambda pid, err: re.search(r"^gpt: .* on (cpu|cuda:\d+).*\n", err, re.M) is not None
+        m = self.copy("truncated.gpt")
+        rc, out, err = self.run_with_change(["generate", m] + args, self.truncate(m), header)
+        self.assertEqual(rc, 0, err)  # was SIGBUS
+        self.assertEqual(out, want)
+        m = self.copy("rewritten.gpt")
+        rc, out, err = self.run_with_change(["generate", m] + args, self.rewrite_data(m), header)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, want)  # was other text: the mapping saw the new bytes
+
+    def test_generate_mmap_truncated(self):
+        m = self.copy("mapped.gpt")
+        rc, out, err = self.run_with_change(["generate", m, "-p", "the", "-n", "6", "--temp", "0", "--mmap", "--device", "cpu"],
+                                            self.truncate(m), lambda pid, err: maps_file(pid, m))
+        self.assertEqual(rc, 1, "%d %s" % (rc, err))  # not -SIGBUS
+        self.assertIn("gpt: %s changed on disk while in use (truncated?)" % m, err)
+        self.assertIn("without --mmap", err)
+        self.assertTrue(out.startswith("the"), out)
+
+    def test_info_truncated(self):
+        m = self.copy("info.gpt")
+        rc, out, err = self.run_with_change(["info", m], self.truncate(m), lambda pid, err: maps_file(pid, m))
+        self.assertEqual(rc, 1, "%d %s" % (rc, err))  # not -SIGBUS
+        self.assertIn("gpt: %s changed on disk while in use (truncated?)" % m, err)
+        self.assertIn("tensors:", out)
+        self.assertNotIn("checksums:", out)
+
+
+class Issue16(unittest.TestCase):
+    """--no-verify for generate, a fresh seed per run, `gpt bench` on the shipped model."""
+
+    def test_no_verify(self):
+        data = bytearray(Fixtures.tiny_data)
+        data[-3] ^= 0x01  # inside the last tensor: its crc32 no longer matches
+        m = Path(Fixtures.dir.name) / "damaged.gpt"
+        m.write_bytes(data)
+        rc, out, err = run("generate", m, "-p", "the", "-n", "2", "--temp", "0")
+        self.assertEqual((rc, out), (1, ""), err)
+        self.assertIn("GPT_ERR_CHECKSUM", err)
+        rc, out, err = run("generate", m, "-p", "the", "-n", "2", "--temp", "0", "--no-verify")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("the"), out)
+
+    def test_random_seed(self):
+        args = ["generate", Fixtures.tiny, "-p", "the", "-n", "24", "--temp", "1"]
+        runs = [run(*args) for _ in range(2)]
+        seeds = []
+        for rc, out, err in runs:
+            self.assertEqual(rc, 0, err)
+            m = re.search(r"^gpt: seed (\d+) \(give --seed \1 to repeat this run\)$", err, re.M)
+            self.assertIsNotNone(m, err)
+            seeds.append(m.group(1))
+        self.assertNotEqual(seeds[0], seeds[1])
+        self.assertNotEqual(runs[0][1], runs[1][1])
+        rc, out, err = run(*(args + ["--seed", seeds[0]]))
+        self.assertEqual((rc, out), (0, runs[0][1]), err)
+        self.assertNotIn("seed", err)
+        rc, out, err = run("generate", Fixtures.tiny, "-p", "the", "-n", "4", "--temp", "0")
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("seed", err)  # greedy: no seed involved
+
+    def test_bench_shipped_model_defaults(self):
+        # Default --prefill and --decode (one repetition, no warm-up: a 512-token prefill
+        # takes seconds in a sanitizer build).
+        rc, out, err = run("bench", KJV, "--reps", "1", "--warmup", "0", "--threads", "2")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err, "")
+        self.assertRegex(out, r"memory     weights 1[12]\.\d MiB")  # not 0.0 (the CPU's host bytes)
+        rate = re.search(r"prefill    512 tokens: .* ([\d.]+) ([GT])FLOP/s", out)
+        self.assertIsNotNone(rate, out)
+        self.assertGreater(float(rate.group(1)), 0)  # was 0.0 TFLOP/s on the CPU
+        self.assertRegex(out, r"decode     batch 1 from position 0, 128 steps")
+
+    def test_bench_small_context(self):
+        rc, out, err = run("bench", Fixtures.tiny, "--reps", "1", "--warmup", "1", "--threads", "1")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("gpt bench: prefill 64 tokens (the model's context length; the default is 512)", err)
+        self.assertIn("gpt bench: decode 63 steps (what fits the model's context of 64 after position 0 and 1 warm-up", err)
+        self.assertIn("prefill    64 tokens", out)
+        rc, out, err = run("bench", Fixtures.tiny, "--prefill", "100")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--prefill 100 needs 100 positions, the context of %s is 64: pass --prefill 64 or less" % Fixtures.tiny,
+                      err)
+        rc, out, err = run("bench", Fixtures.tiny, "--pos", "60", "--decode", "10")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--pos 60 and --decode 10 need 73 positions", err)
+        self.assertIn("pass --decode 1 or less", err)
+
+    def test_bench_json_escapes_the_name(self):
+        m = Path(Fixtures.dir.name) / 'q"uote\\.gpt'
+        m.write_bytes(Fixtures.tiny_data)
+        rc, out, err = run("bench", m, "--reps", "1", "--prefill", "8", "--decode", "4", "--json")
+        self.assertEqual(rc, 0, err)
+        j = json.loads(out)
+        self.assertEqual(j["model"], str(m))
+        self.assertGreater(j["weight_bytes"], 0)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_cli.py PATH/TO/gpt [unittest options]")
+    GPT = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)
