@@ -167,7 +167,12 @@ GPT_API void gpt_model_params_init(gpt_model_params *params);
 
 /* Loads a weight file (see docs/FORMAT.md). params may be NULL for the defaults. The file
  * is mapped read-only; on a GPU the weights are copied to device memory in one allocation
- * and the mapping is released. Unless GPT_MODEL_SKIP_CHECKSUMS is set, a tensor holding NaN
+ * and the mapping is released. A model on the CPU reads its weights from the mapping until
+ * gpt_model_free, so the file must not be truncated or rewritten in place meanwhile (a
+ * truncation raises SIGBUS in the process, a rewrite changes the weights after their
+ * checksums were checked): replace a model file by renaming a new one over it, as `gpt
+ * convert` does, or load with GPT_MODEL_NO_MMAP, which reads the file into memory. A path
+ * that is not a regular file (a FIFO, a device) is refused with GPT_ERR_IO, never waited on. Unless GPT_MODEL_SKIP_CHECKSUMS is set, a tensor holding NaN
  * or infinity is refused with GPT_ERR_FORMAT naming it (checked in the crc32 pass); with
  * the flag such weights load and give non-finite logits. */
 GPT_API gpt_status gpt_model_load(const char *path, const gpt_model_params *params, gpt_model **out);
