@@ -151,8 +151,8 @@ std::unique_ptr<Device> make_cpu_device();
 // nullptr-free: throws GPT_ERR_UNSUPPORTED in a build without CUDA.
 std::unique_ptr<Device> make_cuda_device(int ordinal);
 int cuda_device_count();
-// Creates the CUDA context of `device` (GPT_DEVICE_AUTO: the first GPU) if there is one;
-// does nothing otherwise. Never throws.
+// Creates the CUDA context of `device` (GPT_DEVICE_AUTO: the first GPU) and opens cuBLAS if
+// there is one; does nothing otherwise. Never throws.
 void cuda_warm_up(int device) noexcept;
 const char *cuda_build_info();
 

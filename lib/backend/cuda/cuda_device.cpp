@@ -1,6 +1,7 @@
 // cuda_device.cpp - the CUDA model-level backend: weights converted to the requested dtype
 // (matrices) or f32 (vectors: norms and biases) and copied into one device allocation.
 #include "backend/backend.h"
+#include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_executor.h"
 #include "backend/cuda/cuda_plan.h"
@@ -165,6 +166,12 @@ void cuda_warm_up(int device) noexcept {
     }
     const int d = device == GPT_DEVICE_AUTO ? 0 : device;
     if (d < 0 || d >= n || cudaSetDevice(d) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+    // Open cuBLAS here too (50-100 ms on an H100), while the caller reads the weight file,
+    // rather than in the first gpt_ctx_create.
+    try {
+        (void)cuda::cublas();
+    } catch (...) {
+    }
 }
 
 const char *cuda_build_info() {
