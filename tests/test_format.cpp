@@ -1539,6 +1539,52 @@ void test_load_io_errors(void **) {
     assert_true(c.thrown && c.status == GPT_ERR_INVALID_ARG);
 }
 
+// Checksums of large tensors are computed in 16 MiB pieces on several threads and combined:
+// a 40 MiB tensor between two small ones. A damaged byte in any piece is found (CHECKSUM
+// naming the tensor); a NaN deep in the third piece is reported at its exact element; with
+// two tensors damaged the first in file order is named, whatever the threads' timing.
+void test_checksums_in_pieces(void **) {
+    namespace fd = format_decoder;
+    auto rng = rng_for("checksums_in_pieces");
+    const uint64_t big = 20u << 20; // f16 elements: 40 MiB
+    Writer w;
+    std::vector<uint16_t> values(big);
+    for (auto &v : values) v = (uint16_t)(0x3000 + rng() % 0x0c00); // finite halves
+    const std::vector<float> small = {1.0f, 2.0f, 3.0f};
+    w.add_tensor("a", DType::F32, {3}, small.data(), 12);
+    w.add_tensor("big", DType::F16, {big}, values.data(), 2 * big);
+    w.add_tensor("z", DType::F32, {3}, small.data(), 12);
+    const Bytes good = w.write_memory();
+    const auto table = fd::table_entries(good);
+    const fd::Header h = fd::header_of(good);
+    const fd::TensorPos &tb = fd::table_entry(table, "big"), &tz = fd::table_entry(table, "z");
+    ReadOptions ro;
+    ro.check_finite = true;
+    auto verify = [&](const Bytes &b) { return catch_error([&] { WeightFile::from_memory(b.data(), b.size(), false, ro); }); };
+    assert_false(verify(good).thrown);
+    for (uint64_t at : std::initializer_list<uint64_t>{5, (16ull << 20) + 3, (32ull << 20) + 77, 2 * big - 1}) {
+        Bytes b = good;
+        b[h.data_off + tb.rel + at] ^= 0x01;
+        const Caught c = verify(b);
+        if (!c.thrown || c.status != GPT_ERR_CHECKSUM || c.message.find("tensor 'big'") == std::string::npos)
+            fail_msg("byte %llu damaged: %s", (unsigned long long)at, c.message.c_str());
+    }
+    Bytes b = good;
+    const uint64_t element = (33ull << 20) / 2 + 12345; // in the third piece
+    fd::put16(b, h.data_off + tb.rel + 2 * element, 0x7e00); // f16 NaN
+    fd::fix_all_crcs(b);
+    Caught c = verify(b);
+    char want[96];
+    std::snprintf(want, sizeof want, "tensor 'big' holds a non-finite value (NaN at element %llu)", (unsigned long long)element);
+    if (!c.thrown || c.status != GPT_ERR_FORMAT || c.message.find(want) == std::string::npos)
+        fail_msg("NaN at %llu: %s", (unsigned long long)element, c.message.c_str());
+    b = good;
+    b[h.data_off + tz.rel] ^= 0x01;
+    b[h.data_off + tb.rel + (24ull << 20)] ^= 0x01;
+    c = verify(b);
+    if (!c.thrown || c.message.find("tensor 'big'") == std::string::npos) fail_msg("two damaged: %s", c.message.c_str());
+}
+
 // A FIFO (or a device) as the model path: refused at once with GPT_ERR_IO naming what it is,
 // with and without mapping (regression: open() waited for a writer forever, in
 // gpt_model_load, `gpt info` and `gpt generate`). Each load runs in a child process under a
@@ -1631,6 +1677,7 @@ int main(void) {
         cmocka_unit_test(test_load_borrowed_buffer),
         cmocka_unit_test(test_load_io_errors),
         cmocka_unit_test(test_load_refuses_fifo_and_devices),
+        cmocka_unit_test(test_checksums_in_pieces),
     };
     return cmocka_run_group_tests_name("format", tests, nullptr, nullptr);
 }
