@@ -175,12 +175,8 @@ template <typename T, int HD> cudaError_t launch_hd(const AttentionArgs &a, cuda
 } // namespace
 
 bool attention_tc_eligible(const AttentionArgs &a) {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
-    return major >= 8 && (a.act_dtype == F16 || a.act_dtype == BF16) && a.kv_dtype == a.act_dtype &&
+    // The kernel's body exists from sm_80 (bf16 fragments): judged by the code's arch.
+    return kernel_arch() >= 80 && (a.act_dtype == F16 || a.act_dtype == BF16) && a.kv_dtype == a.act_dtype &&
            (a.head_dim == 64 || a.head_dim == 128) && a.n_splits == 1 && a.rows_per_seq >= 16;
 }
 

@@ -71,9 +71,13 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-// Whether launches use the PDL attribute: on by default, GPT_CUDA_NO_PDL=1 turns it off
-// (for measuring what it brings).
+// Whether launches use the PDL attribute: on by default where the kernels were compiled for
+// sm_90 or newer; GPT_CUDA_NO_PDL=1 turns it off (for measuring what it brings).
 bool pdl_enabled();
+// The architecture the kernels run as on the current device, as 10 x major + minor of the
+// virtual architecture they were compiled for (75, 80, 90, ...); 0 when it cannot be told.
+// Features that need an arch are chosen by this, not by the device's compute capability.
+int kernel_arch();
 
 template <typename... KArgs, typename... Args>
 cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args &&...args) {

@@ -1,4 +1,5 @@
-// pdl.cu - the switch for programmatic dependent launch (see common.cuh).
+// pdl.cu - the switch for programmatic dependent launch (see common.cuh), and the
+// architecture the library's kernels were compiled for on this device.
 #include "common.cuh"
 
 #include <atomic>
@@ -7,29 +8,40 @@
 
 namespace gpt_cuda {
 
+namespace {
+__global__ void arch_probe_kernel() {}
+} // namespace
+
+int kernel_arch() {
+    // ptxVersion is the virtual architecture (compute_XY, what __CUDA_ARCH__ saw) of the code
+    // that runs: a build with PTX for compute_75 only runs sm_75 code on a Hopper GPU, whose
+    // compute capability alone would claim features that code lacks. Cached per device
+    // (racing writers store the same value).
+    static std::atomic<int> arch_of[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        cudaGetLastError();
+        return 0;
+    }
+    int arch = arch_of[dev].load(std::memory_order_relaxed);
+    if (arch == 0) {
+        cudaFuncAttributes attr{};
+        arch = cudaFuncGetAttributes(&attr, arch_probe_kernel) == cudaSuccess ? attr.ptxVersion : -1;
+        cudaGetLastError();
+        arch_of[dev].store(arch, std::memory_order_relaxed);
+    }
+    return arch;
+}
+
 bool pdl_enabled() {
     static const bool allowed = [] {
         const char *v = std::getenv("GPT_CUDA_NO_PDL");
         return !(v && std::strcmp(v, "0") != 0 && *v);
     }();
-    if (!allowed) return false;
-    // The launch attribute exists from compute capability 9.0 (Hopper); older GPUs (Jetson
-    // Orin 8.7, Ampere) launch normally. Cached per device (racing writers store the same value).
-    static std::atomic<int> major_of[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        cudaGetLastError();
-        return false;
-    }
-    int major = major_of[dev].load(std::memory_order_relaxed);
-    if (major == 0) {
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-            cudaGetLastError();
-            major = -1;
-        }
-        major_of[dev].store(major, std::memory_order_relaxed);
-    }
-    return major >= 9;
+    // The launch attribute and griddepcontrol exist from compute capability 9.0 (Hopper); on
+    // older GPUs (Jetson Orin 8.7, Ampere), and for kernels compiled for an older arch (whose
+    // pdl_wait is empty), kernels launch normally.
+    return allowed && kernel_arch() >= 90;
 }
 
 } // namespace gpt_cuda

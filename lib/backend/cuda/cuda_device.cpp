@@ -166,10 +166,28 @@ void cuda_warm_up(int device) noexcept {
     }
     const int d = device == GPT_DEVICE_AUTO ? 0 : device;
     if (d < 0 || d >= n || cudaSetDevice(d) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
-    // Open cuBLAS here too (50-100 ms on an H100), while the caller reads the weight file,
-    // rather than in the first gpt_ctx_create.
+    // Open cuBLAS here too, and run one tiny fp16 GEMM, while the caller reads the weight file:
+    // loading the library and its first GEMM's setup (~110 ms on an H100) would otherwise land
+    // in gpt_ctx_create and the first prompt. One dtype only: each costs ~100-150 ms more, more
+    // than a small file takes to read (PERFORMANCE.md entry 19). Device-synchronising calls,
+    // so under the lock that keeps them out of other threads' graph captures.
     try {
-        (void)cuda::cublas();
+        const cuda::CublasApi &blas = cuda::cublas();
+        std::unique_lock<std::shared_mutex> lock(cuda::capture_mutex());
+        cublasHandle_t h = nullptr;
+        void *buf = nullptr;
+        constexpr int n = 64;
+        if (blas.create(&h) == CUBLAS_STATUS_SUCCESS && cudaMalloc(&buf, 3 * n * n * 4) == cudaSuccess &&
+            cudaMemset(buf, 0, 3 * n * n * 4) == cudaSuccess) {
+            const float one = 1.0f, zero = 0.0f;
+            char *a = static_cast<char *>(buf), *b = a + n * n * 4, *c = b + n * n * 4;
+            blas.gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16F, n, b, CUDA_R_16F, n, &zero, c, CUDA_R_16F, n,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+            cudaDeviceSynchronize();
+        }
+        if (buf) cudaFree(buf);
+        if (h) blas.destroy(h);
+        cudaGetLastError();
     } catch (...) {
     }
 }
