@@ -16,10 +16,10 @@
 # Threads: the tests pick their own counts (test_model runs 1, 2 and 3 worker threads,
 # test_threads 1-2 per context with contexts in parallel); they pass under qemu 7.2. What hung
 # before (JETSON.md's old recipe: `gpt generate` with 2 threads never finished, 1 thread did;
-# here also every C++ exception) was a mixed C library: QEMU_LD_PREFIX gives the cross
-# toolchain's loader, while zlib1g:arm64 installs Debian's libc6:arm64, a different glibc
-# build that the loader then found first. The exe_wrapper's -E LD_LIBRARY_PATH makes libc come
-# from the toolchain too.
+# here also header_c99, spinning in a thrown exception) was a mixed C library: QEMU_LD_PREFIX
+# gives the cross toolchain's loader, while zlib1g:arm64 installs Debian's libc6:arm64, a
+# different glibc build that the loader then found first. The exe_wrapper's -E LD_LIBRARY_PATH
+# makes libc come from the toolchain too.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
