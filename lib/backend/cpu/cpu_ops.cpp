@@ -89,8 +89,9 @@ void widen(const void *src, DType dtype, uint64_t n, float *dst) {
 // The reference dot product. 32 independent partial sums (four AVX2 registers) hide the FMA
 // and load latency; they are added as a tree, which keeps a fixed order (no -ffast-math) yet
 // vectorises. Inlined into the multiversioned callers below, so it is compiled for each of
-// their targets.
-static inline __attribute__((always_inline)) float dot_scalar(const float *a, const float *b, uint64_t n) {
+// their targets. (Unused on aarch64, where dot_neon follows it.)
+[[maybe_unused]] static inline __attribute__((always_inline)) float dot_scalar(const float *a, const float *b,
+                                                                               uint64_t n) {
     float acc[32] = {0};
     uint64_t i = 0;
     for (; i + 32 <= n; i += 32)
