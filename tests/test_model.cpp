@@ -3,6 +3,9 @@
 // engine against itself: incremental decode, uneven chunks, batches with sequences of
 // different lengths, many small internal steps, thread counts, greedy generation.
 //
+// Also the CPU kernels themselves (backend/cpu/cpu_ops: the scalar reference, or the AVX2/F16C
+// or NEON paths the build runs) at every vector length up to 80, against double sums.
+//
 // Models: GPT-2 tied and untied; Llama with MHA, GQA 4q/2kv, 6q/1kv with q/k/v biases
 // (Qwen2-like), tied and untied heads; odd widths (d_model 48/40, head_dim 8/12/16, vocab
 // sizes that are not multiples of 8); each written as f32, f16 and bf16.
@@ -16,6 +19,8 @@ extern "C" {
 
 #include "gpt.h"
 
+#include "backend/cpu/cpu_ops.h"
+#include "core/half.h"
 #include "fixture.h"
 #include "reference.h"
 
@@ -382,6 +387,102 @@ void test_greedy_generate_matches_reference(void **) {
     }
 }
 
+// The kernels on sizes the models above do not reach: vector lengths 1..80 (every tail of the
+// 32-, 16-, 8- and 4-wide loops), 1..5 rows (16-bit weights are read directly for up to 4
+// rows and widened once beyond), head dims 1..40, each dtype; against double sums of the same
+// rounded values. Bound: recursive f32 summation of n products errs by at most about
+// n * 2^-24 * sum |products| (the kernels' tree sums err less).
+void test_cpu_kernels_every_length(void **) {
+    std::mt19937_64 rng(reference::sub_seed("cpu_kernels_every_length"));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const double eps = std::ldexp(1.0, -24);
+    constexpr uint32_t kRows = 5;
+    constexpr uint64_t kOut = 3;
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+        for (uint64_t k = 1; k <= 80; k++) {
+            // Weights in dtype t; wf holds the values they stand for.
+            std::vector<float> wf(kOut * k), x(kRows * k), bias(kOut);
+            std::vector<uint16_t> wh(kOut * k);
+            for (size_t i = 0; i < wf.size(); i++) {
+                const float v = u(rng);
+                wh[i] = t == DType::F16 ? gpt::f32_to_f16(v) : gpt::f32_to_bf16(v);
+                wf[i] = t == DType::F32 ? v : t == DType::F16 ? gpt::f16_to_f32(wh[i]) : gpt::bf16_to_f32(wh[i]);
+            }
+            for (float &v : x) v = u(rng);
+            for (float &v : bias) v = u(rng);
+            const gpt::Weight w{t == DType::F32 ? static_cast<const void *>(wf.data()) : wh.data(), t, kOut, k};
+
+            std::vector<float> widened(k);
+            gpt::cpu::widen(t == DType::F32 ? static_cast<const void *>(wf.data() + k) : wh.data() + k, t, k,
+                            widened.data());
+            if (std::memcmp(widened.data(), wf.data() + k, k * sizeof(float)) != 0)
+                fail_msg("widen %s, %llu values: not the exact values", dtype_label(t), (unsigned long long)k);
+
+            std::vector<float> scratch(k);
+            const float d = gpt::cpu::dot(x.data(), wf.data(), k);
+            double want = 0, mag = 0;
+            for (uint64_t i = 0; i < k; i++) want += (double)x[i] * wf[i], mag += std::fabs((double)x[i] * wf[i]);
+            if (std::fabs(d - want) > (k + 2) * eps * mag + 1e-30)
+                fail_msg("dot, n %llu: %.9g, want %.9g", (unsigned long long)k, d, want);
+
+            std::vector<std::vector<float>> ys;
+            for (uint32_t rows = 1; rows <= kRows; rows++) {
+                std::vector<float> y(rows * kOut);
+                reference::poison(y.data(), y.size());
+                gpt::cpu::matmul_block(x.data(), rows, w, bias.data(), 0, kOut, y.data(), kOut, scratch.data());
+                for (uint32_t r = 0; r < rows; r++)
+                    for (uint64_t o = 0; o < kOut; o++) {
+                        double ref = bias[o], m = std::fabs(bias[o]);
+                        for (uint64_t i = 0; i < k; i++) {
+                            ref += (double)x[r * k + i] * wf[o * k + i];
+                            m += std::fabs((double)x[r * k + i] * wf[o * k + i]);
+                        }
+                        const float got = y[r * kOut + o];
+                        if (!(std::fabs(got - ref) <= (k + 3) * eps * m + 1e-30))
+                            fail_msg("matmul_block %s, k %llu, %u rows, row %u output %llu: %.9g, want %.9g",
+                                     dtype_label(t), (unsigned long long)k, rows, r, (unsigned long long)o, got, ref);
+                    }
+                ys.push_back(std::move(y));
+            }
+#if defined(__aarch64__)
+            // NEON: 16-bit weights read directly (4 rows) give exactly what widening them first
+            // (5 rows) gives (cpu_ops.cpp, dot_neon).
+            if (std::memcmp(ys[3].data(), ys[4].data(), 4 * kOut * sizeof(float)) != 0)
+                fail_msg("matmul_block %s, k %llu: 4 rows differ from the first 4 of 5", dtype_label(t),
+                         (unsigned long long)k);
+#endif
+        }
+    }
+
+    for (uint32_t hd = 1; hd <= 40; hd++) {
+        for (uint32_t n_keys : {1u, 2u, 5u, 9u, 33u}) {
+            std::vector<float> q(hd), kc(n_keys * hd), vc(n_keys * hd), scores(n_keys), out(hd);
+            for (float &v : q) v = u(rng);
+            for (float &v : kc) v = u(rng);
+            for (float &v : vc) v = u(rng);
+            const float scale = 1.0f / std::sqrt((float)hd);
+            reference::poison(out.data(), out.size());
+            gpt::cpu::attend(q.data(), kc.data(), vc.data(), n_keys, hd, scale, scores.data(), out.data());
+            std::vector<double> p(n_keys);
+            double mx = -INFINITY, sum = 0;
+            for (uint32_t t = 0; t < n_keys; t++) {
+                double s = 0;
+                for (uint32_t i = 0; i < hd; i++) s += (double)q[i] * kc[t * hd + i];
+                p[t] = s * scale;
+                mx = std::max(mx, p[t]);
+            }
+            for (double &v : p) sum += (v = std::exp(v - mx));
+            for (uint32_t i = 0; i < hd; i++) {
+                double want = 0;
+                for (uint32_t t = 0; t < n_keys; t++) want += p[t] / sum * vc[t * hd + i];
+                // Values in [-1, 1] and weights summing to 1: errors of order n_keys * hd * 2^-24.
+                if (!(std::fabs(out[i] - want) <= 1e-5))
+                    fail_msg("attend, head dim %u, %u keys, column %u: %.9g, want %.9g", hd, n_keys, i, out[i], want);
+            }
+        }
+    }
+}
+
 } // namespace
 
 int main(void) {
@@ -393,6 +494,7 @@ int main(void) {
         cmocka_unit_test(test_small_steps_equal_one_step),
         cmocka_unit_test(test_threads_agree),
         cmocka_unit_test(test_greedy_generate_matches_reference),
+        cmocka_unit_test(test_cpu_kernels_every_length),
     };
     return cmocka_run_group_tests_name("model", tests, setup_models, teardown_models);
 }

@@ -1,5 +1,8 @@
 // cpu_ops.cpp - plain loops; the hot dot product is compiled twice on x86-64 (AVX2+FMA and
 // baseline) and picked at load time, so one binary runs everywhere and fast where it can.
+// On aarch64, where Advanced SIMD (NEON) is part of the base architecture, the dot products,
+// the f16/bf16 widening and attention's value sum have NEON versions chosen at compile time.
+// The scalar code (dot_scalar, the loops in widen and attend) is the reference they follow.
 #include "backend/cpu/cpu_ops.h"
 
 #include "core/half.h"
@@ -19,11 +22,56 @@
 #include <immintrin.h>
 #endif
 
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define GPT_NEON 1
+#include <arm_neon.h>
+#endif
+
 namespace gpt::cpu {
+
+#if GPT_NEON
+// Elements [i, i + 8) of a row of dtype D as two f32x4: f16 by FCVTL (exact: every half is a
+// float), bf16 by a 16-bit left shift of each lane (the same bits as bf16_to_f32).
+template <DType D> static inline void neon_load8(const void *row, uint64_t i, float32x4_t &lo, float32x4_t &hi) {
+    if constexpr (D == DType::F32) {
+        lo = vld1q_f32(static_cast<const float *>(row) + i);
+        hi = vld1q_f32(static_cast<const float *>(row) + i + 4);
+    } else {
+        const uint16x8_t h = vld1q_u16(static_cast<const uint16_t *>(row) + i);
+        if constexpr (D == DType::F16) {
+            const float16x8_t f = vreinterpretq_f16_u16(h);
+            lo = vcvt_f32_f16(vget_low_f16(f));
+            hi = vcvt_high_f32_f16(f);
+        } else {
+            lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
+            hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
+        }
+    }
+}
+// Element i of a row of dtype D as f32 (the scalar tails).
+template <DType D> static inline float element(const void *row, uint64_t i) {
+    if constexpr (D == DType::F32) return static_cast<const float *>(row)[i];
+    else if constexpr (D == DType::F16) return f16_to_f32(static_cast<const uint16_t *>(row)[i]);
+    else return bf16_to_f32(static_cast<const uint16_t *>(row)[i]);
+}
+template <DType D> static void neon_widen(const void *src, uint64_t n, float *dst) {
+    uint64_t i = 0;
+    for (float32x4_t lo, hi; i + 8 <= n; i += 8) {
+        neon_load8<D>(src, i, lo, hi);
+        vst1q_f32(dst + i, lo);
+        vst1q_f32(dst + i + 4, hi);
+    }
+    for (; i < n; i++) dst[i] = element<D>(src, i);
+}
+#endif
 
 void widen(const void *src, DType dtype, uint64_t n, float *dst) {
     switch (dtype) {
     case DType::F32: std::memcpy(dst, src, n * sizeof(float)); break;
+#if GPT_NEON
+    case DType::F16: neon_widen<DType::F16>(src, n, dst); break;
+    case DType::BF16: neon_widen<DType::BF16>(src, n, dst); break;
+#else
     case DType::F16: {
         const uint16_t *s = static_cast<const uint16_t *>(src);
         for (uint64_t i = 0; i < n; i++) dst[i] = f16_to_f32(s[i]);
@@ -34,13 +82,16 @@ void widen(const void *src, DType dtype, uint64_t n, float *dst) {
         for (uint64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(s[i]);
         break;
     }
+#endif
     }
 }
 
-// 32 independent partial sums (four AVX2 registers) hide the FMA and load latency; they are
-// added as a tree, which keeps a fixed order (no -ffast-math) yet vectorises. Inlined into
-// the multiversioned callers below, so it is compiled for each of their targets.
-static inline __attribute__((always_inline)) float dot_inline(const float *a, const float *b, uint64_t n) {
+// The reference dot product. 32 independent partial sums (four AVX2 registers) hide the FMA
+// and load latency; they are added as a tree, which keeps a fixed order (no -ffast-math) yet
+// vectorises. Inlined into the multiversioned callers below, so it is compiled for each of
+// their targets. (Unused on aarch64, where dot_neon follows it.)
+[[maybe_unused]] static inline __attribute__((always_inline)) float dot_scalar(const float *a, const float *b,
+                                                                               uint64_t n) {
     float acc[32] = {0};
     uint64_t i = 0;
     for (; i + 32 <= n; i += 32)
@@ -53,6 +104,48 @@ static inline __attribute__((always_inline)) float dot_inline(const float *a, co
     float s = (acc[0] + acc[2]) + (acc[1] + acc[3]);
     for (; i < n; i++) s += a[i] * b[i];
     return s;
+}
+
+#if GPT_NEON
+// dot_scalar's 32 partial sums in eight NEON registers (acc[j] is lane j % 4 of register
+// j / 4), the same tail of eight and the same addition tree, with fused multiply-adds. b is
+// f32, or f16/bf16 widened in registers: the same arithmetic on the same values as widen()
+// followed by the f32 version, so decode (16-bit weights read directly) and prefill (rows
+// widened once) give identical results.
+template <DType D> static inline float dot_neon(const float *a, const void *b, uint64_t n) {
+    float32x4_t acc[8];
+    for (auto &r : acc) r = vdupq_n_f32(0.0f);
+    uint64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 8; j += 2) {
+            float32x4_t lo, hi;
+            neon_load8<D>(b, i + 4 * j, lo, hi);
+            acc[j] = vfmaq_f32(acc[j], vld1q_f32(a + i + 4 * j), lo);
+            acc[j + 1] = vfmaq_f32(acc[j + 1], vld1q_f32(a + i + 4 * j + 4), hi);
+        }
+    for (; i + 8 <= n; i += 8) {
+        float32x4_t lo, hi;
+        neon_load8<D>(b, i, lo, hi);
+        acc[0] = vfmaq_f32(acc[0], vld1q_f32(a + i), lo);
+        acc[1] = vfmaq_f32(acc[1], vld1q_f32(a + i + 4), hi);
+    }
+    for (int j = 0; j < 4; j++) acc[j] = vaddq_f32(acc[j], acc[j + 4]); // acc[j] += acc[j + 16]
+    for (int j = 0; j < 2; j++) acc[j] = vaddq_f32(acc[j], acc[j + 2]); // acc[j] += acc[j + 8]
+    const float32x4_t r = vaddq_f32(acc[0], acc[1]);                     // acc[j] += acc[j + 4]
+    float s = (vgetq_lane_f32(r, 0) + vgetq_lane_f32(r, 2)) + (vgetq_lane_f32(r, 1) + vgetq_lane_f32(r, 3));
+    // Fused here too, explicitly: left to the compiler, contraction could differ between the
+    // f32 and the 16-bit instances and break the identity above.
+    for (; i < n; i++) s = std::fma(a[i], element<D>(b, i), s);
+    return s;
+}
+#endif
+
+static inline __attribute__((always_inline)) float dot_inline(const float *a, const float *b, uint64_t n) {
+#if GPT_NEON
+    return dot_neon<DType::F32>(a, b, n);
+#else
+    return dot_scalar(a, b, n);
+#endif
 }
 
 GPT_MULTIVERSION float dot(const float *a, const float *b, uint64_t n) { return dot_inline(a, b, n); }
@@ -120,6 +213,22 @@ void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float 
         }
         return;
     }
+#elif GPT_NEON
+    // Few rows (decode): dot products on the 16-bit weights directly, no widening pass (the
+    // same results as the widening path below: see dot_neon).
+    if (w.dtype != DType::F32 && n_rows <= 4) {
+        const uint16_t *base = static_cast<const uint16_t *>(w.data);
+        const bool bf16 = w.dtype == DType::BF16;
+        for (uint64_t o = o_begin; o < o_end; o++) {
+            const float b = bias ? bias[o] : 0.0f;
+            for (uint32_t r = 0; r < n_rows; r++) {
+                const float *xr = x + (uint64_t)r * k;
+                y[r * y_stride + o] = (bf16 ? dot_neon<DType::BF16>(xr, base + o * k, k)
+                                            : dot_neon<DType::F16>(xr, base + o * k, k)) + b;
+            }
+        }
+        return;
+    }
 #endif
     if (w.dtype == DType::F32) {
         dot_rows(x, n_rows, static_cast<const float *>(w.data) + o_begin * k, k, o_end - o_begin, y + o_begin, y_stride);
@@ -168,7 +277,8 @@ void rope_rotate_half(float *v, uint32_t head_dim, const float *cos, const float
     }
 }
 
-// Multiversioned like dot_rows: the score dot products are inlined and the value sum vectorised.
+// Multiversioned like dot_rows: the score dot products are inlined and the value sum vectorised
+// (on aarch64: dot_neon and the NEON value sum).
 GPT_MULTIVERSION void attend(const float *q, const float *k, const float *v, uint32_t n_keys, uint32_t hd, float scale,
                              float *scores, float *out) {
     float mx = -INFINITY;
@@ -182,12 +292,43 @@ GPT_MULTIVERSION void attend(const float *q, const float *k, const float *v, uin
         sum += scores[t];
     }
     const float inv = 1.0f / sum;
+#if GPT_NEON
+    // The value sum below, 16 (then 4) columns at a time held in registers across all keys:
+    // each column is the same sum in the same order, with fused multiply-adds.
+    for (uint32_t t = 0; t < n_keys; t++) scores[t] *= inv;
+    uint32_t i = 0;
+    for (; i + 16 <= hd; i += 16) {
+        float32x4_t o0 = vdupq_n_f32(0.0f), o1 = o0, o2 = o0, o3 = o0;
+        for (uint32_t t = 0; t < n_keys; t++) {
+            const float *vt = v + (uint64_t)t * hd + i;
+            o0 = vfmaq_n_f32(o0, vld1q_f32(vt), scores[t]);
+            o1 = vfmaq_n_f32(o1, vld1q_f32(vt + 4), scores[t]);
+            o2 = vfmaq_n_f32(o2, vld1q_f32(vt + 8), scores[t]);
+            o3 = vfmaq_n_f32(o3, vld1q_f32(vt + 12), scores[t]);
+        }
+        vst1q_f32(out + i, o0);
+        vst1q_f32(out + i + 4, o1);
+        vst1q_f32(out + i + 8, o2);
+        vst1q_f32(out + i + 12, o3);
+    }
+    for (; i + 4 <= hd; i += 4) {
+        float32x4_t o0 = vdupq_n_f32(0.0f);
+        for (uint32_t t = 0; t < n_keys; t++) o0 = vfmaq_n_f32(o0, vld1q_f32(v + (uint64_t)t * hd + i), scores[t]);
+        vst1q_f32(out + i, o0);
+    }
+    for (; i < hd; i++) {
+        float o = 0;
+        for (uint32_t t = 0; t < n_keys; t++) o += scores[t] * v[(uint64_t)t * hd + i];
+        out[i] = o;
+    }
+#else
     for (uint32_t i = 0; i < hd; i++) out[i] = 0;
     for (uint32_t t = 0; t < n_keys; t++) {
         const float p = scores[t] * inv;
         const float *vt = v + (uint64_t)t * hd;
         for (uint32_t i = 0; i < hd; i++) out[i] += p * vt[i];
     }
+#endif
 }
 
 } // namespace gpt::cpu
