@@ -194,4 +194,5 @@ say "build/tools/gpt ready after $((SECONDS - start)) s (\`meson test -C build\`
 
 prompt="${1:-And God said}"
 shift || true
+rm -rf "$tmp" # exec skips the EXIT trap
 exec build/tools/gpt generate models/kjv-llama.gpt -p "$prompt" -n 120 --seed 42 "$@"
