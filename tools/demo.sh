@@ -190,7 +190,11 @@ else
     echo "${opts[*]}" >build/demo-options
 fi
 "$NINJA_CMD" -C build tools/gpt
-say "build/tools/gpt ready after $((SECONDS - start)) s (\`meson test -C build\` builds and runs the tests)"
+if ((have_tests)); then
+    say "build/tools/gpt ready after $((SECONDS - start)) s (\`meson test -C build\` builds and runs the tests)"
+else
+    say "build/tools/gpt ready after $((SECONDS - start)) s (built without the tests)"
+fi
 
 prompt="${1:-And God said}"
 shift || true
