@@ -7,7 +7,8 @@
 #   - the `gpt` tool stripped,
 #   - max RSS and wall time of
 #       gpt generate models/kjv-llama.gpt -p "And God said" -n 16 --device cpu --seed 1
-#     (GNU time, else python3's getrusage; one untimed run first, then the best of 3).
+#     (RSS from GNU time, else python3's getrusage; one untimed run first, then the fastest
+#     of 3, wall time in ms).
 # Given a second build dir (e.g. a CPU-only and a CUDA-enabled one) it prints both side by side.
 #
 # --max-lib-bytes N: exit 1 when a given build's stripped libgpt.so is larger than N bytes
@@ -15,7 +16,7 @@
 # Environment: STRIP (default strip), GPT_FOOTPRINT_RUNS (timed runs, default 3).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 max_lib=""
 dirs=()
@@ -27,13 +28,14 @@ while (($#)); do
         --max-lib-bytes=*)
             max_lib=${1#*=}; [[ "$max_lib" =~ ^[0-9]+$ ]] || { echo "footprint: --max-lib-bytes takes a number of bytes" >&2; exit 2; }
             shift ;;
-        -h | --help) usage ;;
+        -h | --help) usage 0 ;;
         -*) echo "footprint: unknown option $1" >&2; usage ;;
         *) dirs+=("$1"); shift ;;
     esac
 done
 ((${#dirs[@]} >= 1 && ${#dirs[@]} <= 2)) || usage
 runs=${GPT_FOOTPRINT_RUNS:-3}
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "footprint: GPT_FOOTPRINT_RUNS must be a number >= 1" >&2; exit 2; }
 strip_cmd=${STRIP:-strip}
 model="$root/models/kjv-llama.gpt"
 tmp=$(mktemp -d)
@@ -79,14 +81,16 @@ while off + 16 <= len(d):
 print(" ".join(["sm_%d" % a for a in sorted(elf)] + ["ptx:compute_%d" % a for a in sorted(ptx)]) + " (fatbin headers)")
 PY
 }
-measure_run() { # GPT -> "max_rss_kib wall_s" of the best of $runs runs (after one untimed run)
-    local gpt=$1 best="" i line
+measure_run() { # GPT -> "max_rss_kib wall_ms" of the fastest of $runs runs (after one untimed run)
+    local gpt=$1 best="" i line t0 t1
     local cmd=("$gpt" generate "$model" -p "And God said" -n 16 --device cpu --seed 1)
     "${cmd[@]}" >/dev/null 2>&1 || { echo "failed"; return; }
     for ((i = 0; i < runs; i++)); do
-        if [ -x /usr/bin/time ] && /usr/bin/time -f '%M %e' -o "$tmp/time" true 2>/dev/null; then
-            /usr/bin/time -f '%M %e' -o "$tmp/time" "${cmd[@]}" >/dev/null 2>&1 || { echo "failed"; return; }
-            line=$(tail -n1 "$tmp/time")
+        if [ -x /usr/bin/time ] && /usr/bin/time -f '%M' -o "$tmp/time" true 2>/dev/null; then
+            t0=$(date +%s%N)
+            /usr/bin/time -f '%M' -o "$tmp/time" "${cmd[@]}" >/dev/null 2>&1 || { echo "failed"; return; }
+            t1=$(date +%s%N)
+            line="$(tail -n1 "$tmp/time") $(((t1 - t0) / 1000000))"
         elif command -v python3 >/dev/null 2>&1; then
             line=$(python3 -c '
 import resource, subprocess, sys, time
@@ -94,12 +98,12 @@ t = time.monotonic()
 r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 w = time.monotonic() - t
 if r.returncode: sys.exit(1)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "%.2f" % w)' "${cmd[@]}") || { echo "failed"; return; }
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, int(w * 1000))' "${cmd[@]}") || { echo "failed"; return; }
         else
             echo "unmeasured (no GNU time or python3)"; return
         fi
-        # Best run: the lowest wall time (RSS barely moves between runs).
-        if [ -z "$best" ] || awk -v a="${line#* }" -v b="${best#* }" 'BEGIN { exit !(a < b) }'; then best=$line; fi
+        # The fastest run (RSS barely moves between runs).
+        if [ -z "$best" ] || ((${line#* } < ${best#* })); then best=$line; fi
     done
     echo "$best"
 }
@@ -113,11 +117,13 @@ for d in "${dirs[@]}"; do
     if [ -z "$lib" ]; then
         echo "footprint: no $d/lib/libgpt.so.* (build it: ninja -C $d)" >&2
         status=1
-        continue
+        val[$d,lib]="missing"
     fi
-    val[$d,lib]=$(basename "$lib")
-    size=$(stripped_size "$lib" || true)
-    if [ -z "$size" ]; then
+    size=""
+    [ -n "$lib" ] && val[$d,lib]=$(basename "$lib") && size=$(stripped_size "$lib" || true)
+    if [ -z "$lib" ]; then
+        :
+    elif [ -z "$size" ]; then
         val[$d,libsize]="? ($strip_cmd failed: set STRIP for a cross build)"
     else
         val[$d,libsize]=$(mib "$size")
@@ -126,8 +132,11 @@ for d in "${dirs[@]}"; do
             status=1
         fi
     fi
-    fat=$(size -A "$lib" 2>/dev/null | awk '$1 == ".nv_fatbin" { print $2 }')
-    if [ -n "$fat" ]; then
+    fat=""
+    [ -n "$lib" ] && fat=$(size -A "$lib" 2>/dev/null | awk '$1 == ".nv_fatbin" { print $2 }')
+    if [ -z "$lib" ]; then
+        :
+    elif [ -n "$fat" ]; then
         val[$d,fatbin]=$(mib "$fat")
         val[$d,archs]=$(fatbin_archs "$lib")
     else
@@ -139,9 +148,9 @@ for d in "${dirs[@]}"; do
         tsize=$(stripped_size "$tool" || true)
         val[$d,tool]=$(mib "${tsize:-0}")
         r=$(measure_run "$tool")
-        if [[ "$r" =~ ^[0-9]+\ [0-9.]+$ ]]; then
+        if [[ "$r" =~ ^[0-9]+\ [0-9]+$ ]]; then
             val[$d,rss]=$(awk -v k="${r% *}" 'BEGIN { printf "%.1f MiB", k / 1024 }')
-            val[$d,wall]="${r#* } s"
+            val[$d,wall]="${r#* } ms"
         else
             val[$d,rss]=$r val[$d,wall]=$r
         fi
