@@ -11,8 +11,10 @@
                                                     build recompiles embed.c when MODEL changes)
     run_test.py install BUILD_DIR SOURCE_DIR MODEL  meson install into a temporary DESTDIR, then
                                                     build examples/simple.c (and simple.cpp)
-                                                    against it with pkg-config and run them, and
-                                                    import the installed Python package
+                                                    against it with pkg-config and run them (also
+                                                    with an rpath and no LD_LIBRARY_PATH), run
+                                                    the installed gpt tool as it is, and import
+                                                    the installed Python package
 
 Environment (rust): GPT_LIB_DIR, GPT_INCLUDE_DIR, GPT_TEST_MODEL, GPT_TEST_LAYOUT,
 CARGO_TARGET_DIR, as bindings/meson.build sets them.
@@ -160,6 +162,20 @@ def install(build_dir, source_dir, model):
         ldd = run(["ldd", simple], env=run_env, stdout=subprocess.PIPE, universal_newlines=True).stdout
         check(os.path.join(lib_dir, sonames[0]) in ldd, "simple links the installed %s" % sonames[0])
 
+        # What README.md tells a program outside the system's library paths: an rpath to
+        # $(pkg-config --variable=libdir gpt), here the staged libdir. It runs with no
+        # LD_LIBRARY_PATH to the library.
+        libdir_var = run([pkg_config, "--variable=libdir", "gpt"], env=env, stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout.strip()
+        check(os.path.isabs(libdir_var) and os.path.realpath(lib_dir) in (os.path.realpath(libdir_var),
+              os.path.realpath(dest + libdir_var)), "pkg-config --variable=libdir gpt names the libdir (%s)" % libdir_var)
+        rpath_env = dict(run_env, LD_LIBRARY_PATH=os.pathsep.join(dependency_dirs(build_dir)))
+        simple_rpath = os.path.join(tmp, "simple-rpath")
+        run([cc, os.path.join(source_dir, "examples", "simple.c"), "-o", simple_rpath, "-Wl,-rpath," + lib_dir] + flags,
+            check=True)
+        out = run([simple_rpath, model, "In the beginning", "4"], env=rpath_env, stdout=subprocess.PIPE)
+        check(out.returncode == 0, "examples/simple.c linked with -Wl,-rpath,LIBDIR runs without LD_LIBRARY_PATH")
+
         cxx = shutil.which(os.environ.get("CXX", "c++"))
         if cxx:
             simple_cpp = os.path.join(tmp, "simple-cpp")
@@ -168,8 +184,15 @@ def install(build_dir, source_dir, model):
             out = run([simple_cpp, model, "In the beginning", "16"], env=run_env, stdout=subprocess.PIPE)
             check(out.returncode == 0, "examples/simple.cpp (gpt.hpp) built with pkg-config runs")
 
-        out = run([tools[0], "info", model], env=run_env, stdout=subprocess.PIPE, universal_newlines=True)
-        check(out.returncode == 0, "the installed gpt tool runs")
+        # The tool links the library statically: it runs as installed, with nothing on
+        # LD_LIBRARY_PATH to libgpt, and does not load libgpt.so.
+        tool_env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(dependency_dirs(build_dir)))
+        for env_var in ("GPT_LIBRARY", "PYTHONPATH"):
+            tool_env.pop(env_var, None)
+        ldd = run(["ldd", tools[0]], env=tool_env, stdout=subprocess.PIPE, universal_newlines=True).stdout
+        check("libgpt" not in ldd, "the installed gpt tool does not need libgpt.so")
+        out = run([tools[0], "info", model], env=tool_env, stdout=subprocess.PIPE, universal_newlines=True)
+        check(out.returncode == 0, "the installed gpt tool runs without LD_LIBRARY_PATH")
 
         inits = glob.glob(os.path.join(dest, "**", "libgpt", "__init__.py"), recursive=True)
         if not inits:

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace cli {
@@ -205,6 +207,44 @@ int on_token(int32_t, void *user) {
     return 0;
 }
 
+// What bench is doing, for a terminal: a large synthetic shape takes tens of seconds before
+// the first result (weights generated, loaded, checked, prefill reps on a CPU). One line on
+// stderr rewritten in place, only when stderr is a terminal and the output is not --json;
+// blanked before anything else is printed. Never written inside a timed interval, except the
+// blanking between the load and the first token (terminal only, microseconds).
+class Progress {
+public:
+    explicit Progress(bool on) : on_(on) {}
+    ~Progress() { clear(); }
+    Progress(const Progress &) = delete;
+    Progress &operator=(const Progress &) = delete;
+
+    __attribute__((format(printf, 2, 3))) void show(const char *fmt, ...) {
+        if (!on_) return;
+        char buf[160];
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        std::string line = std::string("gpt bench: ") + buf;
+        if (line.size() > 79) line = line.substr(0, 75) + " ..."; // one terminal row, or \r cannot rewrite it
+        // Spaces over the rest of a longer previous line (no terminal escapes needed).
+        std::fprintf(stderr, "\r%s%*s", line.c_str(), (int)(width_ > line.size() ? width_ - line.size() : 0), "");
+        std::fflush(stderr);
+        width_ = std::max(width_, line.size());
+    }
+    void clear() {
+        if (!on_ || !width_) return;
+        std::fprintf(stderr, "\r%*s\r", (int)width_, "");
+        std::fflush(stderr);
+        width_ = 0;
+    }
+
+private:
+    bool on_;
+    size_t width_ = 0;
+};
+
 std::vector<int32_t> random_tokens(size_t n, uint32_t vocab, uint64_t seed) {
     std::vector<int32_t> v(n);
     for (auto &x : v) {
@@ -218,6 +258,7 @@ std::vector<int32_t> random_tokens(size_t n, uint32_t vocab, uint64_t seed) {
 
 int cmd_bench(int argc, char **argv) {
     Options o = parse(argc, argv);
+    Progress progress(!o.json && isatty(STDERR_FILENO));
     gpt_model_params mp;
     gpt_model_params_init(&mp);
     mp.device = o.device;
@@ -226,6 +267,7 @@ int cmd_bench(int argc, char **argv) {
     if (!o.synthetic.empty()) {
         const SyntheticShape *s = find_synthetic(o.synthetic);
         if (!s) throw std::runtime_error("unknown synthetic shape '" + o.synthetic + "' (see gpt bench --help)");
+        progress.show("generating random weights for %s ...", s->name);
         const double t = now_seconds();
         image = build_synthetic(*s, o.dtype == GPT_DTYPE_AUTO ? (uint32_t)GPT_DTYPE_F16 : o.dtype, 1234);
         gen_s = now_seconds() - t;
@@ -237,6 +279,7 @@ int cmd_bench(int argc, char **argv) {
     }
 
     // Load -> context -> first token: what a user waits for before text appears.
+    progress.show("loading %s, first token ...", printable(o.synthetic.empty() ? o.model : o.synthetic).c_str());
     const double t_load = now_seconds();
     ModelPtr model_owner;
     {
@@ -252,6 +295,7 @@ int cmd_bench(int argc, char **argv) {
     check(gpt_model_get_info(model, &info), "info");
     const uint32_t V = info.vocab_size;
     const std::string name = o.synthetic.empty() ? o.model : o.synthetic;
+    progress.clear(); // fit_to_context may print (a few bytes to the terminal, inside the first-token time)
     const uint32_t need_seq = fit_to_context(o, info.context_length, printable(name));
     gpt_ctx_params cp;
     gpt_ctx_params_init(&cp);
@@ -278,6 +322,7 @@ int cmd_bench(int argc, char **argv) {
     const double first_token_ms = (now_seconds() - t_load) * 1e3;
     const double load_ms = (t_loaded - t_load) * 1e3;
     const bool on_gpu = info.device >= 0;
+    if (on_gpu) progress.show("measuring the GPU's copy bandwidth and GEMM rate ...");
     const Ceilings ceil = on_gpu ? measure_ceilings(info.device) : Ceilings{};
 
     const double dtype_bytes = info.weight_dtype == GPT_DTYPE_F32 ? 4.0 : 2.0;
@@ -303,6 +348,8 @@ int cmd_bench(int argc, char **argv) {
         std::vector<float> last(V);
         std::vector<double> t;
         for (uint32_t r = 0; r < o.reps + o.warmup; r++) {
+            if (r < o.warmup) progress.show("prefill %u tokens: warm-up %u/%u ...", o.prefill, r + 1, o.warmup);
+            else progress.show("prefill %u tokens: %u/%u ...", o.prefill, r - o.warmup + 1, o.reps);
             gpt_ctx_reset(ctx);
             const double a = now_seconds();
             check(gpt_forward(ctx, toks.data(), 1, o.prefill, 0, last.data()), "prefill", ctx);
@@ -316,10 +363,12 @@ int cmd_bench(int argc, char **argv) {
     if (o.decode) {
         gpt_ctx_reset(ctx);
         if (o.pos) {
+            progress.show("decode: filling the context to position %u ...", o.pos);
             std::vector<int32_t> ctx_toks = random_tokens((size_t)o.batch * o.pos, V, 11);
             check(gpt_forward(ctx, ctx_toks.data(), o.batch, o.pos, 0, nullptr), "context fill", ctx);
         }
         std::vector<double> t;
+        progress.show("decode: %u steps of batch %u ...", o.decode + o.warmup, o.batch);
         if (o.batch == 1) {
             // Device sampling: one token id comes back per step.
             TokenTimes tt;
@@ -355,6 +404,7 @@ int cmd_bench(int argc, char **argv) {
         std::vector<int32_t> toks = random_tokens((size_t)o.fwd_batch * o.fwd_tokens, V, 17);
         std::vector<double> t;
         for (uint32_t r = 0; r < o.reps + o.warmup; r++) {
+            progress.show("forward %u x %u tokens: %u/%u ...", o.fwd_batch, o.fwd_tokens, r + 1, o.reps + o.warmup);
             gpt_ctx_reset(ctx);
             const double a = now_seconds();
             check(gpt_forward(ctx, toks.data(), o.fwd_batch, o.fwd_tokens, GPT_FORWARD_ALL_LOGITS, lg), "forward", ctx);
@@ -364,6 +414,7 @@ int cmd_bench(int argc, char **argv) {
     }
 
     // ---- report
+    progress.clear();
     const double avg_pos = o.pos + (o.decode + o.warmup) / 2.0;
     const double kv_read = 2.0 * info.n_layers * info.n_kv_heads * info.head_dim * kv_elt * avg_pos * o.batch;
     const double decode_gbps = decode.median > 0 ? (weight_read + kv_read) / (decode.median * 1e-3) / 1e9 : 0;
