@@ -32,7 +32,7 @@ phase "packages"
 packages=(clang libclang-rt-14-dev make valgrind)
 missing=()
 for p in "${packages[@]}"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if ((${#missing[@]})); then
     echo "installing: ${missing[*]}"
