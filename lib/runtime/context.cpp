@@ -50,8 +50,9 @@ ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) {
     return e;
 }
 
-MemoryPlan Context::estimate(const Model &m, const gpt_ctx_params &p) {
-    const ExecParams e = resolve(m, p);
+MemoryPlan Context::estimate(const Model &m, const gpt_ctx_params &p) { return memory_of(m, resolve(m, p)); }
+
+MemoryPlan Context::memory_of(const Model &m, const ExecParams &e) {
     MemoryPlan plan = m.device().plan(m.shape(), e);
     plan.host_bytes += own_host_bytes(e);
     return plan;
@@ -67,8 +68,8 @@ Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
     abort_user_ = p.abort_user;
     // Refused up front, with the numbers, when the memory is not there: the allocation might
     // succeed (overcommit) and the first forward be killed, or it could take minutes to fail.
-    const MemoryPlan need = estimate(m, p), have = m.device().available_memory();
     const ExecParams &e = params_;
+    const MemoryPlan need = memory_of(m, e), have = m.device().available_memory();
     if (have.host_bytes && need.host_bytes > have.host_bytes)
         fail(GPT_ERR_OUT_OF_MEMORY,
              "a context of max_seq %u x max_batch %u needs %.1f MiB of host memory (KV cache and scratch), %.1f MiB are "

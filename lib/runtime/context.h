@@ -38,6 +38,8 @@ public:
 
 private:
     struct AbortHook;
+    // The executor's plan plus the Context's own arrays, for resolved params.
+    static MemoryPlan memory_of(const Model &m, const ExecParams &e);
     // Host bytes the Context itself holds besides the executor.
     static uint64_t own_host_bytes(const ExecParams &e);
     void check_tokens(const int32_t *tokens, uint64_t n) const;
