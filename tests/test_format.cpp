@@ -1457,24 +1457,29 @@ void test_load_mmap_and_read(void **) {
 }
 
 // Misaligned buffers are copied: the caller may scribble over and free them.
+// Loads fx from a buffer `misalign` bytes off 64-byte alignment, overwrites the buffer with
+// `fill` and frees it: the logits must still be `want` (the model copied the bytes).
+void expect_load_independent_of_buffer(const fixture::Model &fx, const std::vector<float> &want, size_t misalign,
+                                       uint32_t flags, uint8_t fill, const char *what) {
+    gpt_model_params p = cpu_params();
+    p.flags = flags;
+    auto *buf = new Buffer(fx.file, misalign);
+    gpt_model *m = nullptr;
+    assert_int_equal(gpt_model_load_from_memory(buf->data, buf->size, &p, &m), GPT_OK);
+    std::memset(buf->data, fill, buf->size);
+    delete buf;
+    expect_same(logits_of(m, kLoadPathTokens, 37), want, what);
+    gpt_model_free(m);
+}
+
 void test_load_misaligned_buffers(void **) {
     auto rng = rng_for("load_misaligned_buffers");
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
         const fixture::Model fx = load_path_model(dt, rng);
         const auto want = mmap_logits(fx);
-        gpt_model_params p = cpu_params();
-        for (size_t mis : {1ul, 2ul, 4ul, 8ul, 16ul, 32ul, 63ul}) {
-            for (uint32_t flags : {0u, (uint32_t)GPT_MODEL_COPY_BUFFER}) {
-                auto *buf = new Buffer(fx.file, mis);
-                p.flags = flags;
-                gpt_model *m = nullptr;
-                assert_int_equal(gpt_model_load_from_memory(buf->data, buf->size, &p, &m), GPT_OK);
-                std::memset(buf->data, 0xff, buf->size);
-                delete buf;
-                expect_same(logits_of(m, kLoadPathTokens, 37), want, "misaligned buffer");
-                gpt_model_free(m);
-            }
-        }
+        for (size_t mis : {1ul, 2ul, 4ul, 8ul, 16ul, 32ul, 63ul})
+            for (uint32_t flags : {0u, (uint32_t)GPT_MODEL_COPY_BUFFER})
+                expect_load_independent_of_buffer(fx, want, mis, flags, 0xff, "misaligned buffer");
     }
 }
 
@@ -1483,16 +1488,7 @@ void test_load_copy_buffer(void **) {
     auto rng = rng_for("load_copy_buffer");
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
         const fixture::Model fx = load_path_model(dt, rng);
-        const auto want = mmap_logits(fx);
-        gpt_model_params p = cpu_params();
-        auto *buf = new Buffer(fx.file, 0);
-        p.flags = GPT_MODEL_COPY_BUFFER;
-        gpt_model *m = nullptr;
-        assert_int_equal(gpt_model_load_from_memory(buf->data, buf->size, &p, &m), GPT_OK);
-        std::memset(buf->data, 0, buf->size);
-        delete buf;
-        expect_same(logits_of(m, kLoadPathTokens, 37), want, "COPY_BUFFER");
-        gpt_model_free(m);
+        expect_load_independent_of_buffer(fx, mmap_logits(fx), 0, GPT_MODEL_COPY_BUFFER, 0, "COPY_BUFFER");
     }
 }
 
