@@ -388,6 +388,31 @@ GPT_API gpt_status gpt_detokenizer_push(gpt_detokenizer *d, int32_t token, char 
  * starts a new stream. Same sizing rule as push (a size query keeps the bytes held). */
 GPT_API gpt_status gpt_detokenizer_flush(gpt_detokenizer *d, char *buf, size_t cap, size_t *n_bytes);
 
+/* ----------------------------------------------------------------------------- chat */
+
+/* One message of a conversation: role ("system", "user", "assistant", ...) and its text
+ * (UTF-8, NUL-terminated). */
+typedef struct gpt_chat_message {
+    const char *role;
+    const char *content;
+} gpt_chat_message;
+
+/* gpt_chat_apply_template flags */
+#define GPT_CHAT_ADD_GENERATION_PROMPT 0x1u /* end with the text that opens the assistant's turn */
+
+/* Renders messages with the model's chat template (the one its checkpoint shipped, kept in
+ * the weight file), byte for byte as Hugging Face transformers'
+ * apply_chat_template(messages, tokenize=False, add_generation_prompt=...) does. Tokenize
+ * the result with GPT_TOKENIZE_PARSE_SPECIAL (and without an added BOS when the text starts
+ * with it). Sizing as gpt_tokenize: the needed count is always written to *n_bytes, a NULL
+ * buffer with cap 0 is a size query, GPT_ERR_BUFFER_TOO_SMALL when short, a NUL after the
+ * bytes when there is room. GPT_ERR_UNSUPPORTED (the message names the construct) for a
+ * model without a template or a template the library cannot render; rendering is bounded in
+ * time, memory and depth. */
+GPT_API gpt_status gpt_chat_apply_template(const gpt_model *model, const gpt_chat_message *messages,
+                                           size_t n_messages, uint32_t flags, char *buf, size_t cap,
+                                           size_t *n_bytes);
+
 #ifdef __cplusplus
 }
 #endif
