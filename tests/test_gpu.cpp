@@ -345,7 +345,7 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
             seqs[b * n_new + t] = (int32_t)b;
         }
     std::vector<float> cs(max_seq * hd / 2), sn(max_seq * hd / 2);
-    gpt::rope_tables(10000.0f, hd, max_seq, cs.data(), sn.data());
+    gpt::rope_tables(gpt::rope_default(10000.0, hd), max_seq, cs.data(), sn.data());
 
     DevBuf dqkv(rows * qkv_dim, act), dk(cache_n, kvt), dv(cache_n, kvt), dout(rows * n_heads * hd, act);
     DevBuf dpos(rows, DType::F32), dseq(rows, DType::F32), dcs(cs.size(), DType::F32), dsn(sn.size(), DType::F32);

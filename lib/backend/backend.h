@@ -7,17 +7,19 @@
 // flat list of weights: it never knows which architecture it runs.
 //
 // Data flow of one step (rows = batch x n_tokens, row r = b * n_tokens + t):
-//   embed           X[rows, d]      <- tok_emb[token] (+ pos_emb[pos])          X is f32
+//   embed           X[rows, d]      <- tok_emb[token] * scale (+ pos_emb[pos])  X is f32
 //   norm            H = norm(X) * w (+ b)
+//   norm_add        X += norm(in) * w          (a norm after a sublayer: Gemma's post-norms)
 //   matmul          out[rows, w.rows] = in[rows, w.cols] @ w^T (+ b), optional GELU;
 //                   with out == X the result is added to the residual stream instead
-//   attention       QKV -> RoPE, append K/V to the cache, causal attention -> ATT
-//   matmul_swiglu   FF[rows, d_ff] = silu(in @ gate^T) * (in @ up^T), w = [gate rows | up rows]
-//   logits          LOGITS[selected rows, vocab] = H[selected] @ head^T        f32
+//   attention       QKV -> q/k norm, RoPE, append K/V to the cache, causal attention -> ATT
+//   matmul_glu      FF[rows, d_ff] = act(in @ gate^T) * (in @ up^T), w = [gate rows | up rows]
+//   logits          LOGITS[selected rows, vocab] = H[selected] @ head^T (soft-capped)   f32
 // Activation dtypes other than X and LOGITS are the executor's compute dtype.
 #pragma once
 
 #include "core/dtype.h"
+#include "core/rope.h"
 #include "core/tensor.h"
 #include "sampler/sampler.h"
 
@@ -30,7 +32,8 @@ namespace gpt {
 
 enum class Act : uint8_t { X, H, QKV, ATT, FF };
 enum class NormKind : uint8_t { LAYER, RMS };
-enum class Activation : uint8_t { NONE, GELU_TANH };
+// NONE and GELU_TANH for matmul; SILU (SwiGLU) and GELU_TANH (GeGLU) for matmul_glu.
+enum class Activation : uint8_t { NONE, GELU_TANH, SILU };
 
 // What a backend knows of a model: its dimensions, and the features that decide which
 // buffers an executor needs. Per-op features (norm kind, biases, activation) come with the ops.
@@ -42,9 +45,10 @@ struct ModelShape {
     uint32_t head_dim = 0;
     uint32_t d_ff = 0;
     uint32_t vocab_size = 0;
-    bool gated_ffn = false; // the FFN's first projection yields [gate | up] (2 d_ff rows): matmul_swiglu
-    bool rope = false;      // rotary positions on q and k (tables of rope_theta per context)
-    float rope_theta = 0;
+    bool gated_ffn = false; // the FFN's first projection yields [gate | up] (2 d_ff rows): matmul_glu
+    // The rotations the layers use (AttentionSpec::rope indexes it); empty: no rotary
+    // positions. Each gets its cos/sin tables per context.
+    std::vector<RopeSpec> ropes;
 
     uint32_t q_dim() const { return n_heads * head_dim; }
     uint32_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -80,9 +84,18 @@ struct StepInput {
     float *host_all_logits = nullptr;   // all_logits: this step's first row in the caller's buffer
 };
 
+// One layer's attention. The defaults are plain causal attention over every cached key.
 struct AttentionSpec {
     uint32_t layer = 0;
-    bool rope = false; // rotate-half RoPE on q and k before caching
+    int32_t rope = -1;               // index into ModelShape::ropes; -1: no rotary positions
+    // RMSNorm of each q (and k) head over head_dim, weights [head_dim], before RoPE (Qwen3,
+    // Gemma-3); nullptr: none.
+    const Weight *q_norm = nullptr;
+    const Weight *k_norm = nullptr;
+    float qk_norm_eps = 0;
+    float scale = 0;                 // scores = q . k * scale; 0: 1 / sqrt(head_dim)
+    uint32_t window = 0;             // 0: every earlier key; else the query at p sees keys (p - window, p]
+    float softcap = 0;               // 0: none; else scores = softcap * tanh(scores / softcap) (Gemma-2)
 };
 
 class Executor {
@@ -97,15 +110,20 @@ public:
     // `replayable` says whether that is allowed for this call.
     virtual void run(const std::function<void()> &ops, bool replayable) = 0;
 
-    virtual void embed(const Weight &tok, const Weight *pos) = 0;
+    // scale: every embedding row is multiplied by it (Gemma: sqrt(d_model)); 1 for none.
+    virtual void embed(const Weight &tok, const Weight *pos, float scale) = 0;
     virtual void norm(NormKind kind, const Weight &w, const Weight *b, float eps) = 0;
+    // X += norm(in) * w, in: [rows, d_model] (H, after a projection into it).
+    virtual void norm_add(NormKind kind, Act in, const Weight &w, float eps) = 0;
     virtual void matmul(Act in, const Weight &w, const Weight *b, Act out, Activation act) = 0;
     virtual void attention(const AttentionSpec &spec) = 0;
-    virtual void matmul_swiglu(Act in, const Weight &w, Act out) = 0;
-    // Projects the selected rows of H onto the vocabulary. all_logits with a host buffer
-    // writes every row's logits there ([rows][vocab]); otherwise the last-row logits stay in
-    // the executor for read_logits / sample.
-    virtual void logits(const Weight &head, float *host_all_logits) = 0;
+    // act: SILU (SwiGLU) or GELU_TANH (GeGLU).
+    virtual void matmul_glu(Act in, const Weight &w, Act out, Activation act) = 0;
+    // Projects the selected rows of H onto the vocabulary, then softcap * tanh(logit /
+    // softcap) when softcap > 0 (Gemma-2). all_logits with a host buffer writes every row's
+    // logits there ([rows][vocab]); otherwise the last-row logits stay in the executor for
+    // read_logits / sample.
+    virtual void logits(const Weight &head, float *host_all_logits, float softcap) = 0;
 
     // After run(): copy each sequence's last-row logits to host [batch][vocab].
     virtual void read_logits(float *host) = 0;

@@ -29,7 +29,10 @@ StepBuffers::StepBuffers(const ModelShape &s, const ExecParams &p, uint64_t logi
              "a context of %u layers x %u sequences x %u kv heads x %u positions x %u dims needs a KV cache of more "
              "than 2^60 bytes",
              s.n_layers, p.max_batch, s.n_kv_heads, p.max_seq, s.head_dim);
-    rope = s.rope ? (uint64_t)p.max_seq * (s.head_dim / 2) : 0;
+    for (const RopeSpec &r : s.ropes) {
+        rope_offset.push_back(rope);
+        rope += (uint64_t)p.max_seq * r.half();
+    }
     ids = rows;
 }
 

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace gpt {
 
@@ -26,7 +27,10 @@ struct StepBuffers {
     uint64_t logits = 0;      // [logits_rows][vocab]
     // KV cache, laid out [layer][seq][kv_head][max_seq][head_dim]: elements of K (or V).
     uint64_t kv_per_layer = 0, kv = 0;
-    uint64_t rope = 0;        // entries of the cos (and of the sin) table: max_seq x head_dim/2; 0 without RoPE
+    // Entries of the cos (and of the sin) tables of every RopeSpec, back to back: spec i's
+    // table [max_seq][rot_dim_i / 2] starts at rope_offset[i]; 0 without RoPE.
+    uint64_t rope = 0;
+    std::vector<uint64_t> rope_offset;
     uint64_t ids = 0;         // entries of each per-row id array (tokens, positions, sequences)
 
     // logits_rows: how many rows of logits the executor projects at once (>= max_batch).

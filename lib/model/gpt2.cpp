@@ -56,12 +56,14 @@ public:
 
     void forward(Executor &ex, const ForwardArgs &a) const override {
         const float eps = c_.norm_eps;
-        ex.embed(tok_emb_, &pos_emb_);
+        ex.embed(tok_emb_, &pos_emb_, 1.0f);
         for (uint32_t i = 0; i < c_.n_layers; i++) {
             const Gpt2Layer &l = layers_[i];
             ex.norm(NormKind::LAYER, l.attn_norm_w, &l.attn_norm_b, eps);
             ex.matmul(Act::H, l.qkv_w, &l.qkv_b, Act::QKV, Activation::NONE);
-            ex.attention({i, false});
+            AttentionSpec att;
+            att.layer = i;
+            ex.attention(att);
             ex.matmul(Act::ATT, l.attn_out_w, &l.attn_out_b, Act::X, Activation::NONE);
             ex.norm(NormKind::LAYER, l.ffn_norm_w, &l.ffn_norm_b, eps);
             ex.matmul(Act::H, l.up_w, &l.up_b, Act::FF, Activation::GELU_TANH);
@@ -69,7 +71,7 @@ public:
             if (a.hook) a.hook->between_layers();
         }
         ex.norm(NormKind::LAYER, out_norm_w_, &out_norm_b_, eps);
-        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits);
+        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits, 0.0f);
     }
 
 private:

@@ -46,27 +46,29 @@ public:
     ModelShape shape() const override {
         ModelShape s = shape_dims(c_);
         s.gated_ffn = true;
-        s.rope = true;
-        s.rope_theta = c_.rope_theta;
+        s.ropes.push_back(rope_default(c_.rope_theta, c_.head_dim));
         return s;
     }
 
     void forward(Executor &ex, const ForwardArgs &a) const override {
         const float eps = c_.norm_eps;
-        ex.embed(tok_emb_, nullptr);
+        ex.embed(tok_emb_, nullptr, 1.0f);
         for (uint32_t i = 0; i < c_.n_layers; i++) {
             const LlamaLayer &l = layers_[i];
             ex.norm(NormKind::RMS, l.attn_norm, nullptr, eps);
             ex.matmul(Act::H, l.qkv_w, c_.qkv_bias ? &l.qkv_b : nullptr, Act::QKV, Activation::NONE);
-            ex.attention({i, true});
+            AttentionSpec att;
+            att.layer = i;
+            att.rope = 0;
+            ex.attention(att);
             ex.matmul(Act::ATT, l.attn_out, nullptr, Act::X, Activation::NONE);
             ex.norm(NormKind::RMS, l.ffn_norm, nullptr, eps);
-            ex.matmul_swiglu(Act::H, l.gate_up, Act::FF);
+            ex.matmul_glu(Act::H, l.gate_up, Act::FF, Activation::SILU);
             ex.matmul(Act::FF, l.down, nullptr, Act::X, Activation::NONE);
             if (a.hook) a.hook->between_layers();
         }
         ex.norm(NormKind::RMS, out_norm_, nullptr, eps);
-        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits);
+        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits, 0.0f);
     }
 
 private:

@@ -175,6 +175,8 @@ FUNCTIONS = {
     "gpt_detokenizer_free": (None, [_handle]),
     "gpt_detokenizer_push": (_status, [_handle, c_int32, _charp, c_size_t, _sizep]),
     "gpt_detokenizer_flush": (_status, [_handle, _charp, c_size_t, _sizep]),
+    # messages: const gpt_chat_message * (pairs of char *), declared opaque until the chat helpers use it
+    "gpt_chat_apply_template": (_status, [_handle, c_void_p, c_size_t, c_uint32, _charp, c_size_t, _sizep]),
 }
 
 

@@ -68,7 +68,8 @@ public:
         tokens_ = (int32_t *)take(b.ids);
         positions_ = (uint32_t *)take(b.ids);
         seqs_ = (uint32_t *)take(b.ids);
-        if (s.rope) rope_tables(s.rope_theta, s.head_dim, p.max_seq, rope_cos_, rope_sin_);
+        for (size_t i = 0; i < s.ropes.size(); i++)
+            rope_tables(s.ropes[i], p.max_seq, rope_cos_ + b.rope_offset[i], rope_sin_ + b.rope_offset[i]);
     }
     ~CpuExecutor() override { host_free(arena_); }
 
@@ -86,12 +87,14 @@ public:
 
     void run(const std::function<void()> &ops, bool) override { ops(); }
 
-    void embed(const Weight &tok, const Weight *pos) override {
+    void embed(const Weight &tok, const Weight *pos, float scale) override {
         const uint32_t d = shape_.d_model;
         pool_.run(rows_, [&](uint64_t r0, uint64_t r1, uint32_t t) {
             for (uint64_t r = r0; r < r1; r++) {
                 float *x = x_ + r * d;
                 cpu::widen(row_ptr(tok, tokens_[r]), tok.dtype, d, x);
+                if (scale != 1.0f)
+                    for (uint32_t i = 0; i < d; i++) x[i] *= scale;
                 if (pos && *pos) {
                     float *tmp = thread_scratch(t) + p_.max_seq;
                     cpu::widen(row_ptr(*pos, positions_[r]), pos->dtype, d, tmp);
@@ -109,6 +112,19 @@ public:
             for (uint64_t r = r0; r < r1; r++) {
                 if (kind == NormKind::LAYER) cpu::layer_norm(x_ + r * d, wv, bv, eps, d, h_ + r * d);
                 else cpu::rms_norm(x_ + r * d, wv, eps, d, h_ + r * d);
+            }
+        });
+    }
+
+    void norm_add(NormKind kind, Act in, const Weight &w, float eps) override {
+        const uint32_t d = shape_.d_model;
+        const float *src = buf(in), *wv = static_cast<const float *>(w.data);
+        pool_.run(rows_, [&](uint64_t r0, uint64_t r1, uint32_t t) {
+            float *tmp = thread_scratch(t) + p_.max_seq;
+            for (uint64_t r = r0; r < r1; r++) {
+                if (kind == NormKind::LAYER) cpu::layer_norm(src + r * d, wv, nullptr, eps, d, tmp);
+                else cpu::rms_norm(src + r * d, wv, eps, d, tmp);
+                for (uint32_t i = 0; i < d; i++) x_[r * d + i] += tmp[i];
             }
         });
     }
@@ -134,14 +150,23 @@ public:
     void attention(const AttentionSpec &s) override {
         const uint32_t hd = shape_.head_dim, nh = shape_.n_heads, nkv = shape_.n_kv_heads, group = nh / nkv;
         const uint32_t qkv_dim = shape_.qkv_dim();
-        // 1. RoPE on q and k, then append k and v to the cache (rows never share a slot).
+        const RopeSpec *rope = s.rope >= 0 ? &shape_.ropes.at((size_t)s.rope) : nullptr;
+        const float *qn = s.q_norm ? static_cast<const float *>(s.q_norm->data) : nullptr;
+        const float *kn = s.k_norm ? static_cast<const float *>(s.k_norm->data) : nullptr;
+        // 1. q/k norms and RoPE on q and k, then append k and v to the cache (rows never
+        // share a slot).
         pool_.run(rows_, [&](uint64_t r0, uint64_t r1, uint32_t) {
             for (uint64_t r = r0; r < r1; r++) {
                 float *row = qkv_ + r * qkv_dim;
                 const uint32_t pos = positions_[r];
-                if (s.rope) {
-                    const float *cs = rope_cos_ + (uint64_t)pos * (hd / 2), *sn = rope_sin_ + (uint64_t)pos * (hd / 2);
-                    for (uint32_t h = 0; h < nh + nkv; h++) cpu::rope_rotate_half(row + h * hd, hd, cs, sn);
+                for (uint32_t h = 0; h < nh + nkv; h++) {
+                    const float *nw = h < nh ? qn : kn;
+                    if (nw) cpu::rms_norm(row + h * hd, nw, s.qk_norm_eps, hd, row + h * hd);
+                }
+                if (rope) {
+                    const uint64_t at = plan_.b.rope_offset[(size_t)s.rope] + (uint64_t)pos * rope->half();
+                    for (uint32_t h = 0; h < nh + nkv; h++)
+                        cpu::rope_rotate_half(row + h * hd, rope->rot_dim, rope_cos_ + at, rope_sin_ + at);
                 }
                 for (uint32_t g = 0; g < nkv; g++) {
                     std::memcpy(k_at(s.layer, seqs_[r], g, pos), row + (nh + g) * hd, hd * sizeof(float));
@@ -149,21 +174,22 @@ public:
                 }
             }
         });
-        // 2. Each (row, head) attends to its sequence's keys [0, pos].
-        const float scale = 1.0f / std::sqrt((float)hd);
+        // 2. Each (row, head) attends to its sequence's keys [0, pos], or the last `window`.
+        const float scale = s.scale > 0 ? s.scale : 1.0f / std::sqrt((float)hd);
         pool_.run((uint64_t)rows_ * nh, [&](uint64_t i0, uint64_t i1, uint32_t t) {
             float *scores = thread_scratch(t);
             for (uint64_t i = i0; i < i1; i++) {
                 const uint64_t r = i / nh;
                 const uint32_t h = (uint32_t)(i % nh), g = h / group;
-                const uint32_t seq = seqs_[r], n_keys = positions_[r] + 1;
-                cpu::attend(qkv_ + r * qkv_dim + h * hd, k_at(s.layer, seq, g, 0), v_at(s.layer, seq, g, 0), n_keys, hd,
-                            scale, scores, att_ + r * shape_.q_dim() + h * hd);
+                const uint32_t seq = seqs_[r], end = positions_[r] + 1;
+                const uint32_t first = s.window && end > s.window ? end - s.window : 0;
+                cpu::attend(qkv_ + r * qkv_dim + h * hd, k_at(s.layer, seq, g, first), v_at(s.layer, seq, g, first),
+                            end - first, hd, scale, s.softcap, scores, att_ + r * shape_.q_dim() + h * hd);
             }
         });
     }
 
-    void matmul_swiglu(Act in, const Weight &w, Act out) override {
+    void matmul_glu(Act in, const Weight &w, Act out, Activation act) override {
         const float *x = buf(in);
         float *y = buf(out);
         const uint32_t rows = rows_;
@@ -173,20 +199,25 @@ public:
         });
         pool_.run(rows, [&](uint64_t r0, uint64_t r1, uint32_t) {
             for (uint64_t r = r0; r < r1; r++)
-                for (uint64_t i = 0; i < f; i++) y[r * f + i] = cpu::silu(gu_[r * 2 * f + i]) * gu_[r * 2 * f + f + i];
+                for (uint64_t i = 0; i < f; i++) {
+                    const float g = gu_[r * 2 * f + i];
+                    y[r * f + i] = (act == Activation::GELU_TANH ? cpu::gelu_tanh(g) : cpu::silu(g)) * gu_[r * 2 * f + f + i];
+                }
         });
     }
 
-    void logits(const Weight &head, float *host_all) override {
+    void logits(const Weight &head, float *host_all, float softcap) override {
         const uint32_t d = shape_.d_model, v = shape_.vocab_size;
         if (in_.all_logits && host_all) {
             // Every row, straight into the caller's buffer: sequence b's rows start at
             // host_all + b * logits_seq_stride rows.
             pool_.run(v, [&](uint64_t o0, uint64_t o1, uint32_t t) {
-                for (uint32_t b = 0; b < in_.batch; b++)
-                    cpu::matmul_block(h_ + (uint64_t)b * in_.n_tokens * d, in_.n_tokens, head, nullptr, o0, o1,
-                                      host_all + (uint64_t)b * in_.logits_seq_stride * v, v,
+                for (uint32_t b = 0; b < in_.batch; b++) {
+                    float *y = host_all + (uint64_t)b * in_.logits_seq_stride * v;
+                    cpu::matmul_block(h_ + (uint64_t)b * in_.n_tokens * d, in_.n_tokens, head, nullptr, o0, o1, y, v,
                                       thread_scratch(t) + p_.max_seq);
+                    soft_cap(y, in_.n_tokens, v, o0, o1, softcap);
+                }
             });
             have_last_ = false;
             return;
@@ -197,6 +228,7 @@ public:
         const uint32_t n = in_.batch;
         pool_.run(v, [&](uint64_t o0, uint64_t o1, uint32_t t) {
             cpu::matmul_block(x_, n, head, nullptr, o0, o1, logits_, v, thread_scratch(t) + p_.max_seq);
+            soft_cap(logits_, n, v, o0, o1, softcap);
         });
         have_last_ = true;
     }
@@ -216,6 +248,12 @@ public:
     uint64_t allocation_count() const override { return allocations_; }
 
 private:
+    // y[r][o] = softcap * tanh(y[r][o] / softcap) for o in [o0, o1); nothing for softcap 0.
+    static void soft_cap(float *y, uint32_t rows, uint32_t stride, uint64_t o0, uint64_t o1, float softcap) {
+        if (softcap <= 0) return;
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint64_t o = o0; o < o1; o++) y[(uint64_t)r * stride + o] = softcap * std::tanh(y[(uint64_t)r * stride + o] / softcap);
+    }
     float *buf(Act a) {
         switch (a) {
         case Act::X: return x_;

@@ -268,8 +268,8 @@ float gelu_tanh(float x) {
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
-void rope_rotate_half(float *v, uint32_t head_dim, const float *cos, const float *sin) {
-    const uint32_t half = head_dim / 2;
+void rope_rotate_half(float *v, uint32_t rot_dim, const float *cos, const float *sin) {
+    const uint32_t half = rot_dim / 2;
     for (uint32_t i = 0; i < half; i++) {
         const float a = v[i], b = v[i + half];
         v[i] = a * cos[i] - b * sin[i];
@@ -280,10 +280,11 @@ void rope_rotate_half(float *v, uint32_t head_dim, const float *cos, const float
 // Multiversioned like dot_rows: the score dot products are inlined and the value sum vectorised
 // (on aarch64: dot_neon and the NEON value sum).
 GPT_MULTIVERSION void attend(const float *q, const float *k, const float *v, uint32_t n_keys, uint32_t hd, float scale,
-                             float *scores, float *out) {
+                             float softcap, float *scores, float *out) {
     float mx = -INFINITY;
     for (uint32_t t = 0; t < n_keys; t++) {
         scores[t] = dot_inline(q, k + (uint64_t)t * hd, hd) * scale;
+        if (softcap > 0) scores[t] = softcap * std::tanh(scores[t] / softcap);
         if (scores[t] > mx) mx = scores[t];
     }
     float sum = 0;

@@ -30,13 +30,15 @@ float gelu_tanh(float x);
 // x * sigmoid(x)
 float silu(float x);
 
-// Rotate-half RoPE on one head vector v[head_dim] with cos/sin[head_dim / 2] for its position.
-void rope_rotate_half(float *v, uint32_t head_dim, const float *cos, const float *sin);
+// Rotate-half RoPE on the first rot_dim entries of one head vector, with cos/sin[rot_dim / 2]
+// for its position (entries past rot_dim are left as they are).
+void rope_rotate_half(float *v, uint32_t rot_dim, const float *cos, const float *sin);
 
-// Causal attention of one query head over cached keys/values [0, n_keys):
-// out[hd] = softmax(q . k_t * scale) weighted sum of v_t. k, v: [n_keys][hd] contiguous.
+// Attention of one query head over the keys/values it sees, [0, n_keys):
+// out[hd] = softmax(s_t) weighted sum of v_t, s_t = q . k_t * scale, soft-capped to
+// softcap * tanh(s_t / softcap) when softcap > 0. k, v: [n_keys][hd] contiguous.
 // scores: n_keys floats of scratch.
-void attend(const float *q, const float *k, const float *v, uint32_t n_keys, uint32_t hd, float scale,
+void attend(const float *q, const float *k, const float *v, uint32_t n_keys, uint32_t hd, float scale, float softcap,
             float *scores, float *out);
 
 } // namespace gpt::cpu

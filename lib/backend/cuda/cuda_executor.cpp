@@ -55,7 +55,7 @@ public:
             GPT_CUDA_CHECK(cublas().set_stream(cublas_, stream_));
             GPT_CUDA_CHECK(cublas().set_workspace(cublas_, dev(plan_.cublas_ws), plan_.cublas_ws.bytes));
             GPT_CUDA_CHECK(cublas().set_math_mode(cublas_, p.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-            if (s.rope) upload_rope_tables();
+            upload_rope_tables();
         } catch (...) {
             release();
             throw;
@@ -116,7 +116,8 @@ public:
         else have_last_ = true;
     }
 
-    void embed(const Weight &tok, const Weight *pos) override {
+    void embed(const Weight &tok, const Weight *pos, float scale) override {
+        if (scale != 1.0f) unsupported("a scaled embedding");
         GPT_CUDA_CHECK(launch_embed(dev<int32_t>(plan_.tokens), dev<int32_t>(plan_.positions), tok.data,
                                     pos && *pos ? pos->data : nullptr, (int)tok.dtype, rows_, shape_.d_model,
                                     dev<float>(plan_.x), stream_));
@@ -130,6 +131,8 @@ public:
                                        rows_, shape_.d_model, dev(plan_.h), (int)p_.compute, stream_));
         pending_delta_ = false;
     }
+
+    void norm_add(NormKind, Act, const Weight &, float) override { unsupported("a norm after a sublayer (norm_add)"); }
 
     void matmul(Act in, const Weight &w, const Weight *b, Act out, Activation act) override {
         const bool residual = out == Act::X; // add the result to the f32 residual stream
@@ -150,7 +153,8 @@ public:
                                        (int)p_.compute, stream_));
     }
 
-    void matmul_swiglu(Act in, const Weight &w, Act out) override {
+    void matmul_glu(Act in, const Weight &w, Act out, Activation act) override {
+        if (act != Activation::SILU) unsupported("GeGLU");
         GemvArgs g{};
         g.y = buf(out);
         g.swiglu = 1;
@@ -167,8 +171,11 @@ public:
         r.qkv = dev(plan_.qkv);
         r.positions = dev<int32_t>(plan_.positions);
         r.seqs = dev<int32_t>(plan_.seqs);
-        r.cos = s.rope ? dev<float>(plan_.rope_cos) : nullptr;
-        r.sin = s.rope ? dev<float>(plan_.rope_sin) : nullptr;
+        if (s.q_norm || s.k_norm || s.window || s.softcap > 0 || (s.rope >= 0 && shape_.ropes[(size_t)s.rope].rot_dim != shape_.head_dim))
+            unsupported("q/k norms, sliding windows, soft-capping or partial rotary embeddings");
+        const uint64_t rope_at = s.rope >= 0 ? 4 * plan_.rope_offset[(size_t)s.rope] : 0;
+        r.cos = s.rope >= 0 ? dev<float>(plan_.rope_cos, rope_at) : nullptr;
+        r.sin = s.rope >= 0 ? dev<float>(plan_.rope_sin, rope_at) : nullptr;
         r.k_cache = k_layer;
         r.v_cache = v_layer;
         r.rows = rows_;
@@ -198,13 +205,14 @@ public:
         // Split the keys when the rows alone cannot fill the GPU (decode steps: the partial
         // buffers are sized for up to max_batch rows).
         a.n_splits = rows_ <= p_.max_batch ? plan_.decode_splits(rows_) : 1;
-        a.scale = 1.0f / std::sqrt((float)shape_.head_dim);
+        a.scale = s.scale > 0 ? s.scale : 1.0f / std::sqrt((float)shape_.head_dim);
         a.act_dtype = (int)p_.compute;
         a.kv_dtype = (int)p_.kv;
         GPT_CUDA_CHECK(launch_attention(a, stream_));
     }
 
-    void logits(const Weight &head, float *host_all) override {
+    void logits(const Weight &head, float *host_all, float softcap) override {
+        if (softcap > 0) unsupported("soft-capped logits");
         const uint64_t d = shape_.d_model, a = dtype_bytes(p_.compute);
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
@@ -323,7 +331,12 @@ public:
     uint64_t allocation_count() const override { return allocations_; }
 
 private:
-    template <typename T = uint8_t> T *dev(const Region &r) { return reinterpret_cast<T *>(dev_ + r.offset); }
+    template <typename T = uint8_t> T *dev(const Region &r, uint64_t byte_offset = 0) {
+        return reinterpret_cast<T *>(dev_ + r.offset + byte_offset);
+    }
+    [[noreturn]] static void unsupported(const char *what) {
+        fail(GPT_ERR_UNSUPPORTED, "the CUDA backend does not run %s yet; use --device cpu", what);
+    }
     template <typename T = uint8_t> T *host(const Region &r) { return reinterpret_cast<T *>(host_ + r.offset); }
     void copy_in(const Region &d, const Region &h, uint64_t bytes) {
         GPT_CUDA_CHECK(cudaMemcpyAsync(dev_ + d.offset, host_ + h.offset, bytes, cudaMemcpyHostToDevice, stream_));
@@ -427,9 +440,11 @@ private:
         return true;
     }
     void upload_rope_tables() {
-        const uint64_t n = (uint64_t)p_.max_seq * (shape_.head_dim / 2);
+        const uint64_t n = plan_.rope_entries;
+        if (!n) return;
         std::vector<float> cs(n), sn(n);
-        rope_tables(shape_.rope_theta, shape_.head_dim, p_.max_seq, cs.data(), sn.data());
+        for (size_t i = 0; i < shape_.ropes.size(); i++)
+            rope_tables(shape_.ropes[i], p_.max_seq, cs.data() + plan_.rope_offset[i], sn.data() + plan_.rope_offset[i]);
         GPT_CUDA_CHECK(cudaMemcpy(dev(plan_.rope_cos), cs.data(), 4 * n, cudaMemcpyHostToDevice));
         GPT_CUDA_CHECK(cudaMemcpy(dev(plan_.rope_sin), sn.data(), 4 * n, cudaMemcpyHostToDevice));
     }

@@ -25,6 +25,8 @@ CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
     // 64 MiB of f32 logits (so the head GEMM is not cut into slivers).
     logits_rows = std::max<uint32_t>(p.max_batch, std::min<uint64_t>(rows, (16ull << 20) / s.vocab_size));
     const StepBuffers b(s, p, logits_rows);
+    rope_entries = b.rope;
+    rope_offset = b.rope_offset;
     // Key splits for decode attention: enough blocks to fill the GPU at one row, never a
     // split of fewer than ~64 keys at the longest context (PERFORMANCE.md, entry 7).
     n_kv_heads = s.n_kv_heads;

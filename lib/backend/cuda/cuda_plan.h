@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace gpt::cuda {
 
@@ -35,6 +36,10 @@ struct CudaPlan {
     Region h_tokens, h_positions, h_seqs, h_uniform, h_recent, h_n_recent, h_sampled;
     uint64_t pinned_bytes = 0;
     uint64_t kv_bytes_per_layer = 0; // one of K or V
+    // RoPE tables: entries of all specs (rope_cos/rope_sin hold that many f32), and where
+    // each spec's table starts (in entries).
+    uint64_t rope_entries = 0;
+    std::vector<uint64_t> rope_offset;
 
     CudaPlan(const ModelShape &s, const ExecParams &p);
     // Key splits for a decode step of `rows` rows (rows <= max_batch); the partial-result
