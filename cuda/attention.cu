@@ -9,7 +9,9 @@
 // Decode splits the keys over several blocks (blockIdx.y) and attention_combine merges them.
 // The split length follows the key count (read on the device, so one captured graph serves
 // every position): ceil(n_keys / n_splits) rounded up to 16 keys; trailing splits that get
-// no keys exit at once and the combine step reads only the splits in use.
+// no keys exit at once and the combine step reads only the splits in use. With a sliding
+// window the keys a block reads start at its first row's window, so a decode step costs
+// ~window keys, not ~position. Scores are soft-capped (Gemma-2) before the mask.
 #include "attention.cuh"
 #include "common.cuh"
 
@@ -35,12 +37,23 @@ __host__ __device__ inline uint32_t rows_per_block_for(uint32_t group, uint32_t 
     return r < rows_per_seq ? r : (rows_per_seq ? rows_per_seq : 1u);
 }
 
-// The keys a block serving row r attends over: up to the last position of its row group
-// (rows of a sequence have rising positions).
-__device__ __forceinline__ uint32_t group_keys(const AttentionArgs &a, uint32_t r, uint32_t rows_per_block) {
+// The keys [begin, end) a block serving row r reads: up to the last position of its row
+// group (rows of a sequence have rising positions), from the first row's window on.
+struct KeyRange {
+    uint32_t begin, end;
+    __device__ uint32_t count() const { return end - begin; }
+};
+__device__ __forceinline__ KeyRange group_keys(const AttentionArgs &a, uint32_t r, uint32_t rows_per_block) {
     const uint32_t b = r / a.rows_per_seq, i = r % a.rows_per_seq;
-    const uint32_t last = min((i / rows_per_block + 1) * rows_per_block, a.rows_per_seq) - 1;
-    return (uint32_t)a.positions[b * a.rows_per_seq + last] + 1;
+    const uint32_t first = i / rows_per_block * rows_per_block;
+    const uint32_t last = min(first + rows_per_block, a.rows_per_seq) - 1;
+    const uint32_t p0 = (uint32_t)a.positions[b * a.rows_per_seq + first];
+    return {a.window && p0 + 1 > a.window ? p0 + 1 - a.window : 0u, (uint32_t)a.positions[b * a.rows_per_seq + last] + 1};
+}
+
+// Whether the row at pos sees key t.
+__device__ __forceinline__ bool key_visible(const AttentionArgs &a, uint32_t t, uint32_t pos) {
+    return t <= pos && (a.window == 0 || pos - t < a.window);
 }
 
 // Shared-memory layout; rows padded to a multiple of 4 floats (+4) so float4 reads by
@@ -97,7 +110,8 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
     const uint32_t slots = nr * group;
     Smem s = carve(smem, rows_per_block * group, hd);
 
-    const uint32_t n_keys = group_keys(a, r0, rows_per_block), seq = (uint32_t)a.seqs[r0];
+    const KeyRange keys = group_keys(a, r0, rows_per_block);
+    const uint32_t n_keys = keys.count(), seq = (uint32_t)a.seqs[r0];
     const uint32_t chunk = split_chunk(n_keys, a.n_splits);
     // A split beyond the keys exits before waiting on the previous kernel, so at short
     // contexts the hundreds of empty split blocks retire while that kernel still runs. The
@@ -106,7 +120,7 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
     if (split * chunk >= n_keys) return; // the combine step skips it
     pdl_wait();
     pdl_launch_dependents();
-    const uint32_t k_begin = split * chunk, k_end = min(n_keys, k_begin + chunk);
+    const uint32_t k_begin = keys.begin + split * chunk, k_end = min(keys.end, k_begin + chunk);
 
     const uint32_t qkv_stride = (a.n_heads + 2 * a.n_kv_heads) * hd;
     // q rows (zero-padded to a multiple of 4), pre-scaled.
@@ -159,12 +173,12 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
             s.v[t * s.stride + c] = 0.0f;
         }
         __syncthreads();
-        // Scores, masked where a key lies after the slot's own position.
+        // Scores, masked where a key lies after the slot's own position or before its window.
         for (uint32_t i = threadIdx.x; i < slots * kTile; i += blockDim.x) {
             const uint32_t slot = i / kTile, t = i % kTile;
             const uint32_t pos = (uint32_t)a.positions[r0 + slot / group];
             float sc = -INFINITY;
-            if (t < n && t0 + t <= pos) {
+            if (t < n && key_visible(a, t0 + t, pos)) {
                 const float4 *q = reinterpret_cast<const float4 *>(s.q + slot * s.stride);
                 const float4 *k = reinterpret_cast<const float4 *>(s.k + t * s.stride);
                 sc = 0.0f;
@@ -172,6 +186,7 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
                     const float4 x = q[d], y = k[d];
                     sc += x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
                 }
+                if (a.softcap > 0.0f) sc = a.softcap * tanhf(sc / a.softcap);
             }
             s.p[i] = sc;
         }
@@ -256,7 +271,7 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(AttentionArgs a,
     pdl_launch_dependents();
     const uint32_t r = blockIdx.x / a.n_heads, head = blockIdx.x % a.n_heads, hd = a.head_dim;
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const uint32_t n_keys = group_keys(a, r, rows_per_block);
+    const uint32_t n_keys = group_keys(a, r, rows_per_block).count();
     const uint32_t n_used = ceil_div(n_keys, split_chunk(n_keys, a.n_splits));
     const uint64_t slot0 = ((uint64_t)r * a.n_heads + head) * a.n_splits;
     const float *ml = a.partial_ml + slot0 * 2;

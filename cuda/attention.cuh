@@ -1,5 +1,5 @@
 // attention.cuh - causal attention of a step's rows over the KV cache, for prefill and
-// decode. Each block takes one row, one kv head and one slice of the keys, and serves every
+// decode, optionally over a sliding window of keys and with soft-capped scores. Each block takes one row, one kv head and one slice of the keys, and serves every
 // query head that shares the kv head (GQA), so K and V are read once per query group. Long
 // contexts are split over several blocks (split-K) whose partial results a combine step
 // merges; the number of splits is fixed by the caller while the key count comes from device
@@ -10,7 +10,7 @@
 
 struct AttentionArgs {
     const void *qkv;          // [rows][(n_heads + 2 n_kv_heads) head_dim], act_dtype (q at the start of each row)
-    const int32_t *positions; // [rows]: row r attends to keys [0, positions[r]]
+    const int32_t *positions; // [rows]: row r attends to keys [0, positions[r]] (or its window)
     const int32_t *seqs;      // [rows]
     const void *k_cache, *v_cache; // this layer: [max_batch][n_kv_heads][max_seq][head_dim], kv_dtype
     void *out;                // [rows][n_heads head_dim], act_dtype
@@ -19,7 +19,9 @@ struct AttentionArgs {
     uint32_t rows;            // rows_per_seq rows for each sequence, consecutive positions
     uint32_t rows_per_seq;
     uint32_t n_heads, n_kv_heads, head_dim, max_seq, n_splits;
-    float scale;              // 1 / sqrt(head_dim)
+    float scale;              // scores = q . k * scale (1 / sqrt(head_dim) by default)
+    uint32_t window;          // 0: every earlier key; else the row at p sees keys (p - window, p]
+    float softcap;            // > 0: scores = softcap * tanh(scores / softcap) before the softmax
     int act_dtype, kv_dtype;
 };
 

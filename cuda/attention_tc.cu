@@ -3,7 +3,8 @@
 // Per tile of 64 keys (K and V of the cache staged in shared memory, rows past the valid keys
 // zeroed so no stale value can reach the products):
 //   S = Q K^T     with WMMA into shared memory (f32)
-//   softmax       per row in registers of one warp: causal mask, running max and sum, P
+//   softmax       per row in registers of one warp: soft-cap (Gemma-2), causal and window
+//                 masks, running max and sum, P
 //                 rounded to the activation type (as flash attention does), O rows rescaled
 //   O += P V      with WMMA, O kept in shared memory (f32)
 // Used by launch_attention when eligible; the CUDA-core kernel handles everything else.
@@ -82,8 +83,11 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tc_kernel(AttentionArgs
     }
     __syncthreads();
 
-    const int n_keys = pos_last + 1;
-    for (int t0 = 0; t0 < n_keys; t0 += kKeys) {
+    // Keys from the first row's window on (a sliding window skips every earlier tile).
+    // A window of max_seq or more restricts nothing (and keeps the int arithmetic in range).
+    const int n_keys = pos_last + 1, window = (int)min(a.window, a.max_seq);
+    const int k_begin = window && pos0 + 1 > window ? pos0 + 1 - window : 0;
+    for (int t0 = k_begin; t0 < n_keys; t0 += kKeys) {
         const int valid = min(kKeys, n_keys - t0);
         load_tile<HD>(ks, kc + (uint64_t)t0 * HD, HD, valid, L::ld_h);
         load_tile<HD>(vs, vc + (uint64_t)t0 * HD, HD, valid, L::ld_h);
@@ -115,8 +119,13 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tc_kernel(AttentionArgs
             const int row = warp * 16 + rr;
             const int row_pos = pos0 + row;
             float s0 = ss[row * L::ld_s + lane] * a.scale, s1 = ss[row * L::ld_s + lane + 32] * a.scale;
-            if (row >= nr || t0 + lane > row_pos || lane >= valid) s0 = -INFINITY;
-            if (row >= nr || t0 + lane + 32 > row_pos || lane + 32 >= valid) s1 = -INFINITY;
+            if (a.softcap > 0.0f) {
+                s0 = a.softcap * tanhf(s0 / a.softcap);
+                s1 = a.softcap * tanhf(s1 / a.softcap);
+            }
+            const int first_key = window ? row_pos - window + 1 : 0; // may be negative
+            if (row >= nr || t0 + lane > row_pos || t0 + lane < first_key || lane >= valid) s0 = -INFINITY;
+            if (row >= nr || t0 + lane + 32 > row_pos || t0 + lane + 32 < first_key || lane + 32 >= valid) s1 = -INFINITY;
             const float m_old = m_run[row];
             const float m_new = fmaxf(m_old, warp_max(fmaxf(s0, s1)));
             float p0 = 0.0f, p1 = 0.0f, corr = 1.0f;

@@ -4,11 +4,6 @@
 
 using namespace gpt_cuda;
 
-__device__ __forceinline__ float gelu_tanh(float v) {
-    const float k = 0.7978845608028654f;
-    return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
-}
-
 template <typename T>
 static __global__ void bias_act_kernel(T *y, const float *bias, int gelu, float *residual, uint64_t total, uint32_t n) {
     pdl_wait();

@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 
-// x[r][0..d) = tok[tokens[r]] (+ pos[positions[r]]), for r < rows. tok/pos in table_dtype.
-// pos may be null (RoPE models).
+// x[r][0..d) = tok[tokens[r]] * scale (+ pos[positions[r]]), for r < rows. tok/pos in
+// table_dtype. pos may be null (RoPE models); scale 1 for none (Gemma: sqrt(d_model)).
 cudaError_t launch_embed(const int32_t *tokens, const int32_t *positions, const void *tok, const void *pos,
-                         int table_dtype, uint32_t rows, uint32_t d, float *x, cudaStream_t stream);
+                         int table_dtype, uint32_t rows, uint32_t d, float scale, float *x, cudaStream_t stream);

@@ -1,6 +1,7 @@
 // gemv.cu - memory-bound matrix-vector products. S warps of a block own one unit of output:
 // two adjacent columns for rows of 4 KB or more (one below), or one column over its paired
-// gate and up rows with SwiGLU; with two weight rows each x vector loaded serves two weight
+// gate and up rows with SwiGLU or GeGLU (the gate's activation is a run-time flag, so GeGLU
+// adds no kernel); with two weight rows each x vector loaded serves two weight
 // vectors. Each warp walks every S-th 2 KB stretch of the row(s) with 16-byte loads,
 // kUnroll loads in flight per lane; their sums meet in shared memory in a fixed order (S is
 // a launch argument: one kernel per dtype, kind of unit and row count, 18 in all, keeps the
@@ -38,19 +39,14 @@ constexpr int kUnroll = 4;
 #endif
 constexpr uint64_t kTargetWarps = GPT_GEMV_TARGET_WARPS;
 constexpr uint32_t kMinSplitVectors = GPT_GEMV_MIN_SPLIT_VECTORS;
-// Without SwiGLU a warp computes two adjacent columns when rows are at least this long (half
+// Without a GLU a warp computes two adjacent columns when rows are at least this long (half
 // the x loads per weight byte: TinyLlama decode -6%); shorter rows keep one column per warp,
 // where the second column only lengthens each warp's tail (GPT-2 decode +3% with two).
 constexpr uint32_t kTwoColumnMinRowBytes = 4096;
-// The most columns per warp without SwiGLU (1 or 2); a build switch for A/B measurements.
+// The most columns per warp without a GLU (1 or 2); a build switch for A/B measurements.
 #ifndef GPT_GEMV_PLAIN_COLS
 #define GPT_GEMV_PLAIN_COLS 2
 #endif
-
-__device__ __forceinline__ float gelu_tanh(float v) {
-    const float k = 0.7978845608028654f;
-    return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
-}
 
 // Eight (or four for f32) elements of a 16-byte vector, widened.
 template <typename T> struct Vec;
@@ -180,9 +176,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
             if (PAIR) {
                 // Gate and up are rounded to dtype first, as the unfused path stores them.
                 const float g = to_f32(from_f32<T>(v)), up = to_f32(from_f32<T>(acc[1][r]));
-                v = g / (1.0f + __expf(-g)) * up;
+                v = (a.gelu ? gelu_tanh(g) : silu(g)) * up;
+            } else if (a.gelu) {
+                v = gelu_tanh(v);
             }
-            if (a.gelu) v = gelu_tanh(v);
+            if (a.softcap > 0.0f) v = a.softcap * tanhf(v / a.softcap);
             if (a.residual) a.residual[(uint64_t)r * a.n + col] += v;
             else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + col] = v;
             else ((T *)a.y)[(uint64_t)r * a.n + col] = from_f32<T>(v);
@@ -200,7 +198,7 @@ template <typename T, int W, bool PAIR> cudaError_t launch_split(const GemvArgs 
 }
 
 template <typename T> cudaError_t launch_typed(const GemvArgs &a, cudaStream_t s) {
-    if (a.swiglu) return launch_split<T, 2, true>(a, s);
+    if (a.glu) return launch_split<T, 2, true>(a, s);
     const bool two_columns = GPT_GEMV_PLAIN_COLS == 2 && (uint64_t)a.k * sizeof(T) >= kTwoColumnMinRowBytes;
     return two_columns ? launch_split<T, 2, false>(a, s) : launch_split<T, 1, false>(a, s);
 }

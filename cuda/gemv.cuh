@@ -1,6 +1,6 @@
 // gemv.cuh - projections for a few rows (decode): y[r][n] = x[r][:] . w[n][:] (+ bias[n]),
-// with the neighbouring elementwise work fused in: GELU, SwiGLU over paired gate/up rows, or
-// accumulation into the residual stream. Weights are streamed once with 16-byte loads,
+// with the neighbouring elementwise work fused in: GELU, SwiGLU or GeGLU over paired gate/up
+// rows, soft-capping, or accumulation into the residual stream. Weights are streamed once with 16-byte loads,
 // several in flight per thread, one or two weight rows per warp, one to eight warps per row(s),
 // for one or two rows of x.
 #pragma once
@@ -12,18 +12,19 @@ inline constexpr uint32_t kGemvMaxRows = 2; // more rows: cuBLAS (the executor m
 struct GemvArgs {
     const void *x;        // [rows][ldx] in dtype
     uint64_t ldx;         // elements between rows of x
-    const void *w;        // [n][k] in dtype; with swiglu: [2 n][k], gate rows then up rows
+    const void *w;        // [n][k] in dtype; with glu: [2 n][k], gate rows then up rows
     const float *bias;    // [n] or null
     void *y;              // [rows][n] in dtype (f32 with y_f32; unused when residual is set)
     float *residual;      // [rows][n] f32: residual += result, or null
     uint32_t rows, n, k;
-    int gelu;             // apply GELU (tanh) after the bias
-    int swiglu;           // y = silu(x . gate_row) * (x . up_row)
+    int gelu;             // apply GELU (tanh) after the bias; with glu: the gate's activation
+    int glu;              // y = act(x . gate_row) * (x . up_row), act = gelu ? GELU (tanh) : SiLU
     int y_f32;            // y is f32 (logits) instead of dtype
+    float softcap;        // > 0: y = softcap * tanh(y / softcap) last (Gemma-2's logits); 0: none
     int dtype;
 };
 
-// Warps that share one unit of output (one or two columns, or one SwiGLU column over its gate
+// Warps that share one unit of output (one or two columns, or one GLU column over its gate
 // and up rows): 1, 2, 4 or 8, more for few, long weight rows.
 uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype);
 // Whether launch_gemv handles these sizes (rows <= kGemvMaxRows, 16-byte aligned rows).

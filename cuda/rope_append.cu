@@ -1,67 +1,82 @@
-// rope_append.cu - blockIdx.x: the row; its work (every q/k rotation pair, every v element)
-// is spread over gridDim.y blocks, so a decode step's single row is not one block's serial
-// loop. Rotate-half pairs (i, i + head_dim/2) use the same
-// cos/sin tables as the CPU backend, so both rotate identically at any position.
+// rope_append.cu - one warp per head of a row (blockIdx.x: the row; blockIdx.y: a group of
+// kWarps heads, q heads then k heads then v heads). A q or k head is widened into the warp's
+// row of shared memory, RMS-normed over head_dim when the layer has q/k norms (the sum of
+// squares is a warp reduction), rotated (rotate-half pairs (i, i + rot_dim/2) with the same
+// cos/sin tables as the CPU backend, dims past rot_dim pass through), and rounded once to the
+// activation type; k heads also go to the cache, v heads only to the cache.
 #include "rope_append.cuh"
 #include "common.cuh"
 
-#include <algorithm>
-
 using namespace gpt_cuda;
 
+namespace {
+
+constexpr uint32_t kWarps = 8;
+
 template <typename T, typename K>
-static __global__ void rope_append_kernel(RopeAppendArgs a) {
+__global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs a) {
+    __shared__ float heads[kWarps][kRopeAppendMaxHeadDim];
     pdl_wait();
     pdl_launch_dependents();
-    const uint32_t r = blockIdx.x;
-    if (r >= a.rows) return;
-    const uint32_t hd = a.head_dim, half = hd / 2, nh = a.n_heads, nkv = a.n_kv_heads;
-    T *row = (T *)a.qkv + (uint64_t)r * (nh + 2 * nkv) * hd;
+    const uint32_t r = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const uint32_t hd = a.head_dim, nh = a.n_heads, nkv = a.n_kv_heads;
+    const uint32_t h = blockIdx.y * kWarps + warp;
+    if (r >= a.rows || h >= nh + 2 * nkv) return; // no block-wide barrier follows
+    T *v = (T *)a.qkv + (uint64_t)r * (nh + 2 * nkv) * hd + (uint64_t)h * hd;
     const uint32_t pos = (uint32_t)a.positions[r], seq = (uint32_t)a.seqs[r];
-    const float *cs = a.cos ? a.cos + (uint64_t)pos * half : nullptr;
-    const float *sn = a.sin ? a.sin + (uint64_t)pos * half : nullptr;
     K *kc = (K *)a.k_cache, *vc = (K *)a.v_cache;
-    // Rotate q and k heads; k heads also go to the cache.
-    const uint32_t n_pairs = (nh + nkv) * half;
-    const uint32_t first = blockIdx.y * blockDim.x + threadIdx.x, stride = gridDim.y * blockDim.x;
-    for (uint32_t j = first; j < n_pairs; j += stride) {
-        const uint32_t h = j / half, i = j % half;
-        T *v = row + h * hd;
-        float x0 = to_f32(v[i]), x1 = to_f32(v[i + half]);
-        if (cs) {
-            const float c = cs[i], s = sn[i];
-            const float y0 = x0 * c - x1 * s, y1 = x1 * c + x0 * s;
-            x0 = y0;
-            x1 = y1;
-            v[i] = from_f32<T>(x0);
-            v[i + half] = from_f32<T>(x1);
-        }
-        if (h >= nh) {
-            const uint32_t g = h - nh;
-            K *dst = kc + (((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd;
-            // Cache what the attention reads back: the activation-rounded value.
-            dst[i] = from_f32<K>(to_f32(from_f32<T>(x0)));
-            dst[i + half] = from_f32<K>(to_f32(from_f32<T>(x1)));
+    const uint32_t g = h >= nh + nkv ? h - nh - nkv : h - nh; // kv head (k or v heads only)
+    if (h >= nh + nkv) { // a v head: cached as it is
+        K *dst = vc + (((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd;
+        for (uint32_t i = lane; i < hd; i += 32) dst[i] = from_f32<K>(to_f32(v[i]));
+        return;
+    }
+    float *x = heads[warp];
+    const float *nw = h < nh ? a.q_norm : a.k_norm;
+    float ss = 0.0f;
+    for (uint32_t i = lane; i < hd; i += 32) {
+        const float t = to_f32(v[i]);
+        x[i] = t;
+        ss += t * t;
+    }
+    if (nw) { // each lane rescales the elements it loaded: no barrier needed before this
+        const float inv = rsqrtf(warp_sum(ss) / hd + a.norm_eps);
+        for (uint32_t i = lane; i < hd; i += 32) x[i] = x[i] * inv * nw[i];
+    }
+    __syncwarp();
+    if (a.cos) {
+        const uint32_t half = a.rot_dim / 2;
+        const float *cs = a.cos + (uint64_t)pos * half, *sn = a.sin + (uint64_t)pos * half;
+        for (uint32_t i = lane; i < half; i += 32) {
+            const float x0 = x[i], x1 = x[i + half], c = cs[i], s = sn[i];
+            x[i] = x0 * c - x1 * s;
+            x[i + half] = x1 * c + x0 * s;
         }
     }
-    const T *vsrc = row + (nh + nkv) * hd;
-    for (uint32_t j = first; j < nkv * hd; j += stride) {
-        const uint32_t g = j / hd, i = j % hd;
-        vc[(((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd + i] = from_f32<K>(to_f32(vsrc[j]));
+    __syncwarp();
+    const bool changed = nw || a.cos;
+    K *dst = h >= nh ? kc + (((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd : nullptr;
+    for (uint32_t i = lane; i < hd; i += 32) {
+        const T t = from_f32<T>(x[i]);
+        if (changed) v[i] = t;
+        // Cache what the attention reads back: the activation-rounded value.
+        if (dst) dst[i] = from_f32<K>(to_f32(t));
     }
 }
 
+} // namespace
+
 cudaError_t launch_rope_append(const RopeAppendArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
-    // Blocks per row: one rotation pair per thread (the v copy shares them), at most 32.
-    const uint32_t pairs = (a.n_heads + a.n_kv_heads) * (a.head_dim / 2);
-    const uint32_t per_row = std::min<uint32_t>(32, std::max<uint32_t>(1, ceil_div(pairs, 256)));
+    if (a.head_dim == 0 || a.head_dim > kRopeAppendMaxHeadDim) return cudaErrorInvalidValue;
+    if (a.cos && (a.rot_dim < 2 || a.rot_dim % 2 || a.rot_dim > a.head_dim)) return cudaErrorInvalidValue;
+    const dim3 grid(a.rows, ceil_div(a.n_heads + 2 * a.n_kv_heads, kWarps));
     cudaError_t e = cudaErrorInvalidValue, e2 = cudaSuccess;
     dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
         e = dispatch_dtype(a.kv_dtype, [&](auto ktag) {
             using K = decltype(ktag);
-            e2 = launch_pdl(rope_append_kernel<T, K>, dim3(a.rows, per_row), 256, 0, stream, a);
+            e2 = launch_pdl(rope_append_kernel<T, K>, grid, kWarps * 32, 0, stream, a);
         });
     });
     return e != cudaSuccess ? e : e2;

@@ -1,7 +1,8 @@
-// swiglu.cuh - SwiGLU: ff = silu(gate) * up from the fused gate|up projection.
+// swiglu.cuh - SwiGLU or GeGLU: ff = act(gate) * up from the fused gate|up projection.
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
 
 // gu: [rows][2 * f] (gate columns then up columns); ff: [rows][f]; both act_dtype.
-cudaError_t launch_swiglu(const void *gu, void *ff, uint32_t rows, uint32_t f, int act_dtype, cudaStream_t stream);
+// act = gelu ? GELU (tanh approximation, GeGLU) : SiLU (SwiGLU).
+cudaError_t launch_swiglu(const void *gu, void *ff, uint32_t rows, uint32_t f, int gelu, int act_dtype, cudaStream_t stream);

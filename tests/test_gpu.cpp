@@ -8,6 +8,7 @@
 #include "format_decoder.h"
 #include "gpt.h"
 
+#include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/rope.h"
 #include "backend/cuda/cublas_loader.h"
@@ -21,8 +22,10 @@
 #include "bias_act.cuh"
 #include "embed.cuh"
 #include "gemv.cuh"
+#include "norm_add.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
+#include "softcap.cuh"
 #include "swiglu.cuh"
 
 #include <cuda_runtime.h>
@@ -176,6 +179,45 @@ void test_gpu_add_norm(void **) {
             }
 }
 
+// norm_add (a post-norm: x += norm(in) * w) against cpu::rms_norm / cpu::layer_norm, and the
+// logit soft-cap after the GEMM against a double reference.
+void test_gpu_norm_add_softcap(void **) {
+    SKIP_WITHOUT_GPU();
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+        for (uint32_t d : {77u, 1000u, 3001u, 9000u})
+            for (int rms : {0, 1}) {
+                const uint32_t rows = 5;
+                auto x = randn(rows * d), in = randn(rows * d, 3.0f), w = randn(d, 0.5f);
+                for (auto &v : in) v += 0.7f; // a mean for LayerNorm to remove
+                round_to(in, t);
+                DevBuf dx(rows * d, DType::F32), din(rows * d, t), dw(d, DType::F32);
+                dx.upload(x);
+                din.upload(in);
+                dw.upload(w);
+                CK(launch_norm_add(dx.as<float>(), din.p, dw.as<float>(), 1e-6f, rms, rows, d, (int)t, 0));
+                CK(cudaDeviceSynchronize());
+                std::vector<float> want(x), normed(d);
+                for (uint32_t r = 0; r < rows; r++) {
+                    if (rms) gpt::cpu::rms_norm(&in[r * d], w.data(), 1e-6f, d, normed.data());
+                    else gpt::cpu::layer_norm(&in[r * d], w.data(), nullptr, 1e-6f, d, normed.data());
+                    for (uint32_t i = 0; i < d; i++) want[r * d + i] += normed[i];
+                }
+                std::string what = std::string("norm_add ") + dname(t) + " d=" + std::to_string(d) + (rms ? " rms" : " layer");
+                expect_close(what.c_str(), dx.download(), want, 1e-5);
+            }
+    for (float cap : {0.5f, 30.0f}) {
+        const uint32_t n = 100003;
+        auto y = randn(n, 20.0f);
+        DevBuf dy(n, DType::F32);
+        dy.upload(y);
+        CK(launch_softcap(dy.as<float>(), n, cap, 0));
+        CK(cudaDeviceSynchronize());
+        std::vector<float> want(n);
+        for (uint32_t i = 0; i < n; i++) want[i] = (float)(cap * std::tanh((double)y[i] / cap));
+        expect_close(("softcap " + std::to_string(cap)).c_str(), dy.download(), want, 1e-6);
+    }
+}
+
 void test_gpu_gemm_bias_gelu(void **) {
     SKIP_WITHOUT_GPU();
     cublasHandle_t h;
@@ -216,7 +258,8 @@ void test_gpu_gemm_bias_gelu(void **) {
 }
 
 // The decode GEMV for 1..8 rows in every mode: plain, bias+GELU, f32 output over strided
-// rows, residual accumulation, SwiGLU over paired gate/up rows; rows split over 1-8 warps;
+// rows, residual accumulation, SwiGLU and GeGLU over paired gate/up rows, soft-capped f32
+// output (Gemma-2's logits); rows split over 1-8 warps;
 // without SwiGLU one column per warp (rows under 4 KB: modes 0 and 2) or two (modes 1
 // and 3, with an odd column count, so the last warp's second column lies past the end).
 void test_gpu_gemv(void **) {
@@ -224,15 +267,17 @@ void test_gpu_gemv(void **) {
     uint32_t splits_seen = 0;
     for (DType t : {DType::F32, DType::F16, DType::BF16})
         for (uint32_t rows = 1; rows <= kGemvMaxRows; rows++)
-            for (int mode = 0; mode < 5; mode++) {
-                const bool bias = mode == 1 || mode == 3, gelu = mode == 1, residual = mode == 3, f32_out = mode == 2,
-                           swiglu = mode == 4;
+            for (int mode = 0; mode < 7; mode++) {
+                const bool bias = mode == 1 || mode == 3, gelu = mode == 1 || mode == 5, residual = mode == 3,
+                           f32_out = mode == 2 || mode == 6, glu = mode == 4 || mode == 5;
+                const float softcap = mode == 6 ? 1.5f : 0.0f; // scores of about +-3 here: the cap bites
                 // k: several pipelined chunks (6144), a partial last chunk (1160), under one chunk (136);
                 // with n = 77 columns the rows are split over 1 to 8 warps (checked below).
-                const uint32_t k = mode == 3 ? 6144 : mode == 4 ? 1160 : mode == 1 ? 2048 : 136, n = mode == 2 ? 1003 : 77;
+                const uint32_t k = mode == 3 ? 6144 : glu ? 1160 : mode == 1 ? 2048 : mode == 6 ? 528 : 136,
+                               n = f32_out ? 1003 : 77;
                 splits_seen |= gemv_row_splits(n, k, (int)t);
-                const uint64_t ldx = mode == 2 ? 3 * k : k; // strided rows, as for the head
-                const uint32_t wrows = swiglu ? 2 * n : n;
+                const uint64_t ldx = f32_out ? 3 * k : k; // strided rows, as for the head
+                const uint32_t wrows = glu ? 2 * n : n;
                 auto x = randn(rows * ldx), w = randn((size_t)wrows * k, 0.2f), b = randn(n, 0.5f), res = randn(rows * n);
                 round_to(x, t);
                 round_to(w, t);
@@ -253,8 +298,9 @@ void test_gpu_gemv(void **) {
                 g.n = n;
                 g.k = k;
                 g.gelu = gelu;
-                g.swiglu = swiglu;
+                g.glu = glu;
                 g.y_f32 = f32_out;
+                g.softcap = softcap;
                 g.dtype = (int)t;
                 assert_true(gemv_supported(rows, k, ldx, (int)t));
                 CK(launch_gemv(g, 0));
@@ -270,12 +316,14 @@ void test_gpu_gemv(void **) {
                 for (uint32_t r = 0; r < rows; r++)
                     for (uint32_t i = 0; i < n; i++) {
                         float v = full[r * wrows + i] + (bias ? b[i] : 0.0f);
-                        if (swiglu) { // gate and up rounded to dtype first, as the unfused path stores them
+                        if (glu) { // gate and up rounded to dtype first, as the unfused path stores them
                             std::vector<float> gu = {v, full[r * wrows + n + i]};
                             round_to(gu, t);
-                            v = gpt::cpu::silu(gu[0]) * gu[1];
+                            v = (gelu ? gpt::cpu::gelu_tanh(gu[0]) : gpt::cpu::silu(gu[0])) * gu[1];
+                        } else if (gelu) {
+                            v = gpt::cpu::gelu_tanh(v);
                         }
-                        if (gelu) v = gpt::cpu::gelu_tanh(v);
+                        if (softcap > 0) v = softcap * std::tanh(v / softcap);
                         want[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
                     }
                 char what[96];
@@ -286,20 +334,27 @@ void test_gpu_gemv(void **) {
     assert_int_equal(splits_seen, 1 | 2 | 4 | 8); // every split count was exercised
 }
 
+// The GEMM path's GLU (SwiGLU and GeGLU) and the embedding (scaled, with and without learned
+// positions).
 void test_gpu_swiglu_embed(void **) {
     SKIP_WITHOUT_GPU();
     for (DType t : {DType::F32, DType::F16, DType::BF16}) {
         const uint32_t rows = 9, f = 173;
-        auto gu = randn(rows * 2 * f);
-        round_to(gu, t);
-        DevBuf dgu(rows * 2 * f, t), dff(rows * f, t);
-        dgu.upload(gu);
-        CK(launch_swiglu(dgu.p, dff.p, rows, f, (int)t, 0));
-        CK(cudaDeviceSynchronize());
-        std::vector<float> want(rows * f);
-        for (uint32_t r = 0; r < rows; r++)
-            for (uint32_t i = 0; i < f; i++) want[r * f + i] = gpt::cpu::silu(gu[r * 2 * f + i]) * gu[r * 2 * f + f + i];
-        expect_close((std::string("swiglu ") + dname(t)).c_str(), dff.download(), want, tol_of(t));
+        for (int gelu : {0, 1}) {
+            auto gu = randn(rows * 2 * f, 2.0f);
+            round_to(gu, t);
+            DevBuf dgu(rows * 2 * f, t), dff(rows * f, t);
+            dgu.upload(gu);
+            CK(launch_swiglu(dgu.p, dff.p, rows, f, gelu, (int)t, 0));
+            CK(cudaDeviceSynchronize());
+            std::vector<float> want(rows * f);
+            for (uint32_t r = 0; r < rows; r++)
+                for (uint32_t i = 0; i < f; i++) {
+                    const float g = gu[r * 2 * f + i];
+                    want[r * f + i] = (gelu ? gpt::cpu::gelu_tanh(g) : gpt::cpu::silu(g)) * gu[r * 2 * f + f + i];
+                }
+            expect_close((std::string(gelu ? "geglu " : "swiglu ") + dname(t)).c_str(), dff.download(), want, tol_of(t));
+        }
 
         const uint32_t vocab = 53, ctx = 31, d = 45;
         auto tok = randn(vocab * d), pos = randn(ctx * d);
@@ -315,22 +370,40 @@ void test_gpu_swiglu_embed(void **) {
         dpos.upload(pos);
         dids.upload_raw(ids.data(), 4 * rows);
         dp.upload_raw(positions.data(), 4 * rows);
-        CK(launch_embed(dids.as<int32_t>(), dp.as<int32_t>(), dtok.p, dpos.p, (int)t, rows, d, dx.as<float>(), 0));
-        CK(cudaDeviceSynchronize());
-        std::vector<float> ex(rows * d);
-        for (uint32_t r = 0; r < rows; r++)
-            for (uint32_t i = 0; i < d; i++) ex[r * d + i] = tok[ids[r] * d + i] + pos[positions[r] * d + i];
-        expect_close((std::string("embed ") + dname(t)).c_str(), dx.download(), ex, 1e-7);
+        // Learned positions unscaled (GPT-2), then a scaled table alone (Gemma: sqrt(d_model)).
+        for (int scaled : {0, 1}) {
+            const float scale = scaled ? std::sqrt((float)(g_rng() % 4000 + 1)) : 1.0f;
+            dx.poison();
+            CK(launch_embed(dids.as<int32_t>(), dp.as<int32_t>(), dtok.p, scaled ? nullptr : dpos.p, (int)t, rows, d, scale,
+                            dx.as<float>(), 0));
+            CK(cudaDeviceSynchronize());
+            std::vector<float> ex(rows * d);
+            for (uint32_t r = 0; r < rows; r++)
+                for (uint32_t i = 0; i < d; i++)
+                    ex[r * d + i] = scaled ? tok[ids[r] * d + i] * scale : tok[ids[r] * d + i] + pos[positions[r] * d + i];
+            expect_close((std::string("embed ") + dname(t) + (scaled ? " scaled" : "")).c_str(), dx.download(), ex, 1e-7);
+        }
     }
 }
 
-// RoPE + cache append + attention over a cache that already holds earlier positions, for
-// two sequences at different lengths, against cpu::rope_rotate_half + cpu::attend.
+// The new architectures' attention features (defaults: plain causal attention).
+struct AttnFeatures {
+    uint32_t rot_dim = 0;   // 0: the whole head rotates
+    bool qk_norm = false;   // RMSNorm of each q and k head (Qwen3, Gemma-3)
+    uint32_t window = 0;    // sliding window (Mistral, Gemma-2/3)
+    float softcap = 0;      // score soft-capping (Gemma-2)
+    float scale = 0;        // 0: 1 / sqrt(head_dim)
+};
+
+// q/k norms + RoPE + cache append + attention over a cache that already holds earlier
+// positions, for two sequences at different lengths, against cpu::rms_norm,
+// cpu::rope_rotate_half and cpu::attend (over the window's keys).
 void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint32_t hd, bool rope, uint32_t n_splits,
-                    uint32_t n_new) {
+                    uint32_t n_new, const AttnFeatures &f = {}) {
     const uint32_t max_batch = 2, max_seq = 400, qkv_dim = (n_heads + 2 * n_kv) * hd;
     const uint32_t start[2] = {(uint32_t)(g_rng() % 200), (uint32_t)(g_rng() % 200)};
-    const uint32_t rows = 2 * n_new;
+    const uint32_t rows = 2 * n_new, rot = f.rot_dim ? f.rot_dim : hd;
+    const float scale = f.scale > 0 ? f.scale : 1.0f / std::sqrt((float)hd);
     auto qkv = randn(rows * qkv_dim);
     round_to(qkv, act);
     // Earlier cache contents (positions < start), already in kv dtype.
@@ -344,12 +417,16 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
             positions[b * n_new + t] = (int32_t)(start[b] + t);
             seqs[b * n_new + t] = (int32_t)b;
         }
-    std::vector<float> cs(max_seq * hd / 2), sn(max_seq * hd / 2);
-    gpt::rope_tables(gpt::rope_default(10000.0, hd), max_seq, cs.data(), sn.data());
+    std::vector<float> cs(max_seq * rot / 2), sn(max_seq * rot / 2);
+    gpt::rope_tables(gpt::rope_default(10000.0, rot), max_seq, cs.data(), sn.data());
+    auto qn = randn(hd, 0.3f), kn = randn(hd, 0.3f);
+    for (auto &v : qn) v += 1.0f;
+    for (auto &v : kn) v += 1.0f;
 
     DevBuf dqkv(rows * qkv_dim, act), dk(cache_n, kvt), dv(cache_n, kvt), dout(rows * n_heads * hd, act);
     DevBuf dpos(rows, DType::F32), dseq(rows, DType::F32), dcs(cs.size(), DType::F32), dsn(sn.size(), DType::F32);
     DevBuf dpo((size_t)rows * n_heads * n_splits * hd, DType::F32), dml((size_t)rows * n_heads * n_splits * 2, DType::F32);
+    DevBuf dqn(hd, DType::F32), dkn(hd, DType::F32);
     dqkv.upload(qkv);
     dk.upload(kc);
     dv.upload(vc);
@@ -357,6 +434,8 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     dseq.upload_raw(seqs.data(), 4 * rows);
     dcs.upload(cs);
     dsn.upload(sn);
+    dqn.upload(qn);
+    dkn.upload(kn);
 
     RopeAppendArgs r{};
     r.qkv = dqkv.p;
@@ -364,6 +443,10 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     r.seqs = dseq.as<int32_t>();
     r.cos = rope ? dcs.as<float>() : nullptr;
     r.sin = rope ? dsn.as<float>() : nullptr;
+    r.rot_dim = rot;
+    r.q_norm = f.qk_norm ? dqn.as<float>() : nullptr;
+    r.k_norm = f.qk_norm ? dkn.as<float>() : nullptr;
+    r.norm_eps = 1e-6f;
     r.k_cache = dk.p;
     r.v_cache = dv.p;
     r.rows = rows;
@@ -390,19 +473,23 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     a.head_dim = hd;
     a.max_seq = max_seq;
     a.n_splits = n_splits;
-    a.scale = 1.0f / std::sqrt((float)hd);
+    a.scale = scale;
+    a.window = f.window;
+    a.softcap = f.softcap;
     a.act_dtype = (int)act;
     a.kv_dtype = (int)kvt;
     CK(launch_attention(a, 0));
     CK(cudaDeviceSynchronize());
 
-    // CPU: rotate, round like the device (activation dtype, then kv dtype), append, attend.
+    // CPU: norm, rotate, round like the device (activation dtype, then kv dtype), append, attend.
     std::vector<float> q = qkv;
     for (uint32_t i = 0; i < rows; i++) {
         float *row = &q[i * qkv_dim];
+        for (uint32_t h = 0; h < n_heads + n_kv && f.qk_norm; h++)
+            gpt::cpu::rms_norm(row + h * hd, h < n_heads ? qn.data() : kn.data(), 1e-6f, hd, row + h * hd);
         if (rope)
             for (uint32_t h = 0; h < n_heads + n_kv; h++)
-                gpt::cpu::rope_rotate_half(row + h * hd, hd, &cs[positions[i] * hd / 2], &sn[positions[i] * hd / 2]);
+                gpt::cpu::rope_rotate_half(row + h * hd, rot, &cs[positions[i] * rot / 2], &sn[positions[i] * rot / 2]);
     }
     round_to(q, act);
     std::vector<float> kexp = kc, vexp = vc;
@@ -418,17 +505,27 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     std::vector<float> want(rows * n_heads * hd), scores(max_seq);
     for (uint32_t i = 0; i < rows; i++)
         for (uint32_t h = 0; h < n_heads; h++) {
-            const uint32_t g = h / (n_heads / n_kv);
-            const size_t base = ((size_t)seqs[i] * n_kv + g) * max_seq * hd;
-            gpt::cpu::attend(&q[i * qkv_dim + h * hd], &kexp[base], &vexp[base], positions[i] + 1, hd, 1.0f / std::sqrt((float)hd),
+            const uint32_t g = h / (n_heads / n_kv), end = positions[i] + 1;
+            const uint32_t first = f.window && end > f.window ? end - f.window : 0;
+            const size_t base = (((size_t)seqs[i] * n_kv + g) * max_seq + first) * hd;
+            gpt::cpu::attend(&q[i * qkv_dim + h * hd], &kexp[base], &vexp[base], end - first, hd, scale, f.softcap,
                              scores.data(), &want[(i * n_heads + h) * hd]);
         }
-    char what[160];
-    std::snprintf(what, sizeof what, "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d splits=%u new=%u", dname(act),
-                  dname(kvt), n_heads, n_kv, hd, rope, n_splits, n_new);
+    char what[224];
+    std::snprintf(what, sizeof what,
+                  "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d rot=%u qk_norm=%d window=%u softcap=%g splits=%u new=%u",
+                  dname(act), dname(kvt), n_heads, n_kv, hd, rope, rot, f.qk_norm, f.window, f.softcap, n_splits, n_new);
     const double tol = (act == DType::F32 && kvt == DType::F32) ? 1e-5 : 1e-2;
     expect_close(what, dout.download(), want, tol);
     expect_close((std::string(what) + " k cache").c_str(), dk.download(), kexp, tol);
+    // q (normed and rotated in place) is what the attention read: compare it too.
+    std::vector<float> qgot = dqkv.download(), qwant(rows * n_heads * hd), qdev(rows * n_heads * hd);
+    for (uint32_t i = 0; i < rows; i++)
+        for (uint32_t j = 0; j < n_heads * hd; j++) {
+            qwant[i * n_heads * hd + j] = q[i * qkv_dim + j];
+            qdev[i * n_heads * hd + j] = qgot[i * qkv_dim + j];
+        }
+    expect_close((std::string(what) + " q").c_str(), qdev, qwant, act == DType::F32 ? 1e-6 : 1e-2);
 }
 
 void test_gpu_attention(void **) {
@@ -463,6 +560,213 @@ void test_gpu_attention(void **) {
     }
     attention_case(DType::F32, DType::F16, 8, 4, 64, true, 3, 4); // f32 compute, f16 cache
     attention_case(DType::BF16, DType::BF16, 8, 4, 64, true, 3, 4);
+}
+
+// The new architectures' features on every path: the CUDA-core kernel with one split
+// (prefill) and many (decode), the tensor-core prefill kernel (fp16/bf16, head_dim 64/128,
+// 16+ rows), head_dim 256 (Gemma) and odd ones (80, 96: Phi). Windows shorter than the
+// cached sequence (positions reach ~330) and longer than it, partial rotation (1/2 and 3/4
+// of the head), q/k norms with GQA, soft-capped scores with a score scale other than
+// 1/sqrt(head_dim).
+void test_gpu_attention_features(void **) {
+    SKIP_WITHOUT_GPU();
+    auto feats = [](uint32_t hd, int which) {
+        AttnFeatures f;
+        switch (which) {
+        case 0: f.window = 7; break;                                  // shorter than any sequence here
+        case 1: f.window = 1000; break;                               // longer than every sequence
+        case 2: f.rot_dim = hd / 2; f.qk_norm = true; break;          // Phi-style partial rotation + Qwen3 norms
+        case 3: f.rot_dim = hd * 3 / 4 / 2 * 2; f.window = 64; break; // 3/4 rotation, window of one tile
+        case 4: f.softcap = 1.0f; f.scale = 0.4f; f.qk_norm = true; break; // scores reach the cap
+        case 5: f.softcap = 50.0f; f.window = 33; f.qk_norm = true; f.rot_dim = hd / 2; break; // everything
+        }
+        return f;
+    };
+    for (DType act : {DType::F32, DType::F16, DType::BF16}) {
+        const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
+        for (int which = 0; which < 6; which++) {
+            for (uint32_t splits : {1u, 7u, 200u}) {
+                attention_case(act, kvt, 8, 2, 128, true, splits, 3, feats(128, which));  // GQA (Qwen3, Llama-3)
+                attention_case(act, kvt, 4, 2, 256, true, splits, 2, feats(256, which));  // Gemma's head_dim
+                attention_case(act, kvt, 6, 6, 80, true, splits, 1, feats(80, which));    // Phi-2-like decode
+                attention_case(act, kvt, 12, 4, 96, true, splits, 5, feats(96, which));   // Phi-3-like
+            }
+            attention_case(act, kvt, 8, 2, 128, true, 64, 1, feats(128, which)); // decode, many splits
+        }
+    }
+    // Tensor-core prefill (fp16/bf16, cache of the same type) with windows cutting through and
+    // across its 64-key tiles.
+    for (DType act : {DType::F16, DType::BF16})
+        for (int which = 0; which < 6; which++)
+            for (uint32_t n_new : {16u, 70u, 130u}) {
+                attention_case(act, act, 8, 2, 128, true, 1, n_new, feats(128, which));
+                attention_case(act, act, 4, 4, 64, true, 1, n_new, feats(64, which));
+            }
+}
+
+// ---------------------------------------------------------------- whole executor
+
+// A small synthetic model that uses every feature of the new architectures, driven through
+// the Executor interface with random weights, on the CPU and CUDA backends: scaled
+// embedding, q/k norms, partial and full rotation with two RoPE specs, windows shorter and
+// longer than the sequences, soft-capped scores, a score scale, GeGLU and SwiGLU, post-norms
+// (norm_add, RMS and LayerNorm) next to a residual projection, soft-capped logits. Prefill
+// (GEMM paths, every row's logits) and decode (GEMV paths, graph capture then replay) of two
+// sequences at once.
+struct FeatureModel {
+    gpt::ModelShape shape;
+    std::vector<std::vector<float>> store; // host data of every weight
+    std::vector<gpt::Weight> w;            // tok, head, out_norm, then per layer kPerLayer
+    static constexpr uint32_t kPerLayer = 10;
+    enum { QKV, O, GATE_UP, DOWN, LN1, LN2, POST1, POST2, QN, KN };
+
+    FeatureModel() {
+        shape.n_layers = 3;
+        shape.d_model = 64;
+        shape.n_heads = 4;
+        shape.n_kv_heads = 2;
+        shape.head_dim = 64;
+        shape.d_ff = 96;
+        shape.vocab_size = 101;
+        shape.gated_ffn = true;
+        shape.ropes = {gpt::rope_default(10000.0, 32), gpt::rope_default(500000.0, 48)};
+        const uint32_t d = shape.d_model;
+        add(shape.vocab_size, d, 0.3f); // tok
+        add(shape.vocab_size, d, 1.0f / std::sqrt((float)d)); // head
+        add_norm(d);
+        for (uint32_t l = 0; l < shape.n_layers; l++) {
+            add(shape.qkv_dim(), d, 1.0f / std::sqrt((float)d));
+            add(d, shape.q_dim(), 1.0f / std::sqrt((float)shape.q_dim()));
+            add(2 * shape.d_ff, d, 1.0f / std::sqrt((float)d));
+            add(d, shape.d_ff, 1.0f / std::sqrt((float)shape.d_ff));
+            for (int i = 0; i < 4; i++) add_norm(d);
+            add_norm(shape.head_dim);
+            add_norm(shape.head_dim);
+        }
+    }
+    void add(uint64_t rows, uint64_t cols, float scale) {
+        store.push_back(randn(rows * cols, scale));
+        gpt::Weight x;
+        x.rows = rows;
+        x.cols = cols;
+        w.push_back(x);
+    }
+    void add_norm(uint32_t n) {
+        add(n, 1, 0.2f);
+        for (auto &v : store.back()) v += 1.0f;
+    }
+    // Weights pointing at the host data, for a device to place.
+    std::vector<gpt::Weight> host_weights() const {
+        std::vector<gpt::Weight> v = w;
+        for (size_t i = 0; i < v.size(); i++) v[i].data = store[i].data();
+        return v;
+    }
+    const gpt::Weight &L(const std::vector<gpt::Weight> &ws, uint32_t layer, int which) const {
+        return ws[3 + layer * kPerLayer + which];
+    }
+    void forward(gpt::Executor &ex, const std::vector<gpt::Weight> &ws, float *host_all) const {
+        using gpt::Act;
+        using gpt::Activation;
+        using gpt::NormKind;
+        const float eps = 1e-6f;
+        ex.embed(ws[0], nullptr, std::sqrt((float)shape.d_model));
+        for (uint32_t l = 0; l < shape.n_layers; l++) {
+            ex.norm(NormKind::RMS, L(ws, l, LN1), nullptr, eps);
+            ex.matmul(Act::H, L(ws, l, QKV), nullptr, Act::QKV, Activation::NONE);
+            gpt::AttentionSpec a;
+            a.layer = l;
+            a.qk_norm_eps = eps;
+            if (l == 0) { // Gemma-2/3-like local layer: half rotation, norms, short window, cap
+                a.rope = 0;
+                a.q_norm = &L(ws, l, QN);
+                a.k_norm = &L(ws, l, KN);
+                a.window = 6;
+                a.softcap = 2.0f;
+            } else if (l == 1) { // 3/4 rotation, another scale, every key
+                a.rope = 1;
+                a.scale = 0.3f;
+            } else { // no rotation, a window longer than the sequences, norms
+                a.q_norm = &L(ws, l, QN);
+                a.k_norm = &L(ws, l, KN);
+                a.window = 100;
+            }
+            ex.attention(a);
+            if (l == 1) { // Llama-style: projections added to the residual stream
+                ex.matmul(Act::ATT, L(ws, l, O), nullptr, Act::X, Activation::NONE);
+                ex.norm(NormKind::RMS, L(ws, l, LN2), nullptr, eps);
+                ex.matmul_glu(Act::H, L(ws, l, GATE_UP), Act::FF, Activation::SILU);
+                ex.matmul(Act::FF, L(ws, l, DOWN), nullptr, Act::X, Activation::NONE);
+                continue;
+            }
+            const NormKind post = l == 0 ? NormKind::RMS : NormKind::LAYER;
+            ex.matmul(Act::ATT, L(ws, l, O), nullptr, Act::H, Activation::NONE);
+            ex.norm_add(post, Act::H, L(ws, l, POST1), eps);
+            ex.norm(NormKind::RMS, L(ws, l, LN2), nullptr, eps);
+            ex.matmul_glu(Act::H, L(ws, l, GATE_UP), Act::FF, Activation::GELU_TANH);
+            ex.matmul(Act::FF, L(ws, l, DOWN), nullptr, Act::H, Activation::NONE);
+            ex.norm_add(post, Act::H, L(ws, l, POST2), eps);
+        }
+        ex.norm(NormKind::RMS, ws[2], nullptr, eps);
+        ex.logits(ws[1], host_all, 3.0f);
+    }
+};
+
+void test_gpu_executor_features(void **) {
+    SKIP_WITHOUT_GPU();
+    const FeatureModel m;
+    struct Mode { DType t; double tol; };
+    for (Mode mode : {Mode{DType::F32, 1e-4}, Mode{DType::F16, 2e-2}, Mode{DType::BF16, 5e-2}}) {
+        auto cpu_dev = gpt::make_cpu_device();
+        auto gpu_dev = gpt::make_cuda_device(0);
+        std::vector<gpt::Weight> wc = m.host_weights(), wg = m.host_weights();
+        std::vector<gpt::Weight *> pc, pg;
+        for (auto &x : wc) pc.push_back(&x);
+        for (auto &x : wg) pg.push_back(&x);
+        cpu_dev->place_weights(pc, DType::F32);
+        gpu_dev->place_weights(pg, mode.t);
+        gpt::ExecParams pcpu, pgpu;
+        pcpu.max_batch = pgpu.max_batch = 2;
+        pcpu.max_seq = pgpu.max_seq = 64;
+        pcpu.max_step_tokens = pgpu.max_step_tokens = 64;
+        cpu_dev->choose(pcpu, 0, 0, 2);
+        gpu_dev->choose(pgpu, 0, 0, 0);
+        auto ec = cpu_dev->create_executor(m.shape, pcpu);
+        auto eg = gpu_dev->create_executor(m.shape, pgpu);
+        const uint32_t V = m.shape.vocab_size;
+        uint32_t len[2] = {0, 0};
+        // One step on both executors; returns after comparing their logits.
+        auto step = [&](uint32_t batch, uint32_t nt, bool all, const char *what) {
+            std::vector<int32_t> toks(batch * nt);
+            for (auto &t : toks) t = (int32_t)(g_rng() % V);
+            const uint32_t rows = all ? batch * nt : batch;
+            std::vector<float> a(rows * V, NAN), b(rows * V, NAN);
+            auto run = [&](gpt::Executor &ex, const std::vector<gpt::Weight> &ws, float *out) {
+                gpt::StepInput in;
+                in.batch = batch;
+                in.n_tokens = nt;
+                in.tokens = toks.data();
+                in.start_pos = len;
+                in.all_logits = all;
+                in.logits_seq_stride = nt;
+                in.host_all_logits = all ? out : nullptr;
+                ex.begin_step(in);
+                ex.run([&] { m.forward(ex, ws, in.host_all_logits); }, true);
+                if (!all) ex.read_logits(out);
+            };
+            run(*ec, wc, a.data());
+            run(*eg, wg, b.data());
+            char msg[160];
+            std::snprintf(msg, sizeof msg, "feature model %s: %s (batch %u, %u tokens from %u/%u)", dname(mode.t), what, batch, nt,
+                          len[0], len[1]);
+            expect_close(msg, b, a, mode.tol);
+            for (uint32_t i = 0; i < batch; i++) len[i] += nt;
+        };
+        step(2, 20, true, "prefill"); // GEMM paths, the tensor-core attention (fp16/bf16), window 6
+        for (int i = 0; i < 6; i++) step(2, 1, false, "decode"); // GEMV, graph captured then replayed
+        step(1, 1, false, "decode batch 1");
+        step(2, 3, false, "three-token step"); // the sequences now start at different positions
+        for (int i = 0; i < 3; i++) step(2, 1, false, "decode again");
+    }
 }
 
 void test_gpu_sample(void **) {
@@ -865,10 +1169,13 @@ int main(void) {
                 gpt_cuda_device_count());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_add_norm),
+        cmocka_unit_test(test_gpu_norm_add_softcap),
         cmocka_unit_test(test_gpu_gemm_bias_gelu),
         cmocka_unit_test(test_gpu_gemv),
         cmocka_unit_test(test_gpu_swiglu_embed),
         cmocka_unit_test(test_gpu_attention),
+        cmocka_unit_test(test_gpu_attention_features),
+        cmocka_unit_test(test_gpu_executor_features),
         cmocka_unit_test(test_gpu_sample),
         cmocka_unit_test(test_gpu_model_logits),
         cmocka_unit_test(test_gpu_greedy_matches_cpu),

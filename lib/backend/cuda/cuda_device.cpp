@@ -134,6 +134,10 @@ public:
         if (group > 64 || group * s.head_dim > 16384)
             fail(GPT_ERR_UNSUPPORTED, "%u query heads per kv head of dimension %u exceed the CUDA attention's limits (64, and 16384 in all)",
                  group, s.head_dim);
+        for (size_t i = 0; i < s.ropes.size(); i++)
+            if (s.ropes[i].rot_dim < 2 || s.ropes[i].rot_dim % 2 || s.ropes[i].rot_dim > s.head_dim)
+                fail(GPT_ERR_UNSUPPORTED, "rotary embedding %zu rotates %u dims: the CUDA kernels need an even count from 2 to head_dim %u",
+                     i, s.ropes[i].rot_dim, s.head_dim);
         return cuda::make_cuda_executor(ordinal_, s, p);
     }
 

@@ -17,8 +17,10 @@
 #include "dtype.cuh"
 #include "embed.cuh"
 #include "gemv.cuh"
+#include "norm_add.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
+#include "softcap.cuh"
 #include "swiglu.cuh"
 
 #include <algorithm>
@@ -112,14 +114,13 @@ public:
             return;
         }
         GPT_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-        if (in_.all_logits && in_.host_all_logits) all_logits(g.head, in_.host_all_logits);
+        if (in_.all_logits && in_.host_all_logits) all_logits(g.head, g.softcap, in_.host_all_logits);
         else have_last_ = true;
     }
 
     void embed(const Weight &tok, const Weight *pos, float scale) override {
-        if (scale != 1.0f) unsupported("a scaled embedding");
         GPT_CUDA_CHECK(launch_embed(dev<int32_t>(plan_.tokens), dev<int32_t>(plan_.positions), tok.data,
-                                    pos && *pos ? pos->data : nullptr, (int)tok.dtype, rows_, shape_.d_model,
+                                    pos && *pos ? pos->data : nullptr, (int)tok.dtype, rows_, shape_.d_model, scale,
                                     dev<float>(plan_.x), stream_));
     }
 
@@ -132,7 +133,11 @@ public:
         pending_delta_ = false;
     }
 
-    void norm_add(NormKind, Act, const Weight &, float) override { unsupported("a norm after a sublayer (norm_add)"); }
+    void norm_add(NormKind kind, Act in, const Weight &w, float eps) override {
+        flush_delta(); // X must hold every earlier update before this one lands
+        GPT_CUDA_CHECK(launch_norm_add(dev<float>(plan_.x), buf(in), static_cast<const float *>(w.data), eps,
+                                       kind == NormKind::RMS, rows_, shape_.d_model, (int)p_.compute, stream_));
+    }
 
     void matmul(Act in, const Weight &w, const Weight *b, Act out, Activation act) override {
         const bool residual = out == Act::X; // add the result to the f32 residual stream
@@ -154,13 +159,14 @@ public:
     }
 
     void matmul_glu(Act in, const Weight &w, Act out, Activation act) override {
-        if (act != Activation::SILU) unsupported("GeGLU");
+        const int gelu = act == Activation::GELU_TANH;
         GemvArgs g{};
         g.y = buf(out);
-        g.swiglu = 1;
+        g.glu = 1;
+        g.gelu = gelu;
         if (try_gemv(in, w, g)) return;
         gemm(cublas_, w, buf(in), p_.compute, w.cols, dev(plan_.gu), p_.compute, rows_, p_.allow_tf32);
-        GPT_CUDA_CHECK(launch_swiglu(dev(plan_.gu), buf(out), rows_, (uint32_t)(w.rows / 2), (int)p_.compute, stream_));
+        GPT_CUDA_CHECK(launch_swiglu(dev(plan_.gu), buf(out), rows_, (uint32_t)(w.rows / 2), gelu, (int)p_.compute, stream_));
     }
 
     void attention(const AttentionSpec &s) override {
@@ -171,11 +177,13 @@ public:
         r.qkv = dev(plan_.qkv);
         r.positions = dev<int32_t>(plan_.positions);
         r.seqs = dev<int32_t>(plan_.seqs);
-        if (s.q_norm || s.k_norm || s.window || s.softcap > 0 || (s.rope >= 0 && shape_.ropes[(size_t)s.rope].rot_dim != shape_.head_dim))
-            unsupported("q/k norms, sliding windows, soft-capping or partial rotary embeddings");
-        const uint64_t rope_at = s.rope >= 0 ? 4 * plan_.rope_offset[(size_t)s.rope] : 0;
+        const uint64_t rope_at = s.rope >= 0 ? 4 * plan_.rope_offset.at((size_t)s.rope) : 0;
         r.cos = s.rope >= 0 ? dev<float>(plan_.rope_cos, rope_at) : nullptr;
         r.sin = s.rope >= 0 ? dev<float>(plan_.rope_sin, rope_at) : nullptr;
+        r.rot_dim = s.rope >= 0 ? shape_.ropes[(size_t)s.rope].rot_dim : 0;
+        r.q_norm = s.q_norm && *s.q_norm ? static_cast<const float *>(s.q_norm->data) : nullptr;
+        r.k_norm = s.k_norm && *s.k_norm ? static_cast<const float *>(s.k_norm->data) : nullptr;
+        r.norm_eps = s.qk_norm_eps;
         r.k_cache = k_layer;
         r.v_cache = v_layer;
         r.rows = rows_;
@@ -206,13 +214,14 @@ public:
         // buffers are sized for up to max_batch rows).
         a.n_splits = rows_ <= p_.max_batch ? plan_.decode_splits(rows_) : 1;
         a.scale = s.scale > 0 ? s.scale : 1.0f / std::sqrt((float)shape_.head_dim);
+        a.window = s.window;
+        a.softcap = s.softcap;
         a.act_dtype = (int)p_.compute;
         a.kv_dtype = (int)p_.kv;
         GPT_CUDA_CHECK(launch_attention(a, stream_));
     }
 
     void logits(const Weight &head, float *host_all, float softcap) override {
-        if (softcap > 0) unsupported("soft-capped logits");
         const uint64_t d = shape_.d_model, a = dtype_bytes(p_.compute);
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
@@ -220,9 +229,10 @@ public:
             flush_delta();
             if (capturing_) { // the caller's buffer changes between calls: run the head after the graph
                 captured_head_ = head;
+                captured_softcap_ = softcap;
                 return;
             }
-            all_logits(head, host_all);
+            all_logits(head, softcap, host_all);
             return;
         }
         flush_delta();
@@ -236,6 +246,7 @@ public:
             g.w = head.data;
             g.y = lg;
             g.y_f32 = 1;
+            g.softcap = softcap;
             g.rows = in_.batch;
             g.n = (uint32_t)head.rows;
             g.k = (uint32_t)head.cols;
@@ -243,12 +254,13 @@ public:
             GPT_CUDA_CHECK(launch_gemv(g, stream_));
         } else {
             gemm(cublas_, head, last, p_.compute, ld, lg, DType::F32, in_.batch, p_.allow_tf32);
+            GPT_CUDA_CHECK(launch_softcap(lg, (uint64_t)in_.batch * shape_.vocab_size, softcap, stream_));
         }
         have_last_ = true;
     }
 
-    // Every row's logits, to host or device memory.
-    void all_logits(const Weight &head, float *host_all) {
+    // Every row's logits (soft-capped when softcap > 0), to host or device memory.
+    void all_logits(const Weight &head, float softcap, float *host_all) {
         const uint64_t d = shape_.d_model, v = shape_.vocab_size, a = dtype_bytes(p_.compute);
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
@@ -259,9 +271,12 @@ public:
                                    attr.type == cudaMemoryTypeDevice && attr.device == device_;
             cudaGetLastError();
             if (on_device) {
-                for (uint32_t b = 0; b < in_.batch; b++)
-                    gemm(cublas_, head, h + (uint64_t)b * in_.n_tokens * d * a, p_.compute, d,
-                         host_all + (uint64_t)b * in_.logits_seq_stride * v, DType::F32, in_.n_tokens, p_.allow_tf32);
+                for (uint32_t b = 0; b < in_.batch; b++) {
+                    float *y = host_all + (uint64_t)b * in_.logits_seq_stride * v;
+                    gemm(cublas_, head, h + (uint64_t)b * in_.n_tokens * d * a, p_.compute, d, y, DType::F32, in_.n_tokens,
+                         p_.allow_tf32);
+                    GPT_CUDA_CHECK(launch_softcap(y, (uint64_t)in_.n_tokens * v, softcap, stream_));
+                }
                 GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
                 have_last_ = false;
                 return;
@@ -272,6 +287,7 @@ public:
                     const uint32_t n = std::min(plan_.logits_rows, in_.n_tokens - t0);
                     gemm(cublas_, head, h + ((uint64_t)b * in_.n_tokens + t0) * d * a, p_.compute, d, lg, DType::F32, n,
                          p_.allow_tf32);
+                    GPT_CUDA_CHECK(launch_softcap(lg, (uint64_t)n * v, softcap, stream_));
                     // cudaMemcpyDefault: the caller's buffer may be host or device memory.
                     GPT_CUDA_CHECK(cudaMemcpyAsync(host_all + ((uint64_t)b * in_.logits_seq_stride + t0) * v, lg, 4 * n * v,
                                                    cudaMemcpyDefault, stream_));
@@ -334,9 +350,6 @@ private:
     template <typename T = uint8_t> T *dev(const Region &r, uint64_t byte_offset = 0) {
         return reinterpret_cast<T *>(dev_ + r.offset + byte_offset);
     }
-    [[noreturn]] static void unsupported(const char *what) {
-        fail(GPT_ERR_UNSUPPORTED, "the CUDA backend does not run %s yet; use --device cpu", what);
-    }
     template <typename T = uint8_t> T *host(const Region &r) { return reinterpret_cast<T *>(host_ + r.offset); }
     void copy_in(const Region &d, const Region &h, uint64_t bytes) {
         GPT_CUDA_CHECK(cudaMemcpyAsync(dev_ + d.offset, host_ + h.offset, bytes, cudaMemcpyHostToDevice, stream_));
@@ -358,6 +371,7 @@ private:
         uint64_t last_use = 0;
         cudaGraphExec_t exec = nullptr;
         Weight head; // for a full-logits shape: the head the graph leaves to run afterwards
+        float softcap = 0; // and its soft-capping
     };
 
     Graph &graph_for(uint32_t batch, uint32_t n_tokens, bool all) {
@@ -375,7 +389,7 @@ private:
         } else if (lru->exec) {
             GPT_CUDA_CHECK(cudaGraphExecDestroy(lru->exec)); // not running: begin_step synchronised
         }
-        *lru = Graph{batch, n_tokens, all, 0, ++clock_, nullptr, Weight{}};
+        *lru = Graph{batch, n_tokens, all, 0, ++clock_, nullptr, Weight{}, 0.0f};
         return *lru;
     }
 
@@ -414,6 +428,7 @@ private:
         if (e != cudaSuccess) g.exec = nullptr;
         GPT_CUDA_CHECK(e);
         g.head = captured_head_;
+        g.softcap = captured_softcap_;
         return true;
     }
 
@@ -433,7 +448,7 @@ private:
         g.ldx = w.cols;
         g.w = w.data;
         g.rows = rows_;
-        g.n = (uint32_t)(g.swiglu ? w.rows / 2 : w.rows);
+        g.n = (uint32_t)(g.glu ? w.rows / 2 : w.rows);
         g.k = (uint32_t)w.cols;
         g.dtype = (int)p_.compute;
         GPT_CUDA_CHECK(launch_gemv(g, stream_));
@@ -475,6 +490,7 @@ private:
     uint64_t clock_ = 0;
     bool capturing_ = false;
     Weight captured_head_;
+    float captured_softcap_ = 0;
     uint64_t allocations_ = 0;
     StepInput in_{};
     uint32_t rows_ = 0;
