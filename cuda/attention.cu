@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
                     const float4 x = q[d], y = k[d];
                     sc += x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
                 }
-                if (a.softcap > 0.0f) sc = a.softcap * tanhf(sc / a.softcap);
+                if (a.softcap > 0.0f) sc = soft_cap(sc, a.softcap);
             }
             s.p[i] = sc;
         }

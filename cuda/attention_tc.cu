@@ -120,8 +120,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tc_kernel(AttentionArgs
             const int row_pos = pos0 + row;
             float s0 = ss[row * L::ld_s + lane] * a.scale, s1 = ss[row * L::ld_s + lane + 32] * a.scale;
             if (a.softcap > 0.0f) {
-                s0 = a.softcap * tanhf(s0 / a.softcap);
-                s1 = a.softcap * tanhf(s1 / a.softcap);
+                s0 = soft_cap(s0, a.softcap);
+                s1 = soft_cap(s1, a.softcap);
             }
             const int first_key = window ? row_pos - window + 1 : 0; // may be negative
             if (row >= nr || t0 + lane > row_pos || t0 + lane < first_key || lane >= valid) s0 = -INFINITY;

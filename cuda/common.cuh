@@ -31,6 +31,8 @@ __device__ __forceinline__ float gelu_tanh(float v) {
     return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
 }
 __device__ __forceinline__ float silu(float v) { return v / (1.0f + __expf(-v)); }
+// cap * tanh(v / cap): Gemma-2's soft-capping of scores and logits (callers test cap > 0).
+__device__ __forceinline__ float soft_cap(float v, float cap) { return cap * tanhf(v / cap); }
 
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

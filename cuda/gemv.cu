@@ -79,6 +79,16 @@ template <> struct Vec<__nv_bfloat16> {
     }
 };
 
+// The activations after the sums, out of line: one copy of their code serves all 18 kernels
+// (it runs once per output, in one lane). pair: act(v) * up with act = GELU or SiLU (GLU);
+// else GELU when asked; then the soft-cap when softcap > 0.
+__device__ __noinline__ float epilogue(float v, float up, bool pair, int gelu, float softcap) {
+    if (pair) v = (gelu ? gelu_tanh(v) : silu(v)) * up;
+    else if (gelu) v = gelu_tanh(v);
+    if (softcap > 0.0f) v = soft_cap(v, softcap);
+    return v;
+}
+
 // W weight rows per warp: the unit's gate and up rows (PAIR) or W adjacent output columns.
 // S = 1 << log_s warps share a unit (a run-time value: one kernel serves every split count).
 template <typename T, int R, int W, bool PAIR>
@@ -173,14 +183,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
 #pragma unroll
         for (int r = 0; r < R; r++) {
             float v = acc[j][r] + b;
-            if (PAIR) {
-                // Gate and up are rounded to dtype first, as the unfused path stores them.
-                const float g = to_f32(from_f32<T>(v)), up = to_f32(from_f32<T>(acc[1][r]));
-                v = (a.gelu ? gelu_tanh(g) : silu(g)) * up;
-            } else if (a.gelu) {
-                v = gelu_tanh(v);
+            if (PAIR) { // gate and up are rounded to dtype first, as the unfused path stores them
+                v = epilogue(to_f32(from_f32<T>(v)), to_f32(from_f32<T>(acc[1][r])), true, a.gelu, a.softcap);
+            } else if (a.gelu || a.softcap > 0.0f) {
+                v = epilogue(v, 0.0f, false, a.gelu, a.softcap);
             }
-            if (a.softcap > 0.0f) v = a.softcap * tanhf(v / a.softcap);
             if (a.residual) a.residual[(uint64_t)r * a.n + col] += v;
             else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + col] = v;
             else ((T *)a.y)[(uint64_t)r * a.n + col] = from_f32<T>(v);

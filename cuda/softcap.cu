@@ -8,7 +8,7 @@ static __global__ void softcap_kernel(float *y, uint64_t n, float cap) {
     pdl_wait();
     pdl_launch_dependents();
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        y[i] = cap * tanhf(y[i] / cap);
+        y[i] = soft_cap(y[i], cap);
 }
 
 cudaError_t launch_softcap(float *y, uint64_t n, float cap, cudaStream_t stream) {
