@@ -1,6 +1,7 @@
 // attention.cuh - causal attention of a step's rows over the KV cache, for prefill and
-// decode, optionally over a sliding window of keys and with soft-capped scores. Each block takes one row, one kv head and one slice of the keys, and serves every
-// query head that shares the kv head (GQA), so K and V are read once per query group. Long
+// decode, optionally over a sliding window of keys and with soft-capped scores. Each block
+// takes one row, one kv head and one slice of the keys, and serves every query head that
+// shares the kv head (GQA), so K and V are read once per query group. Long
 // contexts are split over several blocks (split-K) whose partial results a combine step
 // merges; the number of splits is fixed by the caller while the key count comes from device
 // memory, so a captured CUDA graph stays valid as the sequence grows.
@@ -30,8 +31,9 @@ struct AttentionArgs {
 cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream);
 
 // The tensor-core variant for prefill (attention_tc.cu): fp16/bf16 activations and cache of
-// the same type, head_dim 64 or 128, one split, compute capability 8.0+. launch_attention
-// picks it whenever eligible; it is exposed so tests can compare the two.
+// the same type, head_dim 64 or 128 (Gemma's 256 runs on the CUDA-core kernel), one split,
+// compute capability 8.0+. launch_attention picks it whenever eligible; it is exposed so
+// tests can compare the two.
 bool attention_tc_eligible(const AttentionArgs &a);
 cudaError_t launch_attention_tc(const AttentionArgs &a, cudaStream_t stream);
 // The CUDA-core kernel alone (any supported shape).

@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "core/error.h"
 #include "core/rope.h"
 #include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/cuda_check.h"
@@ -766,6 +767,16 @@ void test_gpu_executor_features(void **) {
         step(1, 1, false, "decode batch 1");
         step(2, 3, false, "three-token step"); // the sequences now start at different positions
         for (int i = 0; i < 3; i++) step(2, 1, false, "decode again");
+        // A rotation the kernels cannot run is refused at creation, naming the numbers.
+        gpt::ModelShape odd = m.shape;
+        odd.ropes[1].rot_dim = 47;
+        try {
+            (void)gpu_dev->create_executor(odd, pgpu);
+            fail_msg("an odd rot_dim was accepted");
+        } catch (const gpt::Error &e) {
+            assert_int_equal(e.status(), GPT_ERR_UNSUPPORTED);
+            assert_non_null(std::strstr(e.what(), "rotates 47 dims"));
+        }
     }
 }
 
