@@ -1,8 +1,10 @@
 // test_gpu.cpp - the CUDA backend against the CPU reference (suite 'gpu'; every test skips
 // cleanly when no CUDA device is present). Kernels are checked one by one on fresh random
 // inputs at odd shapes, with outputs poisoned (NaN) before each launch so unwritten elements
-// show; then whole models CUDA vs CPU in every dtype, greedy generation, graph replay vs
-// eager, allocation counts and out-of-memory handling.
+// show (the new architectures' features too: q/k norms, partial rotation, sliding windows,
+// soft-capping, GeGLU, post-norms, scaled embeddings); then a synthetic model using all of
+// them through the Executor interface, whole models CUDA vs CPU in every dtype, greedy
+// generation, graph replay vs eager, allocation counts and out-of-memory handling.
 // Tolerances (relative L2 error): fp32 1e-5 per kernel, tf32 5e-4, fp16/bf16 1e-2.
 #include "fixture.h"
 #include "format_decoder.h"
