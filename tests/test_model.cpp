@@ -24,6 +24,9 @@ extern "C" {
 #include "backend/cpu/cpu_ops.h"
 #include "core/half.h"
 #include "fixture.h"
+#include "format/keys.h"
+#include "format/writer.h"
+#include "model/arch.h"
 #include "reference.h"
 
 #include <algorithm>
@@ -276,6 +279,55 @@ void test_longrope_factors_follow_context(void **) {
                 fail_msg("%s max_seq %u: the other factors give the same logits; the test cannot tell them apart", m.name.c_str(), max_seq);
             gpt_ctx_free(ctx);
         }
+    }
+}
+
+// Hostile RoPE metadata: each bad value is refused at load with its status and a message
+// naming the key; nothing is run.
+void test_rejects_bad_rope_metadata(void **) {
+    using gpt::format::MetaValue;
+    namespace k = gpt::keys;
+    struct Case {
+        const char *model, *key;
+        MetaValue value;
+        gpt_status status;
+    };
+    const Case cases[] = {
+        {"phi3_partial_long", k::kRopeScalingType, MetaValue::of_str("yarn"), GPT_ERR_UNSUPPORTED},
+        {"phi3_partial_long", k::kRopeScalingShort, MetaValue::of_f32s({1, 1, 1}), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeScalingLong, MetaValue::of_f32s({1, 1, 1, 1, 1, NAN}), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeScalingLong, MetaValue::of_u32(3), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeScalingAttnFactor, MetaValue::of_f32(INFINITY), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeScalingOrigContext, MetaValue::of_u32(0), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeDim, MetaValue::of_u32(13), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeDim, MetaValue::of_u32(18), GPT_ERR_FORMAT},
+        {"llama3_scaled_tied", k::kRopeScalingFactor, MetaValue::of_f32(0.5f), GPT_ERR_FORMAT},
+        {"llama3_scaled_tied", k::kRopeScalingHighFreq, MetaValue::of_f32(0.5f), GPT_ERR_FORMAT},
+        {"llama3_scaled_tied", k::kSlidingWindow, MetaValue::of_u32(4), GPT_ERR_UNSUPPORTED},
+        {"llama_linear", k::kRopeScalingFactor, MetaValue::of_f32(NAN), GPT_ERR_FORMAT},
+    };
+    for (const Case &c : cases) {
+        const gpt::ModelConfig cfg = fixture::config_of(base_spec(c.model));
+        gpt::format::Writer w;
+        cfg.to_metadata(w.metadata());
+        w.metadata().set(c.key, c.value);
+        for (const gpt::TensorSlot &slot : gpt::tensor_table(cfg)) {
+            uint64_t n = 1;
+            for (uint64_t d : slot.shape) n *= d;
+            const std::vector<float> zeros(n, 0.0f);
+            w.add_tensor(slot.name, DType::F32, slot.shape, zeros.data(), zeros.size() * sizeof(float));
+        }
+        const std::vector<uint8_t> file = w.write_memory();
+        gpt_model_params mp;
+        gpt_model_params_init(&mp);
+        mp.device = GPT_DEVICE_CPU;
+        gpt_model *m = nullptr;
+        const gpt_status st = gpt_model_load_from_memory(file.data(), file.size(), &mp, &m);
+        if (st != c.status || !std::strstr(gpt_last_error(), c.key))
+            fail_msg("%s with a bad %s: %s (%s), expected %s naming the key", c.model, c.key, gpt_status_str(st), gpt_last_error(),
+                     gpt_status_str(c.status));
+        assert_null(m);
+        std::printf("# %s\n", gpt_last_error());
     }
 }
 
@@ -568,6 +620,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logits_match_reference),
         cmocka_unit_test(test_longrope_factors_follow_context),
+        cmocka_unit_test(test_rejects_bad_rope_metadata),
         cmocka_unit_test(test_incremental_equals_full),
         cmocka_unit_test(test_batch_equals_separate),
         cmocka_unit_test(test_small_steps_equal_one_step),

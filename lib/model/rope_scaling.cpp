@@ -78,8 +78,8 @@ void RopeScaling::validate(uint32_t rot_dim, const std::string &source) const {
         fail(GPT_ERR_FORMAT, "%s: %s %g is not in [1, 2^20]", src, keys::kRopeScalingFactor, (double)factor);
     if (type == RopeScalingType::LLAMA3) {
         if (!finite_in(low_freq_factor, 1e-6f, 1e6f) || !finite_in(high_freq_factor, 1e-6f, 1e6f) || !(high_freq_factor > low_freq_factor))
-            fail(GPT_ERR_FORMAT, "%s: llama3 RoPE scaling needs 0 < low_freq_factor (%g) < high_freq_factor (%g)", src,
-                 (double)low_freq_factor, (double)high_freq_factor);
+            fail(GPT_ERR_FORMAT, "%s: llama3 RoPE scaling needs 0 < %s (%g) < %s (%g)", src, keys::kRopeScalingLowFreq,
+                 (double)low_freq_factor, keys::kRopeScalingHighFreq, (double)high_freq_factor);
     }
     if ((type == RopeScalingType::LLAMA3 || type == RopeScalingType::LONGROPE) && (original_context < 1 || original_context > (1u << 22)))
         fail(GPT_ERR_FORMAT, "%s: %s %u is outside [1, 2^22]", src, keys::kRopeScalingOrigContext, original_context);
