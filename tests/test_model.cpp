@@ -118,9 +118,9 @@ fixture::Spec base_spec(const std::string &name) {
         s.n_layers = 2, s.d_model = 36, s.n_heads = 6, s.n_kv_heads = 3, s.head_dim = 6, s.d_ff = 50;
         s.vocab_size = 59, s.rope_scaling.type = gpt::RopeScalingType::LINEAR, s.rope_scaling.factor = 4;
     } else if (name == "qwen3_gqa") {
-        s.arch = GPT_ARCH_QWEN3; // q_dim 96 != d_model 40, q/k norms
+        s.arch = GPT_ARCH_QWEN3; // q_dim 96 != d_model 40, q/k norms, attention_bias (test_convert has none)
         s.n_layers = 2, s.d_model = 40, s.n_heads = 6, s.n_kv_heads = 2, s.head_dim = 16, s.d_ff = 56;
-        s.vocab_size = 71, s.tied_head = true, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f;
+        s.vocab_size = 71, s.tied_head = true, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f, s.qkv_bias = true;
     } else if (name == "phi3_window_short") {
         // Phi-3-mini-like: full rotation, longrope whose original context (64) is the whole
         // context (short factors), a sliding window shorter than most test sequences.
