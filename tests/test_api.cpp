@@ -223,8 +223,10 @@ void test_dtype_names(void **) {
 void test_arch_names(void **) {
     assert_string_equal(gpt_arch_name(GPT_ARCH_GPT2), "gpt2");
     assert_string_equal(gpt_arch_name(GPT_ARCH_LLAMA), "llama");
+    assert_string_equal(gpt_arch_name(GPT_ARCH_QWEN3), "qwen3");
+    assert_string_equal(gpt_arch_name(GPT_ARCH_PHI3), "phi3");
     assert_string_equal(gpt_arch_name(0), "?");
-    assert_string_equal(gpt_arch_name(3), "?");
+    assert_string_equal(gpt_arch_name(1000), "?");
 }
 
 void test_versions(void **) {

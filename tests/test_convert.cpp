@@ -162,16 +162,26 @@ WantMap expected_hf(const HfModel &m) {
     for (uint32_t i = 0; i < s.layers; i++) {
         const std::string h = "model.layers." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
         w[o + "attn_norm.weight"] = {{d}, m.v(h + "input_layernorm.weight")};
-        w[o + "attn_qkv.weight"] = {{qd + 2 * kvd, d},
-                                    concat({&m.v(h + "self_attn.q_proj.weight"), &m.v(h + "self_attn.k_proj.weight"),
-                                            &m.v(h + "self_attn.v_proj.weight")})};
+        if (s.type == "phi3") // already fused, q | k | v
+            w[o + "attn_qkv.weight"] = {{qd + 2 * kvd, d}, m.v(h + "self_attn.qkv_proj.weight")};
+        else
+            w[o + "attn_qkv.weight"] = {{qd + 2 * kvd, d},
+                                        concat({&m.v(h + "self_attn.q_proj.weight"), &m.v(h + "self_attn.k_proj.weight"),
+                                                &m.v(h + "self_attn.v_proj.weight")})};
+        if (s.type == "qwen3") {
+            w[o + "attn_q_norm.weight"] = {{hd}, m.v(h + "self_attn.q_norm.weight")};
+            w[o + "attn_k_norm.weight"] = {{hd}, m.v(h + "self_attn.k_norm.weight")};
+        }
         if (s.type == "qwen2")
             w[o + "attn_qkv.bias"] = {{qd + 2 * kvd},
                                       concat({&m.v(h + "self_attn.q_proj.bias"), &m.v(h + "self_attn.k_proj.bias"),
                                               &m.v(h + "self_attn.v_proj.bias")})};
         w[o + "attn_out.weight"] = {{d, qd}, m.v(h + "self_attn.o_proj.weight")};
         w[o + "ffn_norm.weight"] = {{d}, m.v(h + "post_attention_layernorm.weight")};
-        w[o + "ffn_gate_up.weight"] = {{2 * ff, d}, concat({&m.v(h + "mlp.gate_proj.weight"), &m.v(h + "mlp.up_proj.weight")})};
+        if (s.type == "phi3") // already fused, gate | up
+            w[o + "ffn_gate_up.weight"] = {{2 * ff, d}, m.v(h + "mlp.gate_up_proj.weight")};
+        else
+            w[o + "ffn_gate_up.weight"] = {{2 * ff, d}, concat({&m.v(h + "mlp.gate_proj.weight"), &m.v(h + "mlp.up_proj.weight")})};
         w[o + "ffn_down.weight"] = {{d, ff}, m.v(h + "mlp.down_proj.weight")};
     }
     w["out_norm.weight"] = {{d}, m.v("model.norm.weight")};
@@ -230,15 +240,23 @@ struct RefInput {
     std::vector<double> forward(const std::vector<int32_t> &toks) const { return reference::forward(config, tensors, toks, layout); }
 };
 
+gpt_arch hf_arch(const std::string &type) {
+    if (type == "gpt2") return GPT_ARCH_GPT2;
+    if (type == "qwen3") return GPT_ARCH_QWEN3;
+    if (type == "phi3") return GPT_ARCH_PHI3;
+    return GPT_ARCH_LLAMA;
+}
+
 RefInput reference_input(const HfModel &m, DType t) {
     const HfSpec &s = m.spec;
     const bool gpt2 = s.type == "gpt2";
     RefInput r;
     gpt::ModelConfig &c = r.config;
-    c.arch = gpt2 ? GPT_ARCH_GPT2 : GPT_ARCH_LLAMA;
+    c.arch = hf_arch(s.type);
     c.n_layers = s.layers, c.d_model = s.d, c.n_heads = s.heads, c.n_kv_heads = gpt2 ? s.heads : s.kv, c.head_dim = m.hd();
     c.d_ff = s.ff, c.vocab_size = s.vocab, c.context_length = s.ctx, c.norm_eps = s.eps, c.rope_theta = gpt2 ? 0.0f : s.theta;
     c.tied_head = s.tied, c.qkv_bias = gpt2 || s.type == "qwen2";
+    c.rope_dim = s.rope_dim, c.rope_scaling = s.scaling, c.sliding_window = s.type == "phi3" ? s.sliding_window : 0;
     r.layout.conv1d = gpt2;
     auto put = [&](const std::string &name, const std::vector<float> &v) { r.tensors[name] = rounded(v, t); };
     if (gpt2) {
@@ -269,12 +287,18 @@ RefInput reference_input(const HfModel &m, DType t) {
     for (uint32_t i = 0; i < s.layers; i++) {
         const std::string h = "model.layers." + std::to_string(i) + ".", a = h + "self_attn.", o = "blk." + std::to_string(i) + ".";
         put(o + "attn_norm.weight", m.v(h + "input_layernorm.weight"));
-        put(o + "attn_qkv.weight", concat({&m.v(a + "q_proj.weight"), &m.v(a + "k_proj.weight"), &m.v(a + "v_proj.weight")}));
+        if (s.type == "phi3") put(o + "attn_qkv.weight", m.v(a + "qkv_proj.weight"));
+        else put(o + "attn_qkv.weight", concat({&m.v(a + "q_proj.weight"), &m.v(a + "k_proj.weight"), &m.v(a + "v_proj.weight")}));
+        if (s.type == "qwen3") {
+            put(o + "attn_q_norm.weight", m.v(a + "q_norm.weight"));
+            put(o + "attn_k_norm.weight", m.v(a + "k_norm.weight"));
+        }
         if (s.type == "qwen2")
             put(o + "attn_qkv.bias", concat({&m.v(a + "q_proj.bias"), &m.v(a + "k_proj.bias"), &m.v(a + "v_proj.bias")}));
         put(o + "attn_out.weight", m.v(a + "o_proj.weight"));
         put(o + "ffn_norm.weight", m.v(h + "post_attention_layernorm.weight"));
-        put(o + "ffn_gate_up.weight", concat({&m.v(h + "mlp.gate_proj.weight"), &m.v(h + "mlp.up_proj.weight")}));
+        if (s.type == "phi3") put(o + "ffn_gate_up.weight", m.v(h + "mlp.gate_up_proj.weight"));
+        else put(o + "ffn_gate_up.weight", concat({&m.v(h + "mlp.gate_proj.weight"), &m.v(h + "mlp.up_proj.weight")}));
         put(o + "ffn_down.weight", m.v(h + "mlp.down_proj.weight"));
     }
     put("out_norm.weight", m.v("model.norm.weight"));
@@ -456,7 +480,17 @@ void check_hf(const HfSpec &spec, const char *label) {
 
         const gpt::ModelConfig c = read_config(path);
         const bool gpt2 = spec.type == "gpt2";
-        assert_int_equal(c.arch, gpt2 ? GPT_ARCH_GPT2 : GPT_ARCH_LLAMA);
+        assert_int_equal(c.arch, hf_arch(spec.type));
+        assert_int_equal((int)c.rope_scaling.type, (int)spec.scaling.type);
+        assert_int_equal(c.rot_dim(), gpt2 ? m.hd() : spec.rope_dim ? spec.rope_dim : m.hd());
+        assert_int_equal(c.sliding_window, spec.type == "phi3" ? spec.sliding_window : 0);
+        if (spec.scaling.type == gpt::RopeScalingType::LONGROPE) {
+            // The attention factor transformers derives when the config gives none.
+            assert_true(std::fabs(c.rope_scaling.attention_factor - spec.scaling.attention_factor) < 1e-6f);
+            assert_true(c.rope_scaling.short_factor == spec.scaling.short_factor);
+            assert_true(c.rope_scaling.long_factor == spec.scaling.long_factor);
+            assert_int_equal(c.rope_scaling.original_context, spec.scaling.original_context);
+        }
         assert_int_equal(c.n_layers, spec.layers);
         assert_int_equal(c.d_model, spec.d);
         assert_int_equal(c.n_heads, spec.heads);
@@ -486,7 +520,9 @@ void check_hf(const HfSpec &spec, const char *label) {
             }
         }
         const std::vector<float> got = engine_logits(path, toks, spec.vocab);
-        expect_logits_close(got, reference_input(m, out).forward(toks), what);
+        RefInput ref = reference_input(m, out);
+        ref.layout.max_seq = (uint32_t)toks.size(); // engine_logits' context
+        expect_logits_close(got, ref.forward(toks), what);
     }
 }
 
@@ -645,6 +681,73 @@ void test_convert_hf_config_mistral_sliding_window(void **) {
     assert_true(contains(h.warnings[0], "sliding_window"));
 }
 
+// Llama 3.2 as published: llama3 scaling (factor 32, original 8192), tied head, head_dim 64.
+void test_convert_hf_config_llama32(void **) {
+    const cv::HfConfig h = parse_config(R"({"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 8192,
+        "vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+        "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+        "tie_word_embeddings": true, "attention_bias": false, "mlp_bias": false, "hidden_act": "silu",
+        "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009]})");
+    const gpt::RopeScaling &r = h.config.rope_scaling;
+    assert_int_equal(h.config.arch, GPT_ARCH_LLAMA);
+    assert_int_equal((int)r.type, (int)gpt::RopeScalingType::LLAMA3);
+    assert_true(r.factor == 32.0f && r.low_freq_factor == 1.0f && r.high_freq_factor == 4.0f);
+    assert_int_equal(r.original_context, 8192);
+    assert_true(h.config.tied_head);
+    assert_int_equal(h.config.rot_dim(), 64);
+}
+
+// Phi-4-mini as published (48 factors each, 3/4 of head_dim 128 rotating) and Phi-3-mini-4k's
+// sliding window; the attention factor transformers derives: sqrt(1 + ln(131072 / 4096) / ln 4096).
+void test_convert_hf_config_phi(void **) {
+    std::string shorts, longs;
+    for (int i = 0; i < 48; i++) {
+        shorts += (i ? ", " : "") + std::to_string(1.0 + 0.01 * i);
+        longs += (i ? ", " : "") + std::to_string(1.0 + 0.5 * i);
+    }
+    const cv::HfConfig h = parse_config(R"({"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32,
+        "num_attention_heads": 24, "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 200064,
+        "max_position_embeddings": 131072, "original_max_position_embeddings": 4096, "partial_rotary_factor": 0.75,
+        "rope_theta": 10000.0, "rms_norm_eps": 1e-05, "sliding_window": 262144, "tie_word_embeddings": true,
+        "attention_bias": false, "full_attn_mod": 1, "interpolate_factor": 1, "lm_head_bias": false, "mlp_bias": false,
+        "resid_pdrop": 0.0, "embd_pdrop": 0.0, "hidden_act": "silu", "bos_token_id": 199999, "eos_token_id": 199999,
+        "rope_scaling": {"type": "longrope", "short_factor": [)" + shorts + R"(], "long_factor": [)" + longs + "]}}");
+    const gpt::RopeScaling &r = h.config.rope_scaling;
+    assert_int_equal(h.config.arch, GPT_ARCH_PHI3);
+    assert_int_equal(h.config.head_dim, 128);
+    assert_int_equal(h.config.rot_dim(), 96);
+    assert_int_equal((int)r.type, (int)gpt::RopeScalingType::LONGROPE);
+    assert_int_equal(r.original_context, 4096);
+    assert_int_equal(r.short_factor.size(), 48);
+    assert_true(r.long_factor[47] == (float)(1.0 + 0.5 * 47));
+    assert_true(std::fabs(r.attention_factor - std::sqrt(1 + std::log(32.0) / std::log(4096.0))) < 1e-6);
+    assert_int_equal(h.config.sliding_window, 0); // longer than the context: no window
+    assert_true(h.config.tied_head);
+
+    const cv::HfConfig mini = parse_config(R"({"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 8192, "vocab_size": 32064,
+        "max_position_embeddings": 4096, "original_max_position_embeddings": 4096, "rope_scaling": null,
+        "rope_theta": 10000.0, "rms_norm_eps": 1e-05, "sliding_window": 2047, "tie_word_embeddings": false})");
+    assert_int_equal(mini.config.sliding_window, 2047);
+    assert_int_equal((int)mini.config.rope_scaling.type, (int)gpt::RopeScalingType::NONE);
+    assert_int_equal(mini.config.rot_dim(), 96);
+}
+
+// Qwen3: head_dim its own field (128 with hidden 1024 / 16 heads = 64), no biases.
+void test_convert_hf_config_qwen3(void **) {
+    const cv::HfConfig h = parse_config(R"({"model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 28,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
+        "vocab_size": 151936, "max_position_embeddings": 40960, "rms_norm_eps": 1e-06, "rope_theta": 1000000,
+        "rope_scaling": null, "attention_bias": false, "use_sliding_window": false, "sliding_window": null,
+        "max_window_layers": 28, "tie_word_embeddings": true, "hidden_act": "silu"})");
+    assert_int_equal(h.config.arch, GPT_ARCH_QWEN3);
+    assert_int_equal(h.config.head_dim, 128);
+    assert_false(h.config.qkv_bias);
+    assert_int_equal(h.config.sliding_window, 0);
+}
+
 // n_inner null means 4 * n_embd; n_ctx is the context; an eos outside the vocabulary is
 // dropped with a warning.
 void test_convert_hf_config_gpt2_defaults(void **) {
@@ -667,8 +770,23 @@ void test_convert_hf_config_rejects(void **) {
     const Case cases[] = {
         {"{\"model_type\": \"falcon\"}", GPT_ERR_UNSUPPORTED, "falcon"},
         {"{\"hidden_size\": 4}", GPT_ERR_FORMAT, "model_type"},
-        {"{\"model_type\": \"llama\", " + base + ", \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}}", GPT_ERR_UNSUPPORTED, "linear"},
-        {"{\"model_type\": \"llama\", " + base + ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 500000}}", GPT_ERR_UNSUPPORTED, "llama3"},
+        {"{\"model_type\": \"llama\", " + base + ", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2.0}}", GPT_ERR_UNSUPPORTED, "dynamic"},
+        {"{\"model_type\": \"llama\", " + base + ", \"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 500000}}", GPT_ERR_UNSUPPORTED, "yarn"},
+        {"{\"model_type\": \"llama\", " + base + ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0}}",
+         GPT_ERR_FORMAT, "original_max_position_embeddings"},
+        {"{\"model_type\": \"llama\", " + base + ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 4.0, \"high_freq_factor\": 1.0, \"original_max_position_embeddings\": 64}}",
+         GPT_ERR_FORMAT, "high_freq_factor"},
+        {"{\"model_type\": \"llama\", " + base + ", \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": \"2\"}}", GPT_ERR_FORMAT, "factor"},
+        {"{\"model_type\": \"llama\", " + base + ", \"partial_rotary_factor\": 0.5}", GPT_ERR_UNSUPPORTED, "partial_rotary_factor"},
+        {"{\"model_type\": \"phi3\", " + base + ", \"partial_rotary_factor\": 0.1}", GPT_ERR_UNSUPPORTED, "partial_rotary_factor"},
+        {"{\"model_type\": \"phi3\", " + base + ", \"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 1], \"long_factor\": [1, 1]}}",
+         GPT_ERR_FORMAT, "short_factor"},
+        {"{\"model_type\": \"phi3\", " + base + ", \"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [1, 1, 1, 1, 1, 1, 1, -2]}}",
+         GPT_ERR_FORMAT, "long_factor"},
+        {"{\"model_type\": \"phi3\", " + base + ", \"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": [1, 1, 1, 1, 1, 1, 1, 1]}}",
+         GPT_ERR_FORMAT, "short_factor"},
+        {"{\"model_type\": \"phi3\", " + base + ", \"lm_head_bias\": true}", GPT_ERR_UNSUPPORTED, "lm_head_bias"},
+        {"{\"model_type\": \"qwen3\", " + base + ", \"use_sliding_window\": true, \"sliding_window\": 8}", GPT_ERR_UNSUPPORTED, "use_sliding_window"},
         {"{\"model_type\": \"llama\", " + base + ", \"hidden_act\": \"gelu\"}", GPT_ERR_UNSUPPORTED, "hidden_act"},
         {"{\"model_type\": \"llama\", " + base + ", \"num_key_value_heads\": 3}", GPT_ERR_FORMAT, "num_key_value_heads"},
         {"{\"model_type\": \"llama\", \"hidden_size\": \"64\"}", GPT_ERR_FORMAT, "hidden_size"},
@@ -767,6 +885,64 @@ void test_convert_qwen2_untied(void **) {
     HfSpec q = qwen2_tied_spec();
     q.heads = 4, q.kv = 1, q.tied = false, q.dtype = DType::F32, q.seed = 9, q.eos = {3};
     check_hf(q, "qwen2 4q/1kv untied");
+}
+
+// Llama 3.x: llama3 scaling whose bands (original context 64) each hold some of the 8
+// frequencies of head_dim 16 at theta 500000; tied head.
+void test_convert_llama3_scaled_tied(void **) {
+    HfSpec s;
+    s.d = 40, s.heads = 4, s.kv = 2, s.head_dim = 16, s.ff = 56, s.vocab = 83, s.tied = true, s.theta = 500000.0f;
+    s.scaling.type = gpt::RopeScalingType::LLAMA3;
+    s.scaling.factor = 8, s.scaling.low_freq_factor = 1, s.scaling.high_freq_factor = 4, s.scaling.original_context = 64;
+    s.dtype = DType::BF16, s.seed = 21, s.bos = 80, s.eos = {81, 82};
+    check_hf(s, "llama 3.x llama3 scaling, tied");
+}
+
+void test_convert_mistral_linear_scaling(void **) {
+    HfSpec s = mistral_spec();
+    s.scaling.type = gpt::RopeScalingType::LINEAR, s.scaling.factor = 3, s.seed = 22;
+    check_hf(s, "mistral with linear RoPE scaling");
+}
+
+// Qwen3: q/k norms, head_dim 16 with hidden 40 (q width 64), GQA, tied.
+void test_convert_qwen3(void **) {
+    HfSpec s;
+    s.type = "qwen3", s.d = 40, s.heads = 4, s.kv = 2, s.head_dim = 16, s.ff = 48, s.vocab = 79, s.tied = true;
+    s.theta = 1000000.0f, s.eps = 1e-6f, s.dtype = DType::BF16, s.seed = 23;
+    check_hf(s, "qwen3 4q/2kv head_dim 16, q/k norms, tied");
+}
+
+// Longrope with a attention factor for max_position_embeddings (ctx) over the original context.
+void phi3_longrope(HfSpec &s, uint32_t original, uint32_t half) {
+    gpt::RopeScaling &r = s.scaling;
+    r.type = gpt::RopeScalingType::LONGROPE;
+    r.original_context = original;
+    const double f = (double)s.ctx / original;
+    r.attention_factor = f > 1 ? (float)std::sqrt(1 + std::log(f) / std::log((double)original)) : 1.0f;
+    for (uint32_t i = 0; i < half; i++) {
+        r.short_factor.push_back(1.0f + 0.1f * (float)i);
+        r.long_factor.push_back(2.0f + 1.5f * (float)i);
+    }
+}
+
+// Phi-3-mini-like: fused qkv_proj / gate_up_proj, full rotation, longrope in its short regime
+// (7 tokens, original context 32), a sliding window of 3 keys.
+void test_convert_phi3_window(void **) {
+    HfSpec s;
+    s.type = "phi3", s.d = 48, s.heads = 4, s.kv = 4, s.ff = 40, s.vocab = 67, s.ctx = 128, s.sliding_window = 3;
+    s.dtype = DType::F16, s.seed = 24;
+    phi3_longrope(s, 32, 6);
+    check_hf(s, "phi3 fused tensors, longrope short, sliding window 3");
+}
+
+// Phi-4-mini-like: partial rotation (12 of 16 dimensions), GQA, tied, long factors (7 tokens
+// past an original context of 4), 2 shards.
+void test_convert_phi3_partial_long(void **) {
+    HfSpec s;
+    s.type = "phi3", s.d = 48, s.heads = 6, s.kv = 2, s.head_dim = 16, s.rope_dim = 12, s.ff = 36, s.vocab = 61;
+    s.tied = true, s.dtype = DType::BF16, s.seed = 25, s.shards = 2;
+    phi3_longrope(s, 4, 6);
+    check_hf(s, "phi3 partial rotary 0.75, longrope long, tied");
 }
 
 // --------------------------------------------------------------- llama2.c conversions
@@ -1349,6 +1525,14 @@ int main(void) {
         cmocka_unit_test(test_convert_mistral_sliding_window_warns),
         cmocka_unit_test(test_convert_qwen2_tied),
         cmocka_unit_test(test_convert_qwen2_untied),
+        cmocka_unit_test(test_convert_hf_config_llama32),
+        cmocka_unit_test(test_convert_hf_config_phi),
+        cmocka_unit_test(test_convert_hf_config_qwen3),
+        cmocka_unit_test(test_convert_llama3_scaled_tied),
+        cmocka_unit_test(test_convert_mistral_linear_scaling),
+        cmocka_unit_test(test_convert_qwen3),
+        cmocka_unit_test(test_convert_phi3_window),
+        cmocka_unit_test(test_convert_phi3_partial_long),
         cmocka_unit_test(test_convert_llama2c_v0_unshared),
         cmocka_unit_test(test_convert_llama2c_v0_shared),
         cmocka_unit_test(test_convert_llama2c_v0_head_size_6),

@@ -7,8 +7,10 @@
 // or NEON paths the build runs) at every vector length up to 80, against double sums.
 //
 // Models: GPT-2 tied and untied; Llama with MHA, GQA 4q/2kv, 6q/1kv with q/k/v biases
-// (Qwen2-like), tied and untied heads; odd widths (d_model 48/40, head_dim 8/12/16, vocab
-// sizes that are not multiples of 8); each written as f32, f16 and bf16.
+// (Qwen2-like), tied and untied heads, llama3 and linear RoPE scaling; Qwen3 (q/k norms,
+// head_dim 16 with d_model 40); Phi-3 with longrope short factors and a sliding window of 7,
+// and with partial rotation (12 of 16) and long factors; odd widths (d_model 36/40/48,
+// head_dim 6/8/12/16, vocab sizes that are not multiples of 8); each as f32, f16 and bf16.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +24,9 @@ extern "C" {
 #include "backend/cpu/cpu_ops.h"
 #include "core/half.h"
 #include "fixture.h"
+#include "format/keys.h"
+#include "format/writer.h"
+#include "model/arch.h"
 #include "reference.h"
 
 #include <algorithm>
@@ -65,6 +70,19 @@ struct TestModel {
 
 std::vector<TestModel> *g_models;
 
+// Longrope with distinct short and long factors (half per pair), the attention factor as
+// transformers derives it for max_position_embeddings 4 x the original context.
+void longrope(fixture::Spec &s, uint32_t original_context, uint32_t half) {
+    gpt::RopeScaling &r = s.rope_scaling;
+    r.type = gpt::RopeScalingType::LONGROPE;
+    r.original_context = original_context;
+    r.attention_factor = (float)std::sqrt(1 + std::log(4.0) / std::log((double)original_context));
+    for (uint32_t i = 0; i < half; i++) {
+        r.short_factor.push_back(1.0f + 0.05f * (float)i);
+        r.long_factor.push_back(1.5f + 1.7f * (float)i);
+    }
+}
+
 fixture::Spec base_spec(const std::string &name) {
     fixture::Spec s;
     if (name == "gpt2_tied") {
@@ -86,16 +104,48 @@ fixture::Spec base_spec(const std::string &name) {
         s.arch = GPT_ARCH_LLAMA;
         s.n_layers = 3, s.d_model = 48, s.n_heads = 6, s.n_kv_heads = 1, s.head_dim = 8, s.d_ff = 64;
         s.vocab_size = 75, s.tied_head = false, s.qkv_bias = true, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f;
+    } else if (name == "llama3_scaled_tied") {
+        // Llama 3.x: llama3 scaling whose bands (original context 64: wavelengths above 64
+        // divided by 8, 16..64 blended, below 16 kept) each hold some of the 8 frequencies.
+        s.arch = GPT_ARCH_LLAMA;
+        s.n_layers = 2, s.d_model = 40, s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 16, s.d_ff = 56;
+        s.vocab_size = 67, s.tied_head = true, s.rope_theta = 500000.0f;
+        s.rope_scaling.type = gpt::RopeScalingType::LLAMA3;
+        s.rope_scaling.factor = 8, s.rope_scaling.low_freq_factor = 1, s.rope_scaling.high_freq_factor = 4;
+        s.rope_scaling.original_context = 64;
+    } else if (name == "llama_linear") {
+        s.arch = GPT_ARCH_LLAMA;
+        s.n_layers = 2, s.d_model = 36, s.n_heads = 6, s.n_kv_heads = 3, s.head_dim = 6, s.d_ff = 50;
+        s.vocab_size = 59, s.rope_scaling.type = gpt::RopeScalingType::LINEAR, s.rope_scaling.factor = 4;
+    } else if (name == "qwen3_gqa") {
+        s.arch = GPT_ARCH_QWEN3; // q_dim 96 != d_model 40, q/k norms, attention_bias (test_convert has none)
+        s.n_layers = 2, s.d_model = 40, s.n_heads = 6, s.n_kv_heads = 2, s.head_dim = 16, s.d_ff = 56;
+        s.vocab_size = 71, s.tied_head = true, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f, s.qkv_bias = true;
+    } else if (name == "phi3_window_short") {
+        // Phi-3-mini-like: full rotation, longrope whose original context (64) is the whole
+        // context (short factors), a sliding window shorter than most test sequences.
+        s.arch = GPT_ARCH_PHI3;
+        s.n_layers = 2, s.d_model = 48, s.n_heads = 4, s.n_kv_heads = 4, s.head_dim = 12, s.d_ff = 64;
+        s.vocab_size = 73, s.sliding_window = 7;
+        longrope(s, 64, 6);
+    } else if (name == "phi3_partial_long") {
+        // Phi-4-mini-like: 3/4 of each head rotates, GQA, tied head, original context 16 below
+        // the context's 64 positions (long factors).
+        s.arch = GPT_ARCH_PHI3;
+        s.n_layers = 2, s.d_model = 48, s.n_heads = 6, s.n_kv_heads = 2, s.head_dim = 16, s.d_ff = 40;
+        s.vocab_size = 61, s.tied_head = true, s.rope_dim = 12;
+        longrope(s, 16, 6);
     }
     s.context_length = 64;
     return s;
 }
 
-const char *kModelNames[] = {"gpt2_tied", "gpt2_untied", "llama_mha", "llama_gqa_tied", "qwen2_like"};
+const char *kModelNames[] = {"gpt2_tied",   "gpt2_untied",  "llama_mha",         "llama_gqa_tied",   "qwen2_like",
+                             "llama3_scaled_tied", "llama_linear", "qwen3_gqa", "phi3_window_short", "phi3_partial_long"};
 
 int setup_models(void **) {
     g_models = new std::vector<TestModel>();
-    g_models->reserve(15);
+    g_models->reserve(3 * (sizeof kModelNames / sizeof kModelNames[0]));
     for (const char *n : kModelNames) {
         for (DType t : {DType::F32, DType::F16, DType::BF16}) {
             fixture::Spec s = base_spec(n);
@@ -201,6 +251,83 @@ void test_logits_match_reference(void **) {
                          ref_tolerance(m.dtype), m.name + " last-token logits vs reference");
             gpt_ctx_free(ctx);
         }
+    }
+}
+
+// Longrope picks its factors per context: a context no longer than the original context
+// runs the short factors, a longer one the long factors (model/rope_scaling.h); the two
+// differ, so each comparison can tell them apart.
+void test_longrope_factors_follow_context(void **) {
+    std::mt19937_64 rng(reference::sub_seed("longrope_factors_follow_context"));
+    for (const TestModel &m : *g_models) {
+        if (m.fx.config.arch != GPT_ARCH_PHI3 || m.fx.config.rope_scaling.original_context >= m.fx.config.context_length) continue;
+        const uint32_t V = m.vocab(), orig = m.fx.config.rope_scaling.original_context;
+        const auto tokens = random_tokens(rng, V, orig);
+        reference::Layout short_ctx, long_ctx;
+        short_ctx.max_seq = orig;
+        long_ctx.max_seq = orig + 1;
+        const auto ref_short = reference::forward(m.fx.config, m.fx.tensors, tokens, short_ctx);
+        const auto ref_long = reference::forward(m.fx.config, m.fx.tensors, tokens, long_ctx);
+        for (uint32_t max_seq : {orig, orig + 1, m.fx.config.context_length}) {
+            gpt_ctx *ctx = make_ctx(m.model, 1, 0, 2, max_seq);
+            const auto out = forward_all(ctx, tokens, 1, V);
+            const auto &want = max_seq > orig ? ref_long : ref_short;
+            const auto &other = max_seq > orig ? ref_short : ref_long;
+            expect_close(reference::compare(out.data(), want.data(), tokens.size(), V), ref_tolerance(m.dtype),
+                         m.name + " max_seq " + std::to_string(max_seq) + " vs reference");
+            if (reference::compare(out.data(), other.data(), tokens.size(), V).row_rel < 1e-2)
+                fail_msg("%s max_seq %u: the other factors give the same logits; the test cannot tell them apart", m.name.c_str(), max_seq);
+            gpt_ctx_free(ctx);
+        }
+    }
+}
+
+// Hostile RoPE metadata: each bad value is refused at load with its status and a message
+// naming the key; nothing is run.
+void test_rejects_bad_rope_metadata(void **) {
+    using gpt::format::MetaValue;
+    namespace k = gpt::keys;
+    struct Case {
+        const char *model, *key;
+        MetaValue value;
+        gpt_status status;
+    };
+    const Case cases[] = {
+        {"phi3_partial_long", k::kRopeScalingType, MetaValue::of_str("yarn"), GPT_ERR_UNSUPPORTED},
+        {"phi3_partial_long", k::kRopeScalingShort, MetaValue::of_f32s({1, 1, 1}), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeScalingLong, MetaValue::of_f32s({1, 1, 1, 1, 1, NAN}), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeScalingLong, MetaValue::of_u32(3), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeScalingAttnFactor, MetaValue::of_f32(INFINITY), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeScalingOrigContext, MetaValue::of_u32(0), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeDim, MetaValue::of_u32(13), GPT_ERR_FORMAT},
+        {"phi3_partial_long", k::kRopeDim, MetaValue::of_u32(18), GPT_ERR_FORMAT},
+        {"llama3_scaled_tied", k::kRopeScalingFactor, MetaValue::of_f32(0.5f), GPT_ERR_FORMAT},
+        {"llama3_scaled_tied", k::kRopeScalingHighFreq, MetaValue::of_f32(0.5f), GPT_ERR_FORMAT},
+        {"llama3_scaled_tied", k::kSlidingWindow, MetaValue::of_u32(4), GPT_ERR_UNSUPPORTED},
+        {"llama_linear", k::kRopeScalingFactor, MetaValue::of_f32(NAN), GPT_ERR_FORMAT},
+    };
+    for (const Case &c : cases) {
+        const gpt::ModelConfig cfg = fixture::config_of(base_spec(c.model));
+        gpt::format::Writer w;
+        cfg.to_metadata(w.metadata());
+        w.metadata().set(c.key, c.value);
+        for (const gpt::TensorSlot &slot : gpt::tensor_table(cfg)) {
+            uint64_t n = 1;
+            for (uint64_t d : slot.shape) n *= d;
+            const std::vector<float> zeros(n, 0.0f);
+            w.add_tensor(slot.name, DType::F32, slot.shape, zeros.data(), zeros.size() * sizeof(float));
+        }
+        const std::vector<uint8_t> file = w.write_memory();
+        gpt_model_params mp;
+        gpt_model_params_init(&mp);
+        mp.device = GPT_DEVICE_CPU;
+        gpt_model *m = nullptr;
+        const gpt_status st = gpt_model_load_from_memory(file.data(), file.size(), &mp, &m);
+        if (st != c.status || !std::strstr(gpt_last_error(), c.key))
+            fail_msg("%s with a bad %s: %s (%s), expected %s naming the key", c.model, c.key, gpt_status_str(st), gpt_last_error(),
+                     gpt_status_str(c.status));
+        assert_null(m);
+        std::printf("# %s\n", gpt_last_error());
     }
 }
 
@@ -492,6 +619,8 @@ int main(void) {
     reference::test_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logits_match_reference),
+        cmocka_unit_test(test_longrope_factors_follow_context),
+        cmocka_unit_test(test_rejects_bad_rope_metadata),
         cmocka_unit_test(test_incremental_equals_full),
         cmocka_unit_test(test_batch_equals_separate),
         cmocka_unit_test(test_small_steps_equal_one_step),

@@ -3,7 +3,7 @@
 
 namespace gpt::keys {
 
-inline constexpr const char *kArchitecture = "general.architecture"; // str: "gpt2" | "llama"
+inline constexpr const char *kArchitecture = "general.architecture"; // str: "gpt2" | "llama" | "qwen3" | "phi3"
 inline constexpr const char *kName = "general.name";                 // str, optional
 inline constexpr const char *kSource = "general.source";             // str, optional: what it was converted from
 
@@ -19,6 +19,17 @@ inline constexpr const char *kNormEps = "model.norm_eps";           // f32
 inline constexpr const char *kRopeTheta = "model.rope_theta";       // f32 (llama)
 inline constexpr const char *kTiedHead = "model.tied_head";         // u32 0/1
 inline constexpr const char *kQkvBias = "model.qkv_bias";           // u32 0/1 (llama; gpt2 always has biases)
+inline constexpr const char *kRopeDim = "model.rope_dim";           // u32, optional: dims of a head that rotate (default head_dim; Phi-4-mini 3/4)
+inline constexpr const char *kSlidingWindow = "model.sliding_window"; // u32, optional: a query at p sees keys (p - w, p]; 0 or absent: all (phi3)
+// RoPE scaling (model/rope_scaling.h); absent: unscaled.
+inline constexpr const char *kRopeScalingType = "model.rope_scaling.type";                   // str: "linear" | "llama3" | "longrope"
+inline constexpr const char *kRopeScalingFactor = "model.rope_scaling.factor";               // f32 (linear, llama3)
+inline constexpr const char *kRopeScalingLowFreq = "model.rope_scaling.low_freq_factor";     // f32 (llama3)
+inline constexpr const char *kRopeScalingHighFreq = "model.rope_scaling.high_freq_factor";   // f32 (llama3)
+inline constexpr const char *kRopeScalingOrigContext = "model.rope_scaling.original_context"; // u32 (llama3, longrope)
+inline constexpr const char *kRopeScalingAttnFactor = "model.rope_scaling.attention_factor"; // f32 (longrope)
+inline constexpr const char *kRopeScalingShort = "model.rope_scaling.short_factor";          // f32[rope_dim / 2] (longrope)
+inline constexpr const char *kRopeScalingLong = "model.rope_scaling.long_factor";            // f32[rope_dim / 2] (longrope)
 
 inline constexpr const char *kTokModel = "tokenizer.model";         // str: "none" | "bpe" | "spm"
 inline constexpr const char *kTokPre = "tokenizer.pre";             // str: "gpt2" | "llama3" | "none"

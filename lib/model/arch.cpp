@@ -17,6 +17,8 @@ struct ArchEntry {
 constexpr ArchEntry kArchitectures[] = {
     {GPT_ARCH_GPT2, "gpt2", make_gpt2},
     {GPT_ARCH_LLAMA, "llama", make_llama},
+    {GPT_ARCH_QWEN3, "qwen3", make_qwen3},
+    {GPT_ARCH_PHI3, "phi3", make_phi3},
 };
 
 } // namespace

@@ -15,7 +15,7 @@ ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::str
     ModelConfig c;
     const std::string arch = m.require_str(keys::kArchitecture);
     const int a = arch_from_name(arch);
-    if (!a) fail(GPT_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (this library runs gpt2 and llama)", source.c_str(), arch.c_str());
+    if (!a) fail(GPT_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (this library runs gpt2, llama, qwen3 and phi3)", source.c_str(), arch.c_str());
     c.arch = (gpt_arch)a;
     m.get_str(keys::kName, &c.name);
     c.n_layers = m.require_u32(keys::kNLayers);
@@ -29,8 +29,14 @@ ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::str
     c.vocab_size = m.require_u32(keys::kVocabSize);
     c.context_length = m.require_u32(keys::kContextLength);
     c.norm_eps = m.require_f32(keys::kNormEps);
-    if (c.arch == GPT_ARCH_LLAMA) c.rope_theta = m.require_f32(keys::kRopeTheta);
-    else c.rope_theta = 0.0f;
+    if (c.rotary()) {
+        c.rope_theta = m.require_f32(keys::kRopeTheta);
+        m.get_u32(keys::kRopeDim, &c.rope_dim);
+        c.rope_scaling = RopeScaling::from_metadata(m, source);
+    } else {
+        c.rope_theta = 0.0f;
+    }
+    m.get_u32(keys::kSlidingWindow, &c.sliding_window);
     uint32_t flag = 0;
     c.tied_head = m.get_u32(keys::kTiedHead, &flag) && flag != 0;
     flag = 0;
@@ -73,11 +79,18 @@ void ModelConfig::validate(const std::string &source) const {
         fail(GPT_ERR_FORMAT, "%s: n_heads (%u) is not a multiple of n_kv_heads (%u)", s, n_heads, n_kv_heads);
     if (arch == GPT_ARCH_GPT2 && (n_kv_heads != n_heads || head_dim * n_heads != d_model))
         fail(GPT_ERR_FORMAT, "%s: gpt2 needs n_kv_heads == n_heads and head_dim * n_heads == d_model", s);
-    if (arch == GPT_ARCH_LLAMA && head_dim % 2 != 0)
+    if (rotary() && head_dim % 2 != 0)
         fail(GPT_ERR_FORMAT, "%s: head_dim %u must be even for rotary embeddings", s, head_dim);
+    if (rotary() && rope_dim != 0 && (rope_dim < 2 || rope_dim > head_dim || rope_dim % 2 != 0))
+        fail(GPT_ERR_FORMAT, "%s: %s %u must be even and in [2, head_dim %u]", s, keys::kRopeDim, rope_dim, head_dim);
+    if (rotary()) rope_scaling.validate(rot_dim(), source);
+    if (!rotary() && rope_scaling.type != RopeScalingType::NONE)
+        fail(GPT_ERR_FORMAT, "%s: RoPE scaling on an architecture without rotary positions", s);
+    if (sliding_window && arch != GPT_ARCH_PHI3)
+        fail(GPT_ERR_UNSUPPORTED, "%s: %s is set; this architecture runs full attention only", s, keys::kSlidingWindow);
     if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps) || norm_eps > 1.0f)
         fail(GPT_ERR_FORMAT, "%s: norm_eps %g is not a small positive number", s, (double)norm_eps);
-    if (arch == GPT_ARCH_LLAMA && (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)))
+    if (rotary() && (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)))
         fail(GPT_ERR_FORMAT, "%s: rope_theta %g is not positive", s, (double)rope_theta);
     if (bos_id < -1 || bos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: bos_id %d out of range", s, bos_id);
     if (eos_id < -1 || eos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: eos_id %d out of range", s, eos_id);
@@ -96,7 +109,12 @@ void ModelConfig::to_metadata(format::Metadata &m) const {
     m.set(keys::kVocabSize, MetaValue::of_u32(vocab_size));
     m.set(keys::kContextLength, MetaValue::of_u32(context_length));
     m.set(keys::kNormEps, MetaValue::of_f32(norm_eps));
-    if (arch == GPT_ARCH_LLAMA) m.set(keys::kRopeTheta, MetaValue::of_f32(rope_theta));
+    if (rotary()) {
+        m.set(keys::kRopeTheta, MetaValue::of_f32(rope_theta));
+        if (rope_dim && rope_dim != head_dim) m.set(keys::kRopeDim, MetaValue::of_u32(rope_dim));
+        rope_scaling.to_metadata(m);
+    }
+    if (sliding_window) m.set(keys::kSlidingWindow, MetaValue::of_u32(sliding_window));
     m.set(keys::kTiedHead, MetaValue::of_u32(tied_head ? 1 : 0));
     m.set(keys::kQkvBias, MetaValue::of_u32(qkv_bias ? 1 : 0));
     m.set(keys::kTokBos, MetaValue::of_i32(bos_id));

@@ -4,6 +4,7 @@
 
 #include "gpt.h"
 #include "format/metadata.h"
+#include "model/rope_scaling.h"
 
 #include <cstdint>
 #include <string>
@@ -23,7 +24,10 @@ struct ModelConfig {
     uint32_t vocab_size = 0;
     uint32_t context_length = 0;
     float norm_eps = 1e-5f;
-    float rope_theta = 10000.0f; // llama only
+    float rope_theta = 10000.0f; // rotary architectures (all but gpt2)
+    uint32_t rope_dim = 0;        // dims of each head that rotate (even, <= head_dim); 0: head_dim
+    RopeScaling rope_scaling;     // none unless the file says
+    uint32_t sliding_window = 0;  // phi3: a query at p sees keys (p - w, p]; 0: all
     bool tied_head = false;
     bool qkv_bias = false;        // gpt2: always true
     int32_t bos_id = -1;
@@ -36,6 +40,8 @@ struct ModelConfig {
     uint32_t q_dim() const { return n_heads * head_dim; }
     uint32_t kv_dim() const { return n_kv_heads * head_dim; }
     uint32_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
+    bool rotary() const { return arch != GPT_ARCH_GPT2; }
+    uint32_t rot_dim() const { return rope_dim ? rope_dim : head_dim; }
 
     // Throws GPT_ERR_FORMAT (or UNSUPPORTED) naming the source and the bad field. Reads
     // tokenizer.bos_id, eos_id and eos_ids too: they steer generation.

@@ -1,7 +1,8 @@
-// llama.cpp - Llama family (Llama, Mistral, Qwen2): RMSNorm, rotate-half RoPE, grouped-query
-// attention (n_kv_heads divides n_heads), optional q/k/v biases (Qwen2), SwiGLU MLP, tied or
-// untied head.
+// llama.cpp - Llama family (Llama 1-3.x, Mistral, Qwen2): RMSNorm, rotate-half RoPE (scaled
+// as the config says: Llama 3.x's llama3, linear), grouped-query attention (n_kv_heads divides
+// n_heads), optional q/k/v biases (Qwen2), SwiGLU MLP, tied or untied head.
 #include "model/arch.h"
+#include "model/rope_scaling.h"
 
 #include <string>
 
@@ -46,7 +47,7 @@ public:
     ModelShape shape() const override {
         ModelShape s = shape_dims(c_);
         s.gated_ffn = true;
-        s.ropes.push_back(rope_default(c_.rope_theta, c_.head_dim));
+        s.ropes.push_back(scaled_rope(c_.rope_theta, c_.rot_dim(), c_.rope_scaling));
         return s;
     }
 

@@ -35,7 +35,13 @@ into /tmp/devpfx) and configure with `-Dcpp_args=-I/tmp/devpfx/usr/include`.
 Arguments: BUILD_DIR (holds tools/gpt and tests/dump_logits) and OUT_DIR (scratch space
 for the saved models and converted files; created if missing). Options: --only NAME
 (run the models whose name contains NAME), --gpt PATH and --dump-logits PATH to override
-the binaries, --tokens N for the greedy length (default 64).
+the binaries, --tokens N for the greedy length (default 64), --device cpu|N for our engine
+(default cpu; N: a CUDA ordinal).
+
+Also Llama 3.x RoPE scaling (llama3, linear), Qwen3 (q/k norms, head_dim 80 and 128 apart from
+hidden / heads) and Phi-3 / Phi-4-mini (fused tensors, longrope in its short and its long regime,
+partial rotation 0.75 of head_dim 96, a sliding window of 11 under an 80-token sequence); the
+RoPE frequencies transformers runs are checked against the formulas first.
 """
 
 import argparse
@@ -95,13 +101,108 @@ CLASSES = {
     "qwen2": (Qwen2Config, Qwen2ForCausalLM),
 }
 
+# ---- Llama 3.x RoPE scaling, Qwen3, Phi-3 / Phi-4-mini (issue #18). Scaled models carry their
+# RoPE settings in the config kwargs; check_scaled_rope() verifies that this transformers runs the
+# frequencies the formulas give before the logits are compared. Longrope switches factors by
+# sequence length in transformers (per forward call) and by context length here (per context):
+# each case stays in one regime for the prompt and all 64 greedy tokens (positions < 80), with
+# original_max_position_embeddings 128 (short factors throughout) or 8 (long factors throughout).
+for _family, _cfg, _cls in (("qwen3", "Qwen3Config", "Qwen3ForCausalLM"), ("phi3", "Phi3Config", "Phi3ForCausalLM")):
+    if hasattr(transformers, _cfg):
+        CLASSES[_family] = (getattr(transformers, _cfg), getattr(transformers, _cls))
+
+
+def _factors(n, a, b):
+    return [round(a + b * i, 6) for i in range(n)]
+
+
+LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 64}
+MODELS += [
+    # head_dim 64, theta 500000: frequencies 0-2 kept, 3-5 blended, the rest divided by 8.
+    ("llama3-scaled-384-6q2kv-tied", "llama",
+     dict(hidden_size=384, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2, intermediate_size=1000,
+          vocab_size=1003, max_position_embeddings=256, tie_word_embeddings=True, rope_scaling=dict(LLAMA3_SCALING)),
+     500000.0),
+    ("llama-linear4-320x5", "llama",
+     dict(hidden_size=320, num_hidden_layers=2, num_attention_heads=5, num_key_value_heads=5, intermediate_size=864,
+          vocab_size=1001, max_position_embeddings=256, tie_word_embeddings=False,
+          rope_scaling={"rope_type": "linear", "factor": 4.0}), 10000.0),
+    ("qwen3-320-6q2kv-hd80", "qwen3",
+     dict(hidden_size=320, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2, head_dim=80,
+          intermediate_size=704, vocab_size=1007, max_position_embeddings=128, tie_word_embeddings=False), 1000000.0),
+    ("qwen3-256-4q1kv-hd128-tied", "qwen3",
+     dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, head_dim=128,
+          intermediate_size=640, vocab_size=999, max_position_embeddings=128, tie_word_embeddings=True), 1000000.0),
+    # Phi-3-mini-like: head_dim 80, full rotation, longrope short factors, a sliding window of 11.
+    ("phi3-480x6-longrope-short-win11", "phi3",
+     dict(hidden_size=480, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=6, intermediate_size=1000,
+          vocab_size=1019, max_position_embeddings=512, original_max_position_embeddings=128, sliding_window=11,
+          tie_word_embeddings=False,
+          rope_scaling={"type": "longrope", "short_factor": _factors(40, 1.0, 0.02), "long_factor": _factors(40, 1.0, 0.3)}),
+     10000.0),
+    # Phi-4-mini-like: head_dim 96 with 3/4 rotating, GQA, tied, longrope long factors.
+    ("phi4-384-4q2kv-partial-long", "phi3",
+     dict(hidden_size=384, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=768,
+          vocab_size=1009, max_position_embeddings=512, original_max_position_embeddings=8, partial_rotary_factor=0.75,
+          sliding_window=None, tie_word_embeddings=True,
+          rope_scaling={"type": "longrope", "short_factor": _factors(36, 1.0, 0.05), "long_factor": _factors(36, 1.5, 0.4)}),
+     10000.0),
+]
+
+
+def expected_rope(kwargs, theta, seq_len):
+    """inv_freq and the cos/sin factor from the formulas of modeling_rope_utils.py, in float64."""
+    hd = kwargs.get("head_dim") or kwargs["hidden_size"] // kwargs["num_attention_heads"]
+    dim = int(hd * kwargs.get("partial_rotary_factor", 1.0))
+    inv = [theta ** (-2.0 * i / dim) for i in range(dim // 2)]
+    sc = kwargs.get("rope_scaling") or {}
+    kind = sc.get("rope_type", sc.get("type", "default"))
+    att = 1.0
+    if kind == "linear":
+        inv = [f / sc["factor"] for f in inv]
+    elif kind == "llama3":
+        ctx, lo, hi, fac = (sc["original_max_position_embeddings"], sc["low_freq_factor"], sc["high_freq_factor"],
+                            sc["factor"])
+        out = []
+        for f in inv:
+            wl = 2 * math.pi / f
+            if wl > ctx / lo:
+                f = f / fac
+            elif not wl < ctx / hi:
+                s_ = (ctx / wl - lo) / (hi - lo)
+                f = (1 - s_) * f / fac + s_ * f
+            out.append(f)
+        inv = out
+    elif kind == "longrope":
+        orig = kwargs["original_max_position_embeddings"]
+        ext = sc["long_factor"] if seq_len > orig else sc["short_factor"]
+        inv = [f / e for f, e in zip(inv, ext)]
+        factor = kwargs["max_position_embeddings"] / orig
+        att = math.sqrt(1 + math.log(factor) / math.log(orig)) if factor > 1 else 1.0
+    return torch.tensor(inv, dtype=torch.float64), att
+
+
+def check_scaled_rope(model, kwargs, theta):
+    """Fails when this transformers runs other frequencies than the formulas (at seq_len 16 and 80)."""
+    emb = model.model.rotary_emb
+    for seq_len in (PROMPT_LEN, PROMPT_LEN + 64):
+        emb(torch.zeros(1, dtype=torch.float32), torch.arange(seq_len)[None])
+        want, att = expected_rope(kwargs, theta, seq_len)
+        got = emb.inv_freq.double()
+        if got.shape != want.shape or float(((got - want).abs() / want).max()) > 1e-6:
+            raise RuntimeError(f"transformers {transformers.__version__} runs other RoPE frequencies than the formulas at "
+                               f"sequence length {seq_len}: {got[:4].tolist()} vs {want[:4].tolist()}")
+        if abs(float(getattr(emb, "attention_scaling", 1.0)) - att) > 1e-6:
+            raise RuntimeError(f"attention factor {getattr(emb, 'attention_scaling', None)}, the formula gives {att}")
+
 
 def set_rope_theta(cfg, theta):
     """rope_theta lives in rope_parameters in transformers >= 5, at the top level before."""
     rp = getattr(cfg, "rope_parameters", None)
     if isinstance(rp, dict):
         rp["rope_theta"] = theta
-        rp.setdefault("rope_type", "default")
+        rp.setdefault("rope_type", rp.get("type", "default"))
     else:
         cfg.rope_theta = theta
 
@@ -110,6 +211,8 @@ def build_model(family, kwargs, theta, seed):
     cfg_cls, model_cls = CLASSES[family]
     extra = {} if theta is None else {"rope_theta": theta}
     cfg = cfg_cls(**kwargs, **extra, attn_implementation="eager")
+    if family == "phi3":
+        cfg.pad_token_id = 0  # Phi3Config's default pad id (32000) is outside these vocabularies
     if family == "gpt2":
         cfg.bos_token_id = cfg.eos_token_id = kwargs["vocab_size"] - 1
     else:
@@ -118,7 +221,9 @@ def build_model(family, kwargs, theta, seed):
         set_rope_theta(cfg, theta)
     torch.manual_seed(seed)
     model = model_cls(cfg).to(torch.float32).eval()
-    if theta is not None:
+    if family in ("qwen3", "phi3") or "rope_scaling" in kwargs:
+        check_scaled_rope(model, kwargs, theta)
+    elif theta is not None:
         # Make sure this transformers version really runs the theta we meant (and saves).
         hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         inv = model.model.rotary_emb.inv_freq.double()
@@ -200,7 +305,8 @@ def check_model(name, family, kwargs, theta, seed, args):
 
     ref = hf_logits(model, prompt)
     out_logits = os.path.join(args.out_dir, name + ".logits.f32")
-    run([args.dump_logits, "logits", gpt_file, out_logits] + [str(t) for t in prompt], "dump_logits logits")
+    dev = ["--device", args.device]
+    run([args.dump_logits] + dev + ["logits", gpt_file, out_logits] + [str(t) for t in prompt], "dump_logits logits")
     ours = read_f32(out_logits, (PROMPT_LEN, vocab))
     max_ref = float(ref.abs().max())
     max_diff = float((ours - ref).abs().max())
@@ -209,7 +315,8 @@ def check_model(name, family, kwargs, theta, seed, args):
 
     hf_tokens, steps = hf_greedy(model, prompt, args.tokens)
     out_ids = os.path.join(args.out_dir, name + ".ids.i32")
-    run([args.dump_logits, "generate", gpt_file, out_ids, str(args.tokens)] + [str(t) for t in prompt], "dump_logits generate")
+    run([args.dump_logits] + dev + ["generate", gpt_file, out_ids, str(args.tokens)] + [str(t) for t in prompt],
+        "dump_logits generate")
     our_tokens = read_i32(out_ids)
     greedy = "identical"
     greedy_ok = our_tokens == hf_tokens
@@ -245,6 +352,7 @@ def main():
     ap.add_argument("--gpt", default=None)
     ap.add_argument("--dump-logits", default=None)
     ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--device", default="cpu", help="our engine's device: cpu (default) or a CUDA ordinal (0, ...)")
     args = ap.parse_args()
     args.gpt = args.gpt or os.path.join(args.build_dir, "tools", "gpt")
     args.dump_logits = args.dump_logits or os.path.join(args.build_dir, "tests", "dump_logits")
@@ -254,7 +362,7 @@ def main():
             return 2
     os.makedirs(args.out_dir, exist_ok=True)
     torch.set_grad_enabled(False)
-    print(f"transformers {transformers.__version__}, torch {torch.__version__}; tolerance {LOGIT_TOL:g} "
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}; our engine on {args.device}; tolerance {LOGIT_TOL:g} "
           f"(max |diff| / max |ref| over {PROMPT_LEN} positions), {args.tokens} greedy tokens")
 
     rows, failures = [], 0

@@ -50,7 +50,10 @@ gpt::ModelConfig config_of(const Spec &s) {
     c.vocab_size = s.vocab_size;
     c.context_length = s.context_length;
     c.norm_eps = s.norm_eps;
-    c.rope_theta = s.arch == GPT_ARCH_LLAMA ? s.rope_theta : 0.0f;
+    c.rope_theta = s.arch != GPT_ARCH_GPT2 ? s.rope_theta : 0.0f;
+    c.rope_dim = s.rope_dim;
+    c.rope_scaling = s.rope_scaling;
+    c.sliding_window = s.sliding_window;
     c.tied_head = s.tied_head;
     c.qkv_bias = s.arch == GPT_ARCH_GPT2 || s.qkv_bias;
     c.bos_id = s.bos_id;

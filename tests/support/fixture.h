@@ -25,6 +25,10 @@ struct Spec {
     float scale = 0.3f; // std of matrix entries (larger than trained models, to make logits spread)
     int32_t bos_id = -1, eos_id = -1;
     std::vector<int32_t> eos_ids; // tokenizer.eos_ids beyond eos_id (written when it says more)
+    // Rotary architectures: rotated dims per head (0: head_dim), scaling, phi3's window.
+    uint32_t rope_dim = 0;
+    gpt::RopeScaling rope_scaling;
+    uint32_t sliding_window = 0;
 };
 
 struct Model {

@@ -165,12 +165,38 @@ HfModel make_hf(const HfSpec &s) {
         c["rms_norm_eps"] = s.eps;
         c["hidden_act"] = "silu";
         if (s.type != "qwen2") c["attention_bias"] = false;
+        const gpt::RopeScaling &sc = s.scaling;
+        json scaling = nullptr;
+        if (sc.type == gpt::RopeScalingType::LINEAR) scaling = {{"rope_type", "linear"}, {"factor", sc.factor}};
+        if (sc.type == gpt::RopeScalingType::LLAMA3)
+            scaling = {{"rope_type", "llama3"}, {"factor", sc.factor}, {"low_freq_factor", sc.low_freq_factor},
+                       {"high_freq_factor", sc.high_freq_factor}, {"original_max_position_embeddings", sc.original_context}};
+        if (sc.type == gpt::RopeScalingType::LONGROPE) {
+            // As Phi-3 / Phi-4-mini publish it: "type" (not rope_type), the original context beside it.
+            scaling = {{"type", "longrope"}, {"short_factor", sc.short_factor}, {"long_factor", sc.long_factor}};
+            c["original_max_position_embeddings"] = sc.original_context;
+        }
+        if (s.type == "qwen3") {
+            c["use_sliding_window"] = false;
+            c["sliding_window"] = nullptr;
+            c["max_window_layers"] = s.layers;
+        }
+        if (s.type == "phi3") {
+            c["sliding_window"] = s.sliding_window ? json(s.sliding_window) : json(nullptr);
+            c["resid_pdrop"] = 0.0;
+            c["embd_pdrop"] = 0.0;
+            c["attention_dropout"] = 0.0;
+            c["pad_token_id"] = s.bos;
+            if (s.rope_dim && s.rope_dim != hd) c["partial_rotary_factor"] = (double)s.rope_dim / (double)hd;
+            if (!c.contains("original_max_position_embeddings")) c["original_max_position_embeddings"] = s.ctx;
+        }
         if (s.rope == "top") c["rope_theta"] = s.theta;
         else if (s.rope == "parameters") c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", s.theta}};
         else {
             c["rope_theta"] = s.theta;
             c["rope_scaling"] = {{"rope_type", "default"}};
         }
+        if (!scaling.is_null()) c["rope_scaling"] = scaling;
         if (s.type == "mistral") c["sliding_window"] = s.sliding_window ? json(s.sliding_window) : json(nullptr);
         if (s.type == "qwen2") {
             c["use_sliding_window"] = false;
@@ -181,9 +207,17 @@ HfModel make_hf(const HfSpec &s) {
         for (uint32_t i = 0; i < s.layers; i++) {
             const std::string h = "model.layers." + std::to_string(i) + ".";
             m.add(rng, h + "input_layernorm.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "self_attn.q_proj.weight", {qd, d}, 0, wstd);
-            m.add(rng, h + "self_attn.k_proj.weight", {kvd, d}, 0, wstd);
-            m.add(rng, h + "self_attn.v_proj.weight", {kvd, d}, 0, wstd);
+            if (s.type == "phi3") {
+                m.add(rng, h + "self_attn.qkv_proj.weight", {qd + 2 * kvd, d}, 0, wstd);
+            } else {
+                m.add(rng, h + "self_attn.q_proj.weight", {qd, d}, 0, wstd);
+                m.add(rng, h + "self_attn.k_proj.weight", {kvd, d}, 0, wstd);
+                m.add(rng, h + "self_attn.v_proj.weight", {kvd, d}, 0, wstd);
+            }
+            if (s.type == "qwen3") {
+                m.add(rng, h + "self_attn.q_norm.weight", {hd}, 1, 0.2f);
+                m.add(rng, h + "self_attn.k_norm.weight", {hd}, 1, 0.2f);
+            }
             if (s.type == "qwen2") {
                 m.add(rng, h + "self_attn.q_proj.bias", {qd}, 0, 0.2f);
                 m.add(rng, h + "self_attn.k_proj.bias", {kvd}, 0, 0.2f);
@@ -191,8 +225,12 @@ HfModel make_hf(const HfSpec &s) {
             }
             m.add(rng, h + "self_attn.o_proj.weight", {d, qd}, 0, 0.8f / std::sqrt((float)qd));
             m.add(rng, h + "post_attention_layernorm.weight", {d}, 1, 0.1f);
-            m.add(rng, h + "mlp.gate_proj.weight", {ff, d}, 0, wstd);
-            m.add(rng, h + "mlp.up_proj.weight", {ff, d}, 0, wstd);
+            if (s.type == "phi3") {
+                m.add(rng, h + "mlp.gate_up_proj.weight", {2 * ff, d}, 0, wstd);
+            } else {
+                m.add(rng, h + "mlp.gate_proj.weight", {ff, d}, 0, wstd);
+                m.add(rng, h + "mlp.up_proj.weight", {ff, d}, 0, wstd);
+            }
             m.add(rng, h + "mlp.down_proj.weight", {d, ff}, 0, 0.8f / std::sqrt((float)ff));
         }
         m.add(rng, "model.norm.weight", {d}, 1, 0.1f);

@@ -1,9 +1,10 @@
 // hf_fixture.h - Hugging Face checkpoints written by the tests: a small safetensors writer
 // (single file, or shards with model.safetensors.index.json) and random gpt2 / llama /
-// mistral / qwen2 models with their config.json, values kept as stored.
+// mistral / qwen2 / qwen3 / phi3 models with their config.json, values kept as stored.
 #pragma once
 
 #include "format/spec.h"
+#include "model/rope_scaling.h"
 
 #include <cstdint>
 #include <map>
@@ -37,7 +38,7 @@ const char *st_name(gpt::DType t);
 
 // What make_hf draws. Sizes follow the config.json fields they become.
 struct HfSpec {
-    std::string type = "llama"; // gpt2 | llama | mistral | qwen2
+    std::string type = "llama"; // gpt2 | llama | mistral | qwen2 | qwen3 | phi3
     uint32_t d = 48, layers = 2, heads = 4, kv = 2, head_dim = 0 /* 0: d / heads, not in config.json */, ff = 72;
     uint32_t vocab = 67, ctx = 32;
     bool tied = false;
@@ -52,7 +53,13 @@ struct HfSpec {
     float theta = 10000.0f, eps = 1e-5f;
     int32_t bos = 1;
     std::vector<int32_t> eos = {2};
-    uint32_t sliding_window = 0;
+    uint32_t sliding_window = 0; // mistral, phi3 (0: null)
+    // RoPE scaling written as the checkpoints spell it (rope_scaling with rope_type / type,
+    // llama3's keys, longrope's short_factor / long_factor and Phi-3's top-level
+    // original_max_position_embeddings); attention_factor is not written (the converter derives
+    // it). phi3: rope_dim != head_dim writes partial_rotary_factor = rope_dim / head_dim.
+    gpt::RopeScaling scaling;
+    uint32_t rope_dim = 0;
     int shards = 1;
 };
 

@@ -65,19 +65,56 @@ double gelu_tanh(double x) {
 
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
-// RoPE on one head vector at position pos: pair i is (i, i + hd/2) (rotate-half, Hugging
-// Face) or (2i, 2i + 1) (interleaved, llama2.c).
-void rope(double *v, uint32_t hd, uint32_t pos, double theta, bool interleaved) {
-    const uint32_t half = hd / 2;
-    for (uint32_t i = 0; i < half; i++) {
-        const double inv_freq = std::pow(theta, -2.0 * (double)i / (double)hd);
-        const double a = (double)pos * inv_freq;
+// The rotation frequencies of a config, from the formulas (transformers'
+// modeling_rope_utils.py), not from the library's code: unscaled theta^(-2i/rot), linear
+// (/ factor), llama3 (wavelength bands), longrope (short or long factors by the context).
+std::vector<double> frequencies(const gpt::ModelConfig &c, uint32_t max_seq) {
+    const uint32_t rot = c.rope_dim ? c.rope_dim : c.head_dim;
+    const gpt::RopeScaling &sc = c.rope_scaling;
+    std::vector<double> f(rot / 2);
+    for (uint32_t i = 0; i < rot / 2; i++) {
+        double inv = 1.0 / std::pow((double)c.rope_theta, (2.0 * i) / rot);
+        switch (sc.type) {
+        case gpt::RopeScalingType::NONE: break;
+        case gpt::RopeScalingType::LINEAR: inv = inv / sc.factor; break;
+        case gpt::RopeScalingType::LLAMA3: {
+            const double wavelen = 2 * M_PI / inv, ctx = sc.original_context;
+            if (wavelen > ctx / sc.low_freq_factor) inv = inv / sc.factor;
+            else if (!(wavelen < ctx / sc.high_freq_factor)) {
+                const double smooth = (ctx / wavelen - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
+                inv = (1 - smooth) * inv / sc.factor + smooth * inv;
+            }
+            break;
+        }
+        case gpt::RopeScalingType::LONGROPE:
+            inv = inv / (max_seq > sc.original_context ? sc.long_factor[i] : sc.short_factor[i]);
+            break;
+        }
+        f[i] = inv;
+    }
+    return f;
+}
+
+// RoPE on one head vector at position pos, over its first 2 * freqs.size() dimensions:
+// pair i is (i, i + rot/2) (rotate-half, Hugging Face) or (2i, 2i + 1) (interleaved,
+// llama2.c); both parts scaled by mscale (longrope's attention factor).
+void rope(double *v, const std::vector<double> &freqs, uint32_t pos, double mscale, bool interleaved) {
+    const size_t half = freqs.size();
+    for (size_t i = 0; i < half; i++) {
+        const double a = (double)pos * freqs[i];
         double &v0 = interleaved ? v[2 * i] : v[i];
         double &v1 = interleaved ? v[2 * i + 1] : v[i + half];
         const double x0 = v0, x1 = v1;
-        v0 = x0 * std::cos(a) - x1 * std::sin(a);
-        v1 = x1 * std::cos(a) + x0 * std::sin(a);
+        v0 = (x0 * std::cos(a) - x1 * std::sin(a)) * mscale;
+        v1 = (x1 * std::cos(a) + x0 * std::sin(a)) * mscale;
     }
+}
+
+// RMSNorm of one head (Qwen3's q_norm / k_norm).
+void head_rms_norm(double *v, size_t hd, const std::vector<float> &w, double eps) {
+    const Vec x(v, v + hd);
+    const Vec y = rms_norm(x, w, eps);
+    for (size_t i = 0; i < hd; i++) v[i] = y[i];
 }
 
 } // namespace
@@ -88,6 +125,12 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
     const size_t T = tokens.size(), d = c.d_model, V = c.vocab_size, hd = c.head_dim;
     const size_t nh = c.n_heads, nkv = c.n_kv_heads, qd = nh * hd, kvd = nkv * hd, ff = c.d_ff;
     const double eps = c.norm_eps;
+    const bool qk_norm = c.arch == GPT_ARCH_QWEN3;
+    const uint32_t max_seq = layout.max_seq ? layout.max_seq : c.context_length;
+    const std::vector<double> freqs = gpt2 ? std::vector<double>() : frequencies(c, max_seq);
+    const double mscale = c.rope_scaling.type == gpt::RopeScalingType::LONGROPE ? c.rope_scaling.attention_factor : 1.0;
+    // Phi-3's window: a query at position i sees keys j with i - window < j <= i.
+    const size_t window = c.arch == GPT_ARCH_PHI3 ? c.sliding_window : 0;
 
     // Embeddings.
     const auto &tok_emb = tensor(t, "tok_emb.weight");
@@ -114,10 +157,14 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
             q[i].assign(qkv.begin(), qkv.begin() + qd);
             k[i].assign(qkv.begin() + qd, qkv.begin() + qd + kvd);
             v[i].assign(qkv.begin() + qd + kvd, qkv.end());
+            if (qk_norm) {
+                for (size_t h_ = 0; h_ < nh; h_++) head_rms_norm(q[i].data() + h_ * hd, hd, tensor(t, p + "attn_q_norm.weight"), eps);
+                for (size_t g = 0; g < nkv; g++) head_rms_norm(k[i].data() + g * hd, hd, tensor(t, p + "attn_k_norm.weight"), eps);
+            }
             if (!gpt2) {
                 const bool il = layout.interleaved_rope;
-                for (size_t h_ = 0; h_ < nh; h_++) rope(q[i].data() + h_ * hd, (uint32_t)hd, (uint32_t)i, c.rope_theta, il);
-                for (size_t g = 0; g < nkv; g++) rope(k[i].data() + g * hd, (uint32_t)hd, (uint32_t)i, c.rope_theta, il);
+                for (size_t h_ = 0; h_ < nh; h_++) rope(q[i].data() + h_ * hd, freqs, (uint32_t)i, mscale, il);
+                for (size_t g = 0; g < nkv; g++) rope(k[i].data() + g * hd, freqs, (uint32_t)i, mscale, il);
             }
         }
         const double scale = 1.0 / std::sqrt((double)hd);
@@ -128,15 +175,16 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
                 const size_t g = h_ / group;
                 Vec s(i + 1);
                 double mx = -INFINITY;
-                for (size_t j = 0; j <= i; j++) {
+                const size_t first = window && i + 1 > window ? i + 1 - window : 0;
+                for (size_t j = first; j <= i; j++) {
                     double dot = 0;
                     for (size_t e = 0; e < hd; e++) dot += q[i][h_ * hd + e] * k[j][g * hd + e];
                     s[j] = dot * scale;
                     mx = std::max(mx, s[j]);
                 }
                 double sum = 0;
-                for (size_t j = 0; j <= i; j++) sum += (s[j] = std::exp(s[j] - mx));
-                for (size_t j = 0; j <= i; j++)
+                for (size_t j = first; j <= i; j++) sum += (s[j] = std::exp(s[j] - mx));
+                for (size_t j = first; j <= i; j++)
                     for (size_t e = 0; e < hd; e++) att[h_ * hd + e] += s[j] / sum * v[j][g * hd + e];
             }
             const Vec o = linear(tensor(t, p + "attn_out.weight"), gpt2 ? &tensor(t, p + "attn_out.bias") : nullptr, att, d,

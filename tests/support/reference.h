@@ -16,6 +16,11 @@
 //            x += W_out attention; h = RMSNorm(x); [gate | up] = W_gate_up h;
 //            x += W_down (silu(gate) * up)
 //          logits = head . RMSNorm(x).
+//          RoPE frequencies follow the config's rope_scaling (linear, llama3, longrope with
+//          its attention factor on cos and sin) and rotate the first rope_dim dimensions only.
+//   Qwen3: Llama with RMSNorm(q head) * attn_q_norm, RMSNorm(k head) * attn_k_norm before RoPE.
+//   Phi3:  Llama (fused tensors as stored), with a sliding window: query t sees keys
+//          (t - window, t] when sliding_window is set.
 // Attention: softmax(q . k / sqrt(head_dim)) over keys 0..t.
 // Matrices are row-major [out][in] (the weight file's layout) unless Layout::conv1d says the
 // GPT-2 block matrices are stored [in][out], as Hugging Face's Conv1D keeps them.
@@ -42,6 +47,9 @@ struct Layout {
     // GPT-2's attn_qkv, attn_out, ffn_up and ffn_down weights are stored [in][out] (Hugging
     // Face's Conv1D) instead of [out][in].
     bool conv1d = false;
+    // The context's max_seq the engine ran with (longrope picks short or long factors by it);
+    // 0: the config's context_length (a context created with max_seq 0).
+    uint32_t max_seq = 0;
 };
 
 // Logits of every position, row-major [tokens.size()][vocab_size]. Tensors under the weight

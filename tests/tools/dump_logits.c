@@ -2,10 +2,11 @@
  * only, for tests/reference/hf_logits_check.py (which compares them with transformers).
  * Built by meson (not installed): build/tests/dump_logits.
  *
- *   dump_logits logits   MODEL OUT TOKEN...    every position's logits: float32 [n][vocab]
- *   dump_logits generate MODEL OUT N TOKEN...  N greedy tokens after the prompt, EOS
- *                                              ignored: int32 [N]
- * Runs on the CPU. Files are little-endian raw arrays; prints "tokens vocab" on stdout.
+ *   dump_logits [--device D] logits   MODEL OUT TOKEN...    every position's logits: float32 [n][vocab]
+ *   dump_logits [--device D] generate MODEL OUT N TOKEN...  N greedy tokens after the prompt, EOS
+ *                                                           ignored: int32 [N]
+ * Runs on the CPU, or with --device on D: "cpu" or a CUDA ordinal (0, 1, ...). The context
+ * holds exactly the prompt (logits) or prompt + N positions (generate). Files are little-endian raw arrays; prints "tokens vocab" on stdout.
  * Exit status 0 on success, 1 on a library error, 2 on a usage error. */
 #include "gpt.h"
 
@@ -14,8 +15,8 @@
 #include <string.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: dump_logits logits MODEL OUT TOKEN...\n"
-                    "       dump_logits generate MODEL OUT N TOKEN...\n");
+    fprintf(stderr, "usage: dump_logits [--device cpu|N] logits MODEL OUT TOKEN...\n"
+                    "       dump_logits [--device cpu|N] generate MODEL OUT N TOKEN...\n");
     return 2;
 }
 
@@ -58,7 +59,18 @@ int main(int argc, char **argv) {
     gpt_ctx_params cp;
     gpt_model_info info;
     gpt_status st;
+    int32_t device = GPT_DEVICE_CPU;
 
+    if (argc > 2 && strcmp(argv[1], "--device") == 0) {
+        if (strcmp(argv[2], "cpu") != 0) {
+            char *end = NULL;
+            long d = strtol(argv[2], &end, 10);
+            if (!*argv[2] || *end || d < 0 || d > 1024) return usage();
+            device = (int32_t)d;
+        }
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 5) return usage();
     generate = strcmp(argv[1], "generate") == 0;
     if (!generate && strcmp(argv[1], "logits") != 0) return usage();
@@ -79,7 +91,7 @@ int main(int argc, char **argv) {
     }
 
     gpt_model_params_init(&mp);
-    mp.device = GPT_DEVICE_CPU;
+    mp.device = device;
     st = gpt_model_load(model_path, &mp, &model);
     if (st != GPT_OK) {
         rc = lib_error(model_path, gpt_last_error());

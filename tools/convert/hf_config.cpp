@@ -92,8 +92,25 @@ float finite_f32(double v, const char *key, const std::string &src) {
     return (float)v;
 }
 
-// rope_scaling (transformers < 5) or rope_parameters (>= 5): only plain RoPE runs here.
-void read_rope_dict(const Fields &f, const char *key, float *theta, const std::string &src) {
+// A list of positive factors (longrope's short_factor / long_factor).
+std::vector<float> factor_list(const Fields &rf, const char *dict, const char *key, const std::string &src) {
+    if (!rf.has(key)) fail(GPT_ERR_FORMAT, "%s: %s type longrope needs \"%s\"", src.c_str(), dict, key);
+    const json &v = rf.at(key);
+    if (!v.is_array()) fail(GPT_ERR_FORMAT, "%s: %s.%s must be a list of numbers, not %s", src.c_str(), dict, key, json_excerpt(v).c_str());
+    std::vector<float> out;
+    for (const json &x : v) {
+        if (!x.is_number() || !(x.get<double>() > 0) || x.get<double>() > 1e9)
+            fail(GPT_ERR_FORMAT, "%s: %s.%s holds %s, not a positive factor", src.c_str(), dict, key, json_excerpt(x).c_str());
+        out.push_back((float)x.get<double>());
+    }
+    return out;
+}
+
+// rope_scaling (transformers < 5) or rope_parameters (>= 5): rope_theta, the partial rotary
+// factor (v5 keeps it there), and the scalings model/rope_scaling.h runs, with the same
+// defaults as transformers' modeling_rope_utils.py; any other type is refused by name.
+void read_rope_dict(const Fields &f, const char *key, float *theta, double *partial, RopeScaling *out, uint32_t max_pos,
+                    const std::string &src) {
     if (!f.has(key)) return;
     const json &r = f.at(key);
     if (!r.is_object()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be an object, not %s", src.c_str(), key, json_excerpt(r).c_str());
@@ -101,14 +118,48 @@ void read_rope_dict(const Fields &f, const char *key, float *theta, const std::s
     std::string type = "default";
     if (rf.has("rope_type")) type = rf.str_or("rope_type", type);
     else if (rf.has("type")) type = rf.str_or("type", type);
-    if (type != "default" && type != "none")
-        fail(GPT_ERR_UNSUPPORTED, "%s: %s type '%s' (RoPE scaling) is not supported; this engine runs unscaled RoPE only",
-             src.c_str(), key, type.c_str());
-    if (rf.has("factor") && rf.num_or("factor", 1.0) != 1.0)
-        fail(GPT_ERR_UNSUPPORTED, "%s: %s.factor %g (RoPE scaling) is not supported", src.c_str(), key, rf.num_or("factor", 1.0));
-    if (rf.has("partial_rotary_factor") && rf.num_or("partial_rotary_factor", 1.0) != 1.0)
-        fail(GPT_ERR_UNSUPPORTED, "%s: %s.partial_rotary_factor %g is not supported", src.c_str(), key, rf.num_or("partial_rotary_factor", 1.0));
     if (rf.has("rope_theta")) *theta = finite_f32(rf.num_or("rope_theta", 0), "rope_theta", src);
+    if (rf.has("partial_rotary_factor")) *partial = rf.num_or("partial_rotary_factor", 1.0);
+    RopeScaling s;
+    if (type == "default" || type == "none") {
+        if (rf.has("factor") && rf.num_or("factor", 1.0) != 1.0)
+            fail(GPT_ERR_UNSUPPORTED, "%s: %s.factor %g with type '%s' is not supported", src.c_str(), key, rf.num_or("factor", 1.0), type.c_str());
+        return;
+    }
+    // original_max_position_embeddings: in the dict (llama3, v5) or beside it (Phi-3).
+    auto original = [&]() -> uint32_t {
+        if (rf.has("original_max_position_embeddings")) return rf.u32("original_max_position_embeddings");
+        if (f.has("original_max_position_embeddings")) return f.u32("original_max_position_embeddings");
+        return max_pos;
+    };
+    if (type == "linear") {
+        s.type = RopeScalingType::LINEAR;
+        s.factor = finite_f32(rf.num_or("factor", NAN), "factor", src);
+    } else if (type == "llama3") {
+        s.type = RopeScalingType::LLAMA3;
+        s.factor = finite_f32(rf.num_or("factor", NAN), "factor", src);
+        s.low_freq_factor = finite_f32(rf.num_or("low_freq_factor", NAN), "low_freq_factor", src);
+        s.high_freq_factor = finite_f32(rf.num_or("high_freq_factor", NAN), "high_freq_factor", src);
+        if (!rf.has("original_max_position_embeddings"))
+            fail(GPT_ERR_FORMAT, "%s: %s type llama3 needs \"original_max_position_embeddings\"", src.c_str(), key);
+        s.original_context = rf.u32("original_max_position_embeddings");
+    } else if (type == "longrope") {
+        s.type = RopeScalingType::LONGROPE;
+        s.short_factor = factor_list(rf, key, "short_factor", src);
+        s.long_factor = factor_list(rf, key, "long_factor", src);
+        s.original_context = original();
+        // transformers: the config's attention_factor, else sqrt(1 + ln f / ln original) with f
+        // the config's factor or max_position_embeddings / original (1 when f <= 1).
+        const double factor = rf.has("factor") ? rf.num_or("factor", 1.0) : (double)max_pos / s.original_context;
+        double att = 1.0;
+        if (rf.has("attention_factor")) att = rf.num_or("attention_factor", 1.0);
+        else if (factor > 1.0) att = std::sqrt(1 + std::log(factor) / std::log((double)s.original_context));
+        s.attention_factor = finite_f32(att, "attention_factor", src);
+    } else {
+        fail(GPT_ERR_UNSUPPORTED, "%s: %s type '%s' (RoPE scaling) is not supported; this engine runs default, linear, llama3 and longrope",
+             src.c_str(), key, type.c_str());
+    }
+    *out = s;
 }
 
 // Sets bos/eos (first valid eos) and the eos list; ids outside the vocabulary are dropped.
@@ -187,25 +238,49 @@ void read_llama_family(HfConfig &h, const Fields &f, const std::string &src) {
     c.tied_head = f.bool_or("tie_word_embeddings", false);
 
     float theta = finite_f32(f.num_or("rope_theta", 10000.0), "rope_theta", src);
-    read_rope_dict(f, "rope_scaling", &theta, src);
-    read_rope_dict(f, "rope_parameters", &theta, src);
+    double partial = f.num_or("partial_rotary_factor", 1.0);
+    read_rope_dict(f, "rope_scaling", &theta, &partial, &c.rope_scaling, c.context_length, src);
+    read_rope_dict(f, "rope_parameters", &theta, &partial, &c.rope_scaling, c.context_length, src);
     c.rope_theta = theta;
-    if (f.has("partial_rotary_factor") && f.num_or("partial_rotary_factor", 1.0) != 1.0)
-        fail(GPT_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported", src.c_str(), f.num_or("partial_rotary_factor", 1.0));
+    if (partial != 1.0) {
+        // transformers rotates int(head_dim * partial_rotary_factor) dimensions (phi3 only).
+        if (type != "phi3")
+            fail(GPT_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g is not supported for %s", src.c_str(), partial, type.c_str());
+        const double dims = c.head_dim * partial;
+        if (!(partial > 0 && partial <= 1) || (uint32_t)dims % 2 != 0 || (uint32_t)dims < 2)
+            fail(GPT_ERR_UNSUPPORTED, "%s: partial_rotary_factor %g rotates %g of head_dim %u dimensions; an even count >= 2 is needed",
+                 src.c_str(), partial, dims, c.head_dim);
+        c.rope_dim = (uint32_t)dims;
+    }
 
     const std::string act = f.str_or("hidden_act", "silu");
     if (act != "silu" && act != "swish")
         fail(GPT_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported; the %s MLP here is SwiGLU (silu)", src.c_str(), act.c_str(), type.c_str());
     if (f.bool_or("mlp_bias", false)) fail(GPT_ERR_UNSUPPORTED, "%s: mlp_bias (biases in the MLP) is not supported", src.c_str());
 
-    if (type == "qwen2") {
+    if (type == "phi3") {
+        // Phi3Attention has no biases whatever attention_bias says; lm_head_bias is Phi-4's.
+        c.arch = GPT_ARCH_PHI3;
+        c.qkv_bias = false;
+        if (f.bool_or("lm_head_bias", false)) fail(GPT_ERR_UNSUPPORTED, "%s: lm_head_bias (a bias on the head) is not supported", src.c_str());
+        // transformers masks keys outside (p - sliding_window, p] for phi3 (its sliding-window
+        // causal mask); a window as long as the context changes nothing.
+        if (f.has("sliding_window")) c.sliding_window = f.u32("sliding_window");
+        if (c.sliding_window >= c.context_length) c.sliding_window = 0;
+    } else if (type == "qwen2") {
         c.qkv_bias = true; // Qwen2 always has q/k/v biases and no o_proj bias
         if (f.bool_or("use_sliding_window", false) && f.has("sliding_window"))
             h.warnings.push_back(src + ": use_sliding_window is set (window " + std::to_string(f.u32("sliding_window")) +
                                  "); this engine runs full attention, which matches only for contexts within the window");
     } else {
+        // llama, mistral, qwen3: attention_bias puts biases on q, k, v and o.
         c.qkv_bias = f.bool_or("attention_bias", false);
         h.o_proj_bias = c.qkv_bias;
+    }
+    if (type == "qwen3") {
+        c.arch = GPT_ARCH_QWEN3;
+        if (f.bool_or("use_sliding_window", false))
+            fail(GPT_ERR_UNSUPPORTED, "%s: use_sliding_window is true; qwen3 runs here with full attention only", src.c_str());
     }
     if (type == "mistral" && f.has("sliding_window")) {
         const uint32_t w = f.u32("sliding_window");
@@ -225,9 +300,11 @@ HfConfig parse_hf_config(const std::string &text, const std::string &src) {
     if (!f.has("model_type")) fail(GPT_ERR_FORMAT, "%s: no \"model_type\"", src.c_str());
     h.model_type = f.str_or("model_type", "");
     if (h.model_type == "gpt2") read_gpt2(h, f, src);
-    else if (h.model_type == "llama" || h.model_type == "mistral" || h.model_type == "qwen2") read_llama_family(h, f, src);
+    else if (h.model_type == "llama" || h.model_type == "mistral" || h.model_type == "qwen2" || h.model_type == "qwen3" ||
+             h.model_type == "phi3")
+        read_llama_family(h, f, src);
     else
-        fail(GPT_ERR_UNSUPPORTED, "%s: model_type '%s' is not supported (supported: gpt2, llama, mistral, qwen2)", src.c_str(),
+        fail(GPT_ERR_UNSUPPORTED, "%s: model_type '%s' is not supported (supported: gpt2, llama, mistral, qwen2, qwen3, phi3)", src.c_str(),
              h.model_type.c_str());
     h.torch_dtype = f.has("torch_dtype") ? f.str_or("torch_dtype", "") : f.str_or("dtype", "");
 

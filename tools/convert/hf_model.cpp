@@ -159,17 +159,26 @@ void plan_gpt2(TensorPlan &p, Source &s, const HfConfig &h) {
 
 void plan_llama(TensorPlan &p, Source &s, const HfConfig &h) {
     ModelConfig &c = p.config;
-    const uint64_t d = c.d_model, v = c.vocab_size, ff = c.d_ff, qd = c.q_dim(), kvd = c.kv_dim();
+    const uint64_t d = c.d_model, v = c.vocab_size, ff = c.d_ff, qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
+    const bool phi3 = c.arch == GPT_ARCH_PHI3, qwen3 = c.arch == GPT_ARCH_QWEN3;
     add(p, "tok_emb.weight", {v, d}, {s.matrix("model.embed_tokens.weight", v, d)});
     for (uint32_t i = 0; i < c.n_layers; i++) {
         const std::string hf = "model.layers." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
         const std::string at = hf + "self_attn.", mlp = hf + "mlp.";
         add(p, o + "attn_norm.weight", {d}, {s.vector(hf + "input_layernorm.weight", d)});
-        add(p, o + "attn_qkv.weight", {qd + 2 * kvd, d},
-            {s.matrix(at + "q_proj.weight", qd, d), s.matrix(at + "k_proj.weight", kvd, d), s.matrix(at + "v_proj.weight", kvd, d)});
+        // Phi-3 stores q, k, v rows already fused in our order (Phi3Attention slices qkv_proj so).
+        if (phi3)
+            add(p, o + "attn_qkv.weight", {qd + 2 * kvd, d}, {s.matrix(at + "qkv_proj.weight", qd + 2 * kvd, d)});
+        else
+            add(p, o + "attn_qkv.weight", {qd + 2 * kvd, d},
+                {s.matrix(at + "q_proj.weight", qd, d), s.matrix(at + "k_proj.weight", kvd, d), s.matrix(at + "v_proj.weight", kvd, d)});
         if (c.qkv_bias)
             add(p, o + "attn_qkv.bias", {qd + 2 * kvd},
                 {s.vector(at + "q_proj.bias", qd), s.vector(at + "k_proj.bias", kvd), s.vector(at + "v_proj.bias", kvd)});
+        if (qwen3) {
+            add(p, o + "attn_q_norm.weight", {hd}, {s.vector(at + "q_norm.weight", hd)});
+            add(p, o + "attn_k_norm.weight", {hd}, {s.vector(at + "k_norm.weight", hd)});
+        }
         add(p, o + "attn_out.weight", {d, qd}, {s.matrix(at + "o_proj.weight", d, qd)});
         if (h.o_proj_bias && s.find(at + "o_proj.bias")) {
             const SrcMatrix ob = s.vector(at + "o_proj.bias", d);
@@ -178,7 +187,12 @@ void plan_llama(TensorPlan &p, Source &s, const HfConfig &h) {
                      ob.what.substr(0, ob.what.find(": tensor")).c_str(), at.c_str());
         }
         add(p, o + "ffn_norm.weight", {d}, {s.vector(hf + "post_attention_layernorm.weight", d)});
-        add(p, o + "ffn_gate_up.weight", {2 * ff, d}, {s.matrix(mlp + "gate_proj.weight", ff, d), s.matrix(mlp + "up_proj.weight", ff, d)});
+        // Phi-3's gate_up_proj: gate rows first (Phi3MLP chunks its output into gate, up).
+        if (phi3)
+            add(p, o + "ffn_gate_up.weight", {2 * ff, d}, {s.matrix(mlp + "gate_up_proj.weight", 2 * ff, d)});
+        else
+            add(p, o + "ffn_gate_up.weight", {2 * ff, d},
+                {s.matrix(mlp + "gate_proj.weight", ff, d), s.matrix(mlp + "up_proj.weight", ff, d)});
         add(p, o + "ffn_down.weight", {d, ff}, {s.matrix(mlp + "down_proj.weight", d, ff)});
     }
     add(p, "out_norm.weight", {d}, {s.vector("model.norm.weight", d)});
