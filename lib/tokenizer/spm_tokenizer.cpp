@@ -1,5 +1,6 @@
 // spm_tokenizer.cpp - SentencePiece-style BPE with byte fallback (Llama-2, TinyLlama,
-// llama2.c): spaces become "▁" (one prepended with add_space_prefix), each character is a
+// llama2.c, Phi-3, Mistral, Gemma): spaces become "▁" (one prepended with add_space_prefix,
+// where the source's prefix rule puts one), each character is a
 // token or falls back to its <0xNN> byte tokens (else <unk>, consecutive ones fused), then
 // the whole segment merges by rank when the data has merges, else by the merged token's
 // score (llama2.c / SentencePiece: highest score first, leftmost on ties).
@@ -47,7 +48,8 @@ std::string spm_piece(const std::string &token) {
 class SpmTokenizer final : public TokenizerBase {
 public:
     SpmTokenizer(const TokenizerData &d, const std::string &source)
-        : TokenizerBase(d, source), add_space_prefix_(d.add_space_prefix), merge_ranker_(*this), score_ranker_(*this) {
+        : TokenizerBase(d, source), add_space_prefix_(d.add_space_prefix), prefix_rule_(d.prefix_rule), merge_ranker_(*this),
+          score_ranker_(*this) {
         if (merges_.empty() && scores_.empty())
             fail(GPT_ERR_FORMAT, "%s: SentencePiece-style tokenizer has neither merges nor scores to merge by", source_.c_str());
         by_rank_ = !merges_.empty();
@@ -65,11 +67,11 @@ public:
     }
 
 protected:
-    void encode_text(std::string_view text, std::vector<int32_t> &out) const override {
+    void encode_text(std::string_view text, bool at_start, std::vector<int32_t> &out) const override {
         if (text.empty()) return;
         std::string norm;
         norm.reserve(text.size() + 8);
-        if (add_space_prefix_) norm += kSpace;
+        if (wants_prefix(text, at_start)) norm += kSpace;
         for (char c : text) {
             if (c == ' ') norm += kSpace;
             else norm += c;
@@ -100,6 +102,16 @@ protected:
     }
 
 private:
+    // Hugging Face's Prepend normalizer prefixes every non-empty segment; Metaspace only one
+    // that does not already start with "▁" (a space, or a literal U+2581), and with
+    // prepend_scheme "first" only the segment at the start of the text.
+    bool wants_prefix(std::string_view text, bool at_start) const {
+        if (!add_space_prefix_) return false;
+        if (prefix_rule_ == SpacePrefixRule::EVERY_SEGMENT) return true;
+        if (text[0] == ' ' || text.compare(0, 3, kSpace) == 0) return false;
+        return prefix_rule_ == SpacePrefixRule::UNLESS_SPACE || at_start;
+    }
+
     bool bytes_cover(const unsigned char *s, uint32_t len) const {
         if (have_all_bytes_) return true;
         for (uint32_t k = 0; k < len; ++k)
@@ -126,6 +138,7 @@ private:
     };
 
     bool add_space_prefix_;
+    SpacePrefixRule prefix_rule_;
     bool by_rank_ = false;
     bool have_all_bytes_ = false;
     MergeRanker merge_ranker_;
