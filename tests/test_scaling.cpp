@@ -271,6 +271,11 @@ void test_bpe_letters(void **) {
     check_encode("o200k BPE: one upper-case run 'HHH...'", tiny_bpe(gpt::PreTokenizer::O200K), "H", false);
     check_encode("o200k BPE: one run of marks", tiny_bpe(gpt::PreTokenizer::O200K), "\xCC\x81", false);
     check_encode("o200k BPE: 'Hello' repeated", tiny_bpe(gpt::PreTokenizer::O200K), "Hello", false);
+    // NFC sorts a run of combining marks of two classes (n log n), composes each pair.
+    gpt::TokenizerData nfc = tiny_bpe(gpt::PreTokenizer::QWEN2);
+    nfc.normalizer = gpt::TextNormalizer::NFC;
+    check_encode("NFC BPE: one run of marks of two classes", nfc, "\xCC\x81\xCC\xA3", false);
+    check_encode("NFC BPE: 'e' + COMBINING ACUTE repeated (composes)", nfc, "e\xCC\x81", false);
     expect_linear();
 }
 

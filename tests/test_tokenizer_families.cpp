@@ -6,13 +6,16 @@
 // by hand from the rules in Hugging Face tokenizers' documentation and source (the regex
 // alternatives, Digits, Metaspace's prepend_scheme, AddedToken's lstrip/rstrip), never
 // produced by this code. Also: the converter's refusals of what the engine cannot
-// reproduce, and the new metadata fields' round trip. Random tests print their seed;
+// reproduce, and the new metadata fields' round trip. NFC (Qwen2.5/Qwen3's normalizer) is
+// checked against the Unicode Character Database's own NormalizationTest.txt cases
+// (tests/data/nfc_cases.txt). Random tests print their seed;
 // GPT_TEST_SEED reproduces.
 #include "convert/tokenizer_import.h"
 #include "core/error.h"
 #include "format/keys.h"
 #include "format/metadata.h"
 #include "tokenizer/byte_unicode.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode_tables.h"
@@ -25,6 +28,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -511,6 +515,83 @@ void test_added_token_strip(void **) {
     });
 }
 
+// ---------------------------------------------------------------- NFC (Qwen2.5 / Qwen3)
+
+std::string utf8_of(uint32_t cp) {
+    std::string out;
+    if (cp < 0x80) {
+        out += (char)cp;
+    } else if (cp < 0x800) {
+        out += (char)(0xC0 | (cp >> 6));
+        out += (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out += (char)(0xE0 | (cp >> 12));
+        out += (char)(0x80 | ((cp >> 6) & 0x3F));
+        out += (char)(0x80 | (cp & 0x3F));
+    } else {
+        out += (char)(0xF0 | (cp >> 18));
+        out += (char)(0x80 | ((cp >> 12) & 0x3F));
+        out += (char)(0x80 | ((cp >> 6) & 0x3F));
+        out += (char)(0x80 | (cp & 0x3F));
+    }
+    return out;
+}
+
+std::string from_hex_cps(const std::string &field) {
+    std::istringstream in(field);
+    std::string out, word;
+    while (in >> word) out += utf8_of((uint32_t)std::stoul(word, nullptr, 16));
+    return out;
+}
+
+void test_nfc_against_unicode(void **) {
+    run([] {
+        const char *dir = getenv("GPT_TEST_DATA_DIR");
+        std::string path = std::string(dir ? dir : "tests/data") + "/nfc_cases.txt";
+        std::ifstream f(path);
+        if (!f) fail_msg("cannot open %s (set GPT_TEST_DATA_DIR)", path.c_str());
+        std::string line;
+        size_t n = 0, changed = 0;
+        while (std::getline(f, line)) {
+            if (line.empty() || line[0] == '#') continue;
+            size_t semi = line.find(';');
+            std::string src = from_hex_cps(line.substr(0, semi)), want = from_hex_cps(line.substr(semi + 1));
+            std::string got = gpt::nfc(src);
+            if (got != want) fail_msg("NFC of %s: got '%s', want '%s'", line.c_str(), escaped(got).c_str(), escaped(want).c_str());
+            if (gpt::nfc(want) != want) fail_msg("NFC of NFC(%s) changed it", line.c_str());
+            ++n;
+            changed += src != want;
+        }
+        if (n < 4000 || changed < 2900) fail_msg("%s: only %zu cases (%zu changing)", path.c_str(), n, changed);
+        // Invalid UTF-8 passes through and composes with nothing.
+        assert_string_equal(escaped(gpt::nfc("e\xFF\xCC\x81")).c_str(), "e\\xFF\\xCC\\x81");
+        assert_string_equal(gpt::nfc("e\xCC\x81").c_str(), "\xC3\xA9");
+        assert_string_equal(gpt::nfc("plain ASCII").c_str(), "plain ASCII");
+        assert_false(gpt::may_change_under_nfc("\xC3\xA9 caf\xC3\xA9"));  // below U+0300: always NFC
+    });
+}
+
+void test_qwen25_nfc_import(void **) {
+    run([] {
+        // Qwen2.5's tokenizer.json: NFC normalizer, Split(Qwen2 regex), ByteLevel. ids 256 é (C3 A9 mapped).
+        const char *qwen2 = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+        std::string e_acute = gpt::byte_to_utf8(0xC3) + gpt::byte_to_utf8(0xA9);
+        json j = byte_level_json(split_then_byte_level(qwen2), {e_acute}, {gpt::byte_to_utf8(0xC3) + " " + gpt::byte_to_utf8(0xA9)},
+                                 json::array({added(257, "<|im_start|>", true)}));
+        j["normalizer"] = {{"type", "NFC"}};
+        Imported r = import_json(j);
+        assert_int_equal((int)r.data.normalizer, (int)gpt::TextNormalizer::NFC);
+        assert_int_equal(r.notes.size(), 0);
+        // e + COMBINING ACUTE becomes é before splitting; the special token is matched in the raw text
+        expect_ids(*r.tok, "caf\xC3\xA9", {'c', 'a', 'f', 256});
+        expect_ids(*r.tok, "cafe\xCC\x81<|im_start|>e\xCC\x81", {'c', 'a', 'f', 256, 257, 256});
+        // without the normalizer the mark stays: its own bytes, a word of its own
+        j["normalizer"] = nullptr;
+        Imported raw = import_json(j);
+        expect_ids(*raw.tok, "e\xCC\x81", {'e', 0xCC, 0x81});
+    });
+}
+
 // ---------------------------------------------------------------- metadata
 
 void test_metadata_round_trip(void **) {
@@ -523,11 +604,13 @@ void test_metadata_round_trip(void **) {
         d.lstrip_ids = {1};
         d.rstrip_ids = {2, 1};
         d.ignore_merges = true;
+        d.normalizer = gpt::TextNormalizer::NFC;
         gpt::format::Metadata m;
         d.to_metadata(m);
         TokenizerData back = TokenizerData::from_metadata(m, 3, "x");
         assert_int_equal((int)back.prefix_rule, (int)gpt::SpacePrefixRule::FIRST_SEGMENT);
         assert_true(back.ignore_merges);
+        assert_int_equal((int)back.normalizer, (int)gpt::TextNormalizer::NFC);
         assert_true(back.lstrip_ids == d.lstrip_ids);
         assert_true(back.rstrip_ids == d.rstrip_ids);
         for (PreTokenizer p : {PreTokenizer::O200K, PreTokenizer::GPT2_DIGITS}) {
@@ -568,6 +651,8 @@ int main() {
         cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_metaspace_schemes),
         cmocka_unit_test(test_added_token_strip),
+        cmocka_unit_test(test_nfc_against_unicode),
+        cmocka_unit_test(test_qwen25_nfc_import),
         cmocka_unit_test(test_metadata_round_trip),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

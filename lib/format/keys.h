@@ -35,6 +35,7 @@ inline constexpr const char *kTokAddBos = "tokenizer.add_bos";      // u32 0/1
 inline constexpr const char *kTokAddSpacePrefix = "tokenizer.add_space_prefix"; // u32 0/1 (spm)
 inline constexpr const char *kTokSpacePrefixRule = "tokenizer.space_prefix_rule"; // str: "every_segment" | "unless_space" | "first_segment" (spm)
 inline constexpr const char *kTokIgnoreMerges = "tokenizer.ignore_merges"; // u32 0/1 (bpe); absent: 1 for llama3
+inline constexpr const char *kTokNormalizer = "tokenizer.normalizer"; // str: "none" | "nfc"
 inline constexpr const char *kTokLstripIds = "tokenizer.lstrip_ids";  // i32[]: added tokens that take the whitespace before them
 inline constexpr const char *kTokRstripIds = "tokenizer.rstrip_ids";  // i32[]: added tokens that take the whitespace after them
 

@@ -7,6 +7,7 @@
 #include "tokenizer/tokenizer_impl.h"
 
 #include "core/error.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/utf8.h"
 
 #include <array>
@@ -53,6 +54,7 @@ public:
         if (merges_.empty() && scores_.empty())
             fail(GPT_ERR_FORMAT, "%s: SentencePiece-style tokenizer has neither merges nor scores to merge by", source_.c_str());
         by_rank_ = !merges_.empty();
+        nfc_ = d.normalizer == TextNormalizer::NFC;
         strip_leading_space_ = add_space_prefix_;
         pieces_.resize(tokens_.size());
         for (size_t id = 0; id < tokens_.size(); ++id) pieces_[id] = spm_piece(tokens_[id]);
@@ -67,8 +69,11 @@ public:
     }
 
 protected:
-    void encode_text(std::string_view text, bool at_start, std::vector<int32_t> &out) const override {
-        if (text.empty()) return;
+    void encode_text(std::string_view raw, bool at_start, std::vector<int32_t> &out) const override {
+        if (raw.empty()) return;
+        std::string normalized;
+        if (nfc_ && may_change_under_nfc(raw)) normalized = nfc(raw);
+        const std::string_view text = normalized.empty() ? raw : std::string_view(normalized);
         std::string norm;
         norm.reserve(text.size() + 8);
         if (wants_prefix(text, at_start)) norm += kSpace;
@@ -140,6 +145,7 @@ private:
     bool add_space_prefix_;
     SpacePrefixRule prefix_rule_;
     bool by_rank_ = false;
+    bool nfc_ = false;
     bool have_all_bytes_ = false;
     MergeRanker merge_ranker_;
     ScoreRanker score_ranker_;

@@ -100,6 +100,11 @@ TokenizerData TokenizerData::from_metadata(const format::Metadata &m, uint32_t v
             if (x < 0 || x >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: %s holds %d, outside the vocabulary", src, key, x);
         *out = *v;
     };
+    std::string norm = "none";
+    m.get_str(keys::kTokNormalizer, &norm);
+    if (norm == "none") t.normalizer = TextNormalizer::NONE;
+    else if (norm == "nfc") t.normalizer = TextNormalizer::NFC;
+    else fail(GPT_ERR_UNSUPPORTED, "%s: unknown %s '%s'", src, keys::kTokNormalizer, norm.c_str());
     ids(keys::kTokLstripIds, &t.lstrip_ids);
     ids(keys::kTokRstripIds, &t.rstrip_ids);
     return t;
@@ -122,6 +127,7 @@ void TokenizerData::to_metadata(format::Metadata &m) const {
     m.set(keys::kTokAddSpacePrefix, MetaValue::of_u32(add_space_prefix ? 1 : 0));
     m.set(keys::kTokSpacePrefixRule, MetaValue::of_str(space_prefix_rule_name(prefix_rule)));
     m.set(keys::kTokIgnoreMerges, MetaValue::of_u32(ignore_merges ? 1 : 0));
+    m.set(keys::kTokNormalizer, MetaValue::of_str(normalizer == TextNormalizer::NFC ? "nfc" : "none"));
     if (!lstrip_ids.empty()) m.set(keys::kTokLstripIds, MetaValue::of_i32s(lstrip_ids));
     if (!rstrip_ids.empty()) m.set(keys::kTokRstripIds, MetaValue::of_i32s(rstrip_ids));
 }

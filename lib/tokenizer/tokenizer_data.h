@@ -28,6 +28,10 @@ enum class PreTokenizer : uint8_t { NONE, GPT2, LLAMA3, QWEN2, O200K, GPT2_DIGIT
 // start of the text, unless it starts with a space (Metaspace "first").
 enum class SpacePrefixRule : uint8_t { EVERY_SEGMENT, UNLESS_SPACE, FIRST_SEGMENT };
 
+// Unicode normalization applied to text (each stretch between special tokens) before it is
+// split: none, or form C (Qwen2.5/Qwen3's NFC normalizer).
+enum class TextNormalizer : uint8_t { NONE, NFC };
+
 // Token types, as in SentencePiece / GGUF.
 enum TokenType : int32_t {
     TOKEN_NORMAL = 1,
@@ -50,6 +54,7 @@ struct TokenizerData {
     bool add_space_prefix = true;     // SPM: prepend "▁" to the text (Llama-2 does)
     SpacePrefixRule prefix_rule = SpacePrefixRule::EVERY_SEGMENT;  // SPM with add_space_prefix
     bool ignore_merges = false;       // BPE: a word that is itself a token is emitted whole
+    TextNormalizer normalizer = TextNormalizer::NONE;
     // Added tokens whose match takes the whitespace before (lstrip) / after (rstrip) it, as
     // Hugging Face's AddedToken flags do (Phi-3's chat tokens); ids, any order.
     std::vector<int32_t> lstrip_ids, rstrip_ids;

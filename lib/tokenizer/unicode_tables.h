@@ -29,7 +29,27 @@ struct FoldEntry {
     char ascii;    // ... whose simple case folding is this lower-case ASCII letter
 };
 
+// Normalization form C (unicode_nfc_tables.cpp): non-zero canonical combining classes,
+// single-level canonical decompositions (second 0 for a singleton; Hangul syllables are
+// algorithmic and absent), primary composites sorted by (first, second).
+struct CombiningRange {
+    uint32_t lo, hi;  // inclusive
+    uint8_t ccc;
+};
+struct Decomposition {
+    uint32_t cp, first, second;
+};
+struct Composition {
+    uint32_t first, second, composite;
+};
+
 extern const char *const kUnicodeVersion;
+extern const CombiningRange kCombiningRanges[];
+extern const size_t kCombiningRangeCount;
+extern const Decomposition kDecompositions[];
+extern const size_t kDecompositionCount;
+extern const Composition kCompositions[];
+extern const size_t kCompositionCount;
 extern const ClassRange kCharClassRanges[];
 extern const size_t kCharClassRangeCount;
 extern const CaseRange kCaseRanges[];

@@ -274,7 +274,7 @@ void check_spm_decoder(const std::string &path, const json &root, bool prepend, 
 
 // SentencePiece-style: spaces replaced by "▁" (normalizer Replace or Metaspace), one
 // prepended (Prepend normalizer or Metaspace's prepend_scheme, which decides the rule).
-bool detect_spm(const std::string &path, const json &root, bool *add_space_prefix, SpacePrefixRule *rule, ImportNotes *notes) {
+bool detect_spm(const std::string &path, const json &root, bool *add_space_prefix, SpacePrefixRule *rule, bool *nfc, ImportNotes *notes) {
     bool replace = false, prepend = false;
     std::vector<const json *> norms;
     flatten(get(root, "normalizer"), "normalizers", norms);
@@ -286,7 +286,7 @@ bool detect_spm(const std::string &path, const json &root, bool *add_space_prefi
         } else if (type == "Replace" && pat && get_str(*pat, "String") == " " && get_str(*n, "content") == kSpm) {
             replace = true;
         } else if (type == "NFC") {
-            note(notes, path + ": NFC normalizer is not applied; text that is not already NFC may encode differently");
+            *nfc = true;
         } else {
             fail(GPT_ERR_UNSUPPORTED, "%s: normalizer component '%s' is not supported", path.c_str(), type.c_str());
         }
@@ -476,12 +476,13 @@ TokenizerData import_hf_tokenizer(const std::string &path, const std::string &co
                 for (const json *n : norms) {
                     if (get_str(*n, "type") != "NFC")
                         fail(GPT_ERR_UNSUPPORTED, "%s: normalizer '%s' is not supported with byte-level BPE", p, get_str(*n, "type").c_str());
-                    note(notes, path + ": NFC normalizer is not applied; text that is not already NFC may encode differently");
+                    t.normalizer = TextNormalizer::NFC;
                 }
             }
             t.ignore_merges = get_bool(*model, "ignore_merges", false);
             if (byte_fallback) fail(GPT_ERR_UNSUPPORTED, "%s: byte-level BPE with byte_fallback is not supported", p);
-        } else if (detect_spm(path, root, &add_space_prefix, &prefix_rule, notes)) {
+        } else if (bool nfc = false; detect_spm(path, root, &add_space_prefix, &prefix_rule, &nfc, notes)) {
+            if (nfc) t.normalizer = TextNormalizer::NFC;
             t.kind = TokenizerKind::SPM;
             t.pre = PreTokenizer::NONE;
             t.add_space_prefix = add_space_prefix;
