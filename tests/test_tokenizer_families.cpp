@@ -439,6 +439,9 @@ void test_gemma(void **) {
         json bad = gemma_json();
         bad["decoder"] = spm_decoder(true);
         expect_refused(bad, "decoder strips");
+        bad = gemma_json();
+        bad["decoder"]["decoders"][0]["content"] = "_";
+        expect_refused(bad, "decoder Replace");
         // ... nor a Split on something the normalizer left in place.
         bad = gemma_json();
         bad["pre_tokenizer"]["pattern"]["String"] = "\n";

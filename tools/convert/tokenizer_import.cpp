@@ -261,7 +261,11 @@ void check_spm_decoder(const std::string &path, const json &root, bool prepend, 
         } else if (type == "Metaspace") {
             metaspace = true;
             if (get_str(*d, "prepend_scheme", get_bool(*d, "add_prefix_space", true) ? "always" : "never") != "never") strip = true;
-        } else if (type != "Replace" && type != "ByteFallback" && type != "Fuse") {
+        } else if (type == "Replace") {
+            const json *pat = get(*d, "pattern");
+            if (!pat || get_str(*pat, "String") != kSpm || get_str(*d, "content") != " ")
+                fail(GPT_ERR_UNSUPPORTED, "%s: decoder Replace other than U+2581 -> space is not supported", path.c_str());
+        } else if (type != "ByteFallback" && type != "Fuse") {
             fail(GPT_ERR_UNSUPPORTED, "%s: decoder component '%s' is not supported with SentencePiece-style BPE", path.c_str(), type.c_str());
         }
     }
