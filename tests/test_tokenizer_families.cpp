@@ -588,6 +588,10 @@ void test_qwen25_nfc_import(void **) {
         // e + COMBINING ACUTE becomes é before splitting; the special token is matched in the raw text
         expect_ids(*r.tok, "caf\xC3\xA9", {'c', 'a', 'f', 256});
         expect_ids(*r.tok, "cafe\xCC\x81<|im_start|>e\xCC\x81", {'c', 'a', 'f', 256, 257, 256});
+        // an added token matched in normalized text that NFC would rewrite is refused
+        json bad = j;
+        bad["added_tokens"].push_back({{"id", 258}, {"content", "e\xCC\x81!"}, {"normalized", true}, {"special", false}});
+        expect_refused(bad, "not in NFC");
         // without the normalizer the mark stays: its own bytes, a word of its own
         j["normalizer"] = nullptr;
         Imported raw = import_json(j);
