@@ -125,7 +125,8 @@ def training_text():
         base = os.path.join(REPO, root)
         for dirpath, _, files in sorted(os.walk(base)):
             for name in sorted(files):
-                if name.endswith((".txt", ".md", ".h", ".cpp", ".py")) and "unicode_tables" not in name:
+                generated = name.startswith("unicode_") or name == "nfc_cases.txt"  # tables, not text
+                if name.endswith((".txt", ".md", ".h", ".cpp", ".py")) and not generated:
                     try:
                         with open(os.path.join(dirpath, name), encoding="utf-8") as f:
                             texts.append(f.read())
