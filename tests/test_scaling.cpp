@@ -256,6 +256,9 @@ void test_bpe_digits(void **) {
     check_encode("gpt2 BPE: one run of digits", tiny_bpe(gpt::PreTokenizer::GPT2), kDigits, false);
     check_encode("llama3 BPE: one run of digits (\\p{N}{1,3} pieces)", tiny_bpe(gpt::PreTokenizer::LLAMA3), kDigits, false);
     check_encode("qwen2 BPE: one run of digits (\\p{N} pieces)", tiny_bpe(gpt::PreTokenizer::QWEN2), kDigits, false);
+    check_encode("o200k BPE: one run of digits", tiny_bpe(gpt::PreTokenizer::O200K), kDigits, false);
+    check_encode("gpt2_digits BPE: one run of digits", tiny_bpe(gpt::PreTokenizer::GPT2_DIGITS), kDigits, false);
+    check_encode("gpt2_digits BPE: digits between words", tiny_bpe(gpt::PreTokenizer::GPT2_DIGITS), "ab 1 2c", false);
     expect_linear();
 }
 
@@ -264,6 +267,15 @@ void test_bpe_letters(void **) {
     check_encode("gpt2 BPE: one word 'hellohello...'", tiny_bpe(gpt::PreTokenizer::GPT2), "hello", false);
     check_encode("llama3 BPE: one word 'hellohello...'", tiny_bpe(gpt::PreTokenizer::LLAMA3), "hello", false);
     check_encode("gpt2 BPE: one word 'lll...'", tiny_bpe(gpt::PreTokenizer::GPT2), "l", false);
+    // o200k backtracks over an upper-case run looking for lower case: none comes.
+    check_encode("o200k BPE: one upper-case run 'HHH...'", tiny_bpe(gpt::PreTokenizer::O200K), "H", false);
+    check_encode("o200k BPE: one run of marks", tiny_bpe(gpt::PreTokenizer::O200K), "\xCC\x81", false);
+    check_encode("o200k BPE: 'Hello' repeated", tiny_bpe(gpt::PreTokenizer::O200K), "Hello", false);
+    // NFC sorts a run of combining marks of two classes (n log n), composes each pair.
+    gpt::TokenizerData nfc = tiny_bpe(gpt::PreTokenizer::QWEN2);
+    nfc.normalizer = gpt::TextNormalizer::NFC;
+    check_encode("NFC BPE: one run of marks of two classes", nfc, "\xCC\x81\xCC\xA3", false);
+    check_encode("NFC BPE: 'e' + COMBINING ACUTE repeated (composes)", nfc, "e\xCC\x81", false);
     expect_linear();
 }
 
@@ -277,6 +289,11 @@ void test_special_partial_matches(void **) {
     // Every position starts a partial match of <|endoftext|> or <|x|>; a few match fully.
     check_encode("special tokens: text of partial matches", tiny_bpe(gpt::PreTokenizer::GPT2),
                  "<|endoftext|<|x|<|endoftext<|x|><|", true);
+    // lstrip/rstrip tokens widen over whitespace runs on both sides.
+    gpt::TokenizerData strip = tiny_bpe(gpt::PreTokenizer::GPT2);
+    strip.lstrip_ids = {260};
+    strip.rstrip_ids = {261};
+    check_encode("special tokens: lstrip/rstrip over whitespace", strip, "<|x|>  \t \n <|endoftext|>   ", true);
     expect_linear();
 }
 

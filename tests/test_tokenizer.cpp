@@ -176,6 +176,7 @@ TokenizerData tiny_bpe(PreTokenizer pre) {
     d.kind = TokenizerKind::BPE;
     d.pre = pre;
     d.add_space_prefix = false;
+    d.ignore_merges = pre == PreTokenizer::LLAMA3;  // as the converter sets it for Llama-3's tokenizer.json
     for (int b = 0; b < 256; ++b) d.tokens.push_back(gpt::byte_to_utf8((uint8_t)b));
     for (const char *t : {"he", "ll", "hell", "hello", "\xC4\xA0w", "or", "\xC4\xA0wor", "el", "\xC4\xA0xyz", "<|endoftext|>", "<|x|>", "<|x|>y"})
         d.tokens.push_back(t);
@@ -853,12 +854,13 @@ void test_import_hf_byte_level(void **) {
                     fail_msg("%s: imported tokenizer differs on '%s'", gpt::pretokenizer_name(c.pre), escaped(text).c_str());
             }
         }
-        // ignore_merges disagreeing with the pattern's model is noted; the engine follows the pattern.
+        // model.ignore_merges is carried as the file says, whatever the pattern.
         std::string p = dir.write("tokenizer.json", hf_byte_level_json(kQwen2Pattern, true, false).dump());
         gpt::ImportNotes notes;
-        gpt::import_hf_tokenizer(p, "", &notes);
-        assert_int_equal(notes.size(), 1);
-        assert_non_null(strstr(notes[0].c_str(), "ignore_merges"));
+        assert_true(gpt::import_hf_tokenizer(p, "", &notes).ignore_merges);
+        assert_int_equal(notes.size(), 0);
+        p = dir.write("tokenizer.json", hf_byte_level_json(kLlama3Pattern, false, false).dump());
+        assert_false(gpt::import_hf_tokenizer(p).ignore_merges);
         // Llama-3 style: BOS from the TemplateProcessing post-processor; config overrides.
         nlohmann::json j = hf_byte_level_json(kLlama3Pattern, true, false);
         j["post_processor"] = nlohmann::json::parse(R"({"type": "Sequence", "processors": [
@@ -897,14 +899,15 @@ void test_import_hf_spm(void **) {
         auto direct = make(tiny_spm());
         for (const auto &text : cases)
             if (enc(*imported, text, true) != enc(*direct, text, true)) fail_msg("spm: imported tokenizer differs on '%s'", escaped(text).c_str());
-        // Metaspace (split=false, prepend_scheme first) is accepted with a note
+        // Metaspace (split=false, prepend_scheme first): its own prefix rule, no caveat
         p = dir.write("tokenizer.json", hf_spm_json(true).dump());
         gpt::ImportNotes notes;
         d = gpt::import_hf_tokenizer(p, "", &notes);
         assert_int_equal((int)d.kind, (int)TokenizerKind::SPM);
         assert_true(d.add_space_prefix);
+        assert_int_equal((int)d.prefix_rule, (int)gpt::SpacePrefixRule::FIRST_SEGMENT);
         assert_false(d.add_bos);
-        assert_int_equal(notes.size(), 1);
+        assert_int_equal(notes.size(), 0);
         // config: add_bos_token
         std::string cfg = dir.write("tokenizer_config.json", R"({"add_bos_token": true, "bos_token": "<s>", "eos_token": "</s>"})");
         d = gpt::import_hf_tokenizer(p, cfg);

@@ -32,7 +32,7 @@ inline constexpr const char *kRopeScalingShort = "model.rope_scaling.short_facto
 inline constexpr const char *kRopeScalingLong = "model.rope_scaling.long_factor";            // f32[rope_dim / 2] (longrope)
 
 inline constexpr const char *kTokModel = "tokenizer.model";         // str: "none" | "bpe" | "spm"
-inline constexpr const char *kTokPre = "tokenizer.pre";             // str: "gpt2" | "llama3" | "none"
+inline constexpr const char *kTokPre = "tokenizer.pre";             // str: "none" | "gpt2" | "llama3" | "qwen2" | "o200k" | "gpt2_digits"
 inline constexpr const char *kTokTokens = "tokenizer.tokens";       // str[] (vocab_size entries)
 inline constexpr const char *kTokScores = "tokenizer.scores";       // f32[] (spm)
 inline constexpr const char *kTokTypes = "tokenizer.types";         // i32[]: 1 normal, 2 unknown, 3 control, 4 user, 6 byte
@@ -44,5 +44,10 @@ inline constexpr const char *kTokUnk = "tokenizer.unk_id";          // i32, -1 n
 inline constexpr const char *kTokPad = "tokenizer.pad_id";          // i32, -1 none
 inline constexpr const char *kTokAddBos = "tokenizer.add_bos";      // u32 0/1
 inline constexpr const char *kTokAddSpacePrefix = "tokenizer.add_space_prefix"; // u32 0/1 (spm)
+inline constexpr const char *kTokSpacePrefixRule = "tokenizer.space_prefix_rule"; // str: "every_segment" | "unless_space" | "first_segment" (spm)
+inline constexpr const char *kTokIgnoreMerges = "tokenizer.ignore_merges"; // u32 0/1 (bpe); absent: 1 for llama3
+inline constexpr const char *kTokNormalizer = "tokenizer.normalizer"; // str: "none" | "nfc"
+inline constexpr const char *kTokLstripIds = "tokenizer.lstrip_ids";  // i32[]: added tokens that take the whitespace before them
+inline constexpr const char *kTokRstripIds = "tokenizer.rstrip_ids";  // i32[]: added tokens that take the whitespace after them
 
 } // namespace gpt::keys

@@ -1,9 +1,10 @@
-// bpe_tokenizer.cpp - byte-level BPE (GPT-2, Llama-3, Qwen2): pre-tokenize with the source's
-// split regex, spell each word's bytes through bytes_to_unicode, merge by rank. Llama-3
-// also has Hugging Face's ignore_merges: a word that is itself a token is emitted whole.
+// bpe_tokenizer.cpp - byte-level BPE (GPT-2, Llama-3, Qwen2, Phi-4-mini, SmolLM2): pre-tokenize
+// with the source's split rule, spell each word's bytes through bytes_to_unicode, merge by
+// rank. With Hugging Face's ignore_merges (Llama-3) a word that is itself a token is emitted whole.
 #include "tokenizer/tokenizer_impl.h"
 
 #include "tokenizer/byte_unicode.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/utf8.h"
 
@@ -33,14 +34,18 @@ std::string byte_level_piece(const std::string &token) {
 class BpeTokenizer final : public TokenizerBase {
 public:
     BpeTokenizer(const TokenizerData &d, const std::string &source) : TokenizerBase(d, source), pre_(d.pre), ranker_(*this) {
-        ignore_merges_ = pre_ == PreTokenizer::LLAMA3;
+        ignore_merges_ = d.ignore_merges;
+        nfc_ = d.normalizer == TextNormalizer::NFC;
         pieces_.resize(tokens_.size());
         for (size_t id = 0; id < tokens_.size(); ++id) pieces_[id] = byte_level_piece(tokens_[id]);
         for (int b = 0; b < 256; ++b) byte_id_[b] = lookup_text(byte_to_utf8((uint8_t)b), false);
     }
 
 protected:
-    void encode_text(std::string_view text, std::vector<int32_t> &out) const override {
+    void encode_text(std::string_view raw, bool, std::vector<int32_t> &out) const override {
+        std::string normalized;
+        if (nfc_ && may_change_under_nfc(raw)) normalized = nfc(raw);
+        const std::string_view text = normalized.empty() ? raw : std::string_view(normalized);
         std::vector<TextSpan> words;
         pretokenize(pre_, text, words);
         std::vector<int32_t> syms;
@@ -71,6 +76,7 @@ protected:
 private:
     PreTokenizer pre_;
     bool ignore_merges_ = false;
+    bool nfc_ = false;
     MergeRanker ranker_;
     std::array<int32_t, 256> byte_id_{};
 };

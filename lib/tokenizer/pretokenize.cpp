@@ -1,10 +1,15 @@
-// pretokenize.cpp - the three split regexes, each alternative coded as the regex engine
-// would try it at a position (first alternative that matches wins; greedy quantifiers
-// backtrack where a later part fails). The patterns, verbatim from the tokenizer.json files:
+// pretokenize.cpp - the split regexes, each alternative coded as the regex engine would try
+// it at a position (first alternative that matches wins; greedy quantifiers backtrack where a
+// later part fails). The patterns, verbatim from the tokenizer.json files:
 //   GPT2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //   LLAMA3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
 //           ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //   QWEN2:  as LLAMA3 with \p{N} in place of \p{N}{1,3}
+//   O200K:  [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+//           [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+//           \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//   GPT2_DIGITS: Hugging Face's Digits(individual_digits=true) first (every \p{N} character
+//           is a word of its own), then the GPT2 regex within each stretch between them.
 #include "tokenizer/pretokenize.h"
 
 #include "tokenizer/unicode_tables.h"
@@ -19,20 +24,23 @@ using unicode::CC_LETTER;
 using unicode::CC_NUMBER;
 using unicode::CC_OTHER;
 using unicode::CC_SPACE;
+using unicode::CaseClass;
 
 struct Units {
     std::vector<uint32_t> cp;      // utf8::kInvalid for an invalid byte
     std::vector<CharClass> cls;
     std::vector<size_t> offset;    // [n + 1] byte offset of each unit
+    std::vector<CaseClass> letter_case;  // o200k only: the letter sets of each unit
     size_t n = 0;
 
-    explicit Units(std::string_view text) {
+    explicit Units(std::string_view text, bool with_case = false) {
         const auto *s = reinterpret_cast<const unsigned char *>(text.data());
         size_t pos = 0;
         while (pos < text.size()) {
             utf8::Unit u = utf8::decode(s + pos, text.size() - pos);
             cp.push_back(u.cp);
             cls.push_back(u.cp == utf8::kInvalid ? CC_OTHER : unicode::char_class(u.cp));
+            if (with_case) letter_case.push_back(u.cp == utf8::kInvalid ? unicode::CASE_NONE : unicode::case_class(u.cp));
             offset.push_back(pos);
             pos += u.len;
         }
@@ -43,6 +51,10 @@ struct Units {
     bool is(size_t i, uint32_t c) const { return i < n && cp[i] == c; }
     bool of(size_t i, CharClass c) const { return i < n && cls[i] == c; }
     bool crlf(size_t i) const { return i < n && (cp[i] == '\r' || cp[i] == '\n'); }
+    bool upper(size_t i) const { return i < n && (letter_case[i] & unicode::CASE_UPPER); }
+    bool lower(size_t i) const { return i < n && (letter_case[i] & unicode::CASE_LOWER); }
+    // [^\r\n\p{L}\p{N}]: one unit that may open a word.
+    bool word_opener(size_t i) const { return i < n && !crlf(i) && cls[i] != CC_LETTER && cls[i] != CC_NUMBER; }
     size_t run(size_t i, CharClass c) const {   // end of the run of class c starting at i
         while (i < n && cls[i] == c) ++i;
         return i;
@@ -118,23 +130,95 @@ size_t match_llama3(const Units &u, size_t i, size_t max_digits) {
     return i + 1;  // unreachable
 }
 
-} // namespace
+// [U]*[L]+ from i (U, L the o200k letter sets), as the regex backtracks: the U run is
+// given back one unit at a time until a unit of L follows, then L takes its whole run.
+// 0 = no match. Each call looks at the U run once, and a failed call is followed by the
+// [U]+[L]* alternative, which consumes that run: linear overall.
+size_t match_upper_lower(const Units &u, size_t i) {
+    size_t k = i;
+    while (u.upper(k)) ++k;
+    for (size_t p = k + 1; p > i; --p)
+        if (u.lower(p - 1)) {
+            size_t e = p - 1;
+            while (u.lower(e)) ++e;
+            return e;
+        }
+    return 0;
+}
 
-void pretokenize(PreTokenizer kind, std::string_view text, std::vector<TextSpan> &out) {
+// [U]+[L]* from i; 0 = no match.
+size_t match_upper_run(const Units &u, size_t i) {
+    if (!u.upper(i)) return 0;
+    size_t e = i;
+    while (u.upper(e)) ++e;
+    while (u.lower(e)) ++e;
+    return e;
+}
+
+size_t with_contraction(const Units &u, size_t e) {
+    size_t c = match_contraction(u, e, true);
+    return c ? c : e;
+}
+
+size_t match_o200k(const Units &u, size_t i) {
+    // The two word alternatives, each with the optional opener tried first.
+    for (auto word : {match_upper_lower, match_upper_run}) {
+        if (u.word_opener(i))
+            if (size_t e = word(u, i + 1)) return with_contraction(u, e);
+        if (size_t e = word(u, i)) return with_contraction(u, e);
+    }
+    if (u.of(i, CC_NUMBER)) return u.run_upto(i, CC_NUMBER, 3);
+    //  ?[^\s\p{L}\p{N}]+[\r\n/]*
+    if (size_t e = match_opt_space_run(u, i, CC_OTHER)) {
+        while (u.crlf(e) || u.is(e, '/')) ++e;
+        return e;
+    }
+    if (u.of(i, CC_SPACE)) {
+        size_t k = u.run(i, CC_SPACE);
+        for (size_t p = k; p > i; --p)
+            if (u.crlf(p - 1)) return p;
+        return match_space_tail(u, i);
+    }
+    return i + 1;  // unreachable
+}
+
+// One regex over the whole of text (offsets shifted by base).
+void split_regex(PreTokenizer kind, std::string_view text, size_t base, std::vector<TextSpan> &out) {
     if (text.empty()) return;
-    Units u(text);
+    Units u(text, kind == PreTokenizer::O200K);
     size_t i = 0;
     while (i < u.n) {
         size_t e;
         switch (kind) {
         case PreTokenizer::LLAMA3: e = match_llama3(u, i, 3); break;
         case PreTokenizer::QWEN2: e = match_llama3(u, i, 1); break;
+        case PreTokenizer::O200K: e = match_o200k(u, i); break;
         default: e = match_gpt2(u, i); break;
         }
         if (e <= i) e = i + 1;  // defensive: always make progress
-        out.push_back({u.offset[i], u.offset[e]});
+        out.push_back({base + u.offset[i], base + u.offset[e]});
         i = e;
     }
+}
+
+// Digits(individual_digits=true): every \p{N} unit alone, the stretches between them split
+// by the GPT-2 regex on their own (a space before a digit is not joined to it).
+void split_digits_then_gpt2(std::string_view text, std::vector<TextSpan> &out) {
+    Units u(text);
+    size_t stretch = 0;  // unit index where the current non-digit stretch began
+    for (size_t i = 0; i <= u.n; ++i) {
+        if (i < u.n && u.cls[i] != CC_NUMBER) continue;
+        split_regex(PreTokenizer::GPT2, text.substr(u.offset[stretch], u.offset[i] - u.offset[stretch]), u.offset[stretch], out);
+        if (i < u.n) out.push_back({u.offset[i], u.offset[i + 1]});
+        stretch = i + 1;
+    }
+}
+
+} // namespace
+
+void pretokenize(PreTokenizer kind, std::string_view text, std::vector<TextSpan> &out) {
+    if (kind == PreTokenizer::GPT2_DIGITS) split_digits_then_gpt2(text, out);
+    else split_regex(kind, text, 0, out);
 }
 
 } // namespace gpt

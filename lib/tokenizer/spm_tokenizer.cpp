@@ -1,11 +1,13 @@
 // spm_tokenizer.cpp - SentencePiece-style BPE with byte fallback (Llama-2, TinyLlama,
-// llama2.c): spaces become "▁" (one prepended with add_space_prefix), each character is a
+// llama2.c, Phi-3, Mistral, Gemma): spaces become "▁" (one prepended with add_space_prefix,
+// where the source's prefix rule puts one), each character is a
 // token or falls back to its <0xNN> byte tokens (else <unk>, consecutive ones fused), then
 // the whole segment merges by rank when the data has merges, else by the merged token's
 // score (llama2.c / SentencePiece: highest score first, leftmost on ties).
 #include "tokenizer/tokenizer_impl.h"
 
 #include "core/error.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/utf8.h"
 
 #include <array>
@@ -47,10 +49,12 @@ std::string spm_piece(const std::string &token) {
 class SpmTokenizer final : public TokenizerBase {
 public:
     SpmTokenizer(const TokenizerData &d, const std::string &source)
-        : TokenizerBase(d, source), add_space_prefix_(d.add_space_prefix), merge_ranker_(*this), score_ranker_(*this) {
+        : TokenizerBase(d, source), add_space_prefix_(d.add_space_prefix), prefix_rule_(d.prefix_rule), merge_ranker_(*this),
+          score_ranker_(*this) {
         if (merges_.empty() && scores_.empty())
             fail(GPT_ERR_FORMAT, "%s: SentencePiece-style tokenizer has neither merges nor scores to merge by", source_.c_str());
         by_rank_ = !merges_.empty();
+        nfc_ = d.normalizer == TextNormalizer::NFC;
         strip_leading_space_ = add_space_prefix_;
         pieces_.resize(tokens_.size());
         for (size_t id = 0; id < tokens_.size(); ++id) pieces_[id] = spm_piece(tokens_[id]);
@@ -65,11 +69,14 @@ public:
     }
 
 protected:
-    void encode_text(std::string_view text, std::vector<int32_t> &out) const override {
-        if (text.empty()) return;
+    void encode_text(std::string_view raw, bool at_start, std::vector<int32_t> &out) const override {
+        if (raw.empty()) return;
+        std::string normalized;
+        if (nfc_ && may_change_under_nfc(raw)) normalized = nfc(raw);
+        const std::string_view text = normalized.empty() ? raw : std::string_view(normalized);
         std::string norm;
         norm.reserve(text.size() + 8);
-        if (add_space_prefix_) norm += kSpace;
+        if (wants_prefix(text, at_start)) norm += kSpace;
         for (char c : text) {
             if (c == ' ') norm += kSpace;
             else norm += c;
@@ -100,6 +107,16 @@ protected:
     }
 
 private:
+    // Hugging Face's Prepend normalizer prefixes every non-empty segment; Metaspace only one
+    // that does not already start with "▁" (a space, or a literal U+2581), and with
+    // prepend_scheme "first" only the segment at the start of the text.
+    bool wants_prefix(std::string_view text, bool at_start) const {
+        if (!add_space_prefix_) return false;
+        if (prefix_rule_ == SpacePrefixRule::EVERY_SEGMENT) return true;
+        if (text[0] == ' ' || text.compare(0, 3, kSpace) == 0) return false;
+        return prefix_rule_ == SpacePrefixRule::UNLESS_SPACE || at_start;
+    }
+
     bool bytes_cover(const unsigned char *s, uint32_t len) const {
         if (have_all_bytes_) return true;
         for (uint32_t k = 0; k < len; ++k)
@@ -126,7 +143,9 @@ private:
     };
 
     bool add_space_prefix_;
+    SpacePrefixRule prefix_rule_;
     bool by_rank_ = false;
+    bool nfc_ = false;
     bool have_all_bytes_ = false;
     MergeRanker merge_ranker_;
     ScoreRanker score_ranker_;

@@ -4,15 +4,19 @@
 #include "tokenizer/tokenizer_impl.h"
 
 #include "core/error.h"
+#include "tokenizer/unicode_tables.h"
+#include "tokenizer/utf8.h"
+
+#include <algorithm>
 
 namespace gpt {
 
 std::unique_ptr<Tokenizer> Tokenizer::create(const TokenizerData &data, const std::string &source) {
     switch (data.kind) {
     case TokenizerKind::BPE:
-        if (data.pre != PreTokenizer::GPT2 && data.pre != PreTokenizer::LLAMA3 && data.pre != PreTokenizer::QWEN2)
-            fail(GPT_ERR_UNSUPPORTED, "%s: byte-level BPE with pre-tokenizer '%s' is not supported (gpt2, llama3, qwen2 are)",
-                 source.c_str(), pretokenizer_name(data.pre));
+        if (data.pre == PreTokenizer::NONE)
+            fail(GPT_ERR_UNSUPPORTED, "%s: byte-level BPE with pre-tokenizer '%s' is not supported (gpt2, llama3, qwen2, o200k, "
+                                      "gpt2_digits are)", source.c_str(), pretokenizer_name(data.pre));
         return detail::make_bpe_tokenizer(data, source);
     case TokenizerKind::SPM:
         return detail::make_spm_tokenizer(data, source);
@@ -60,14 +64,46 @@ bool TokenizerBase::MergeRanker::rank(int32_t left, int32_t right, PairMerge *m)
     return true;
 }
 
+namespace {
+
+bool is_space_at(std::string_view text, size_t pos, size_t *len) {
+    utf8::Unit u = utf8::decode(reinterpret_cast<const unsigned char *>(text.data()) + pos, text.size() - pos);
+    *len = u.len;
+    return u.cp != utf8::kInvalid && unicode::char_class(u.cp) == unicode::CC_SPACE;
+}
+
+// The end of the whitespace run starting at pos.
+size_t skip_space_forward(std::string_view text, size_t pos) {
+    size_t len;
+    while (pos < text.size() && is_space_at(text, pos, &len)) pos += len;
+    return pos;
+}
+
+// The start of the whitespace run ending at pos, not before floor.
+size_t skip_space_backward(std::string_view text, size_t floor, size_t pos) {
+    while (pos > floor) {
+        size_t start = pos - 1;  // back to the lead byte of the previous character
+        while (start > floor && pos - start < 4 && ((unsigned char)text[start] & 0xC0) == 0x80) --start;
+        size_t len;
+        if (!is_space_at(text, start, &len) || start + len != pos) break;
+        pos = start;
+    }
+    return pos;
+}
+
+} // namespace
+
 void TokenizerBase::encode(std::string_view text, bool add_bos, bool parse_special, std::vector<int32_t> &out) const {
     if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
     if (!parse_special || specials_.empty()) {
-        encode_text(text, out);
+        encode_text(text, true, out);
         return;
     }
     // Leftmost-longest special matches; the text between them is encoded on its own (so
-    // SPM's space prefix goes before each segment, as Hugging Face and llama.cpp do).
+    // SPM's space prefix goes before each segment, as Hugging Face and llama.cpp do). As in
+    // Hugging Face's AddedVocabulary, an lstrip/rstrip token's match widens over the
+    // whitespace beside it (never back into an earlier match), and the scan goes on from
+    // the end of the token itself.
     size_t start = 0, pos = 0;
     while (pos < text.size()) {
         int32_t id = -1;
@@ -76,12 +112,15 @@ void TokenizerBase::encode(std::string_view text, bool add_bos, bool parse_speci
             ++pos;
             continue;
         }
-        if (pos > start) encode_text(text.substr(start, pos - start), out);
+        size_t begin = pos, end = pos + len;
+        if (strip_[id] & kStripLeft) begin = skip_space_backward(text, start, begin);
+        if (strip_[id] & kStripRight) end = skip_space_forward(text, end);
+        if (begin > start) encode_text(text.substr(start, begin - start), start == 0, out);
         out.push_back(id);
         pos += len;
-        start = pos;
+        start = std::max(start, end);
     }
-    if (start < text.size()) encode_text(text.substr(start), out);
+    if (start < text.size()) encode_text(text.substr(start), start == 0, out);
 }
 
 std::string TokenizerBase::piece(int32_t id, bool render_special) const {

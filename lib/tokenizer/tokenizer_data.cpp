@@ -21,6 +21,17 @@ const char *pretokenizer_name(PreTokenizer p) {
     case PreTokenizer::GPT2: return "gpt2";
     case PreTokenizer::LLAMA3: return "llama3";
     case PreTokenizer::QWEN2: return "qwen2";
+    case PreTokenizer::O200K: return "o200k";
+    case PreTokenizer::GPT2_DIGITS: return "gpt2_digits";
+    }
+    return "?";
+}
+
+const char *space_prefix_rule_name(SpacePrefixRule r) {
+    switch (r) {
+    case SpacePrefixRule::EVERY_SEGMENT: return "every_segment";
+    case SpacePrefixRule::UNLESS_SPACE: return "unless_space";
+    case SpacePrefixRule::FIRST_SEGMENT: return "first_segment";
     }
     return "?";
 }
@@ -41,6 +52,8 @@ TokenizerData TokenizerData::from_metadata(const format::Metadata &m, uint32_t v
     else if (pre == "gpt2") t.pre = PreTokenizer::GPT2;
     else if (pre == "llama3") t.pre = PreTokenizer::LLAMA3;
     else if (pre == "qwen2") t.pre = PreTokenizer::QWEN2;
+    else if (pre == "o200k") t.pre = PreTokenizer::O200K;
+    else if (pre == "gpt2_digits") t.pre = PreTokenizer::GPT2_DIGITS;
     else fail(GPT_ERR_UNSUPPORTED, "%s: unknown tokenizer.pre '%s'", src, pre.c_str());
 
     const auto *tokens = m.get_strs(keys::kTokTokens);
@@ -70,6 +83,30 @@ TokenizerData TokenizerData::from_metadata(const format::Metadata &m, uint32_t v
     flag = 1;
     m.get_u32(keys::kTokAddSpacePrefix, &flag);
     t.add_space_prefix = flag != 0;
+    std::string rule = "every_segment";
+    m.get_str(keys::kTokSpacePrefixRule, &rule);
+    if (rule == "every_segment") t.prefix_rule = SpacePrefixRule::EVERY_SEGMENT;
+    else if (rule == "unless_space") t.prefix_rule = SpacePrefixRule::UNLESS_SPACE;
+    else if (rule == "first_segment") t.prefix_rule = SpacePrefixRule::FIRST_SEGMENT;
+    else fail(GPT_ERR_UNSUPPORTED, "%s: unknown %s '%s'", src, keys::kTokSpacePrefixRule, rule.c_str());
+    // Files written before the key existed: Llama-3's pre-tokenizer implied it.
+    flag = t.pre == PreTokenizer::LLAMA3 ? 1 : 0;
+    m.get_u32(keys::kTokIgnoreMerges, &flag);
+    t.ignore_merges = flag != 0;
+    auto ids = [&](const char *key, std::vector<int32_t> *out) {
+        const auto *v = m.get_i32s(key);
+        if (!v) return;
+        for (int32_t x : *v)
+            if (x < 0 || x >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: %s holds %d, outside the vocabulary", src, key, x);
+        *out = *v;
+    };
+    std::string norm = "none";
+    m.get_str(keys::kTokNormalizer, &norm);
+    if (norm == "none") t.normalizer = TextNormalizer::NONE;
+    else if (norm == "nfc") t.normalizer = TextNormalizer::NFC;
+    else fail(GPT_ERR_UNSUPPORTED, "%s: unknown %s '%s'", src, keys::kTokNormalizer, norm.c_str());
+    ids(keys::kTokLstripIds, &t.lstrip_ids);
+    ids(keys::kTokRstripIds, &t.rstrip_ids);
     return t;
 }
 
@@ -88,6 +125,11 @@ void TokenizerData::to_metadata(format::Metadata &m) const {
     m.set(keys::kTokPad, MetaValue::of_i32(pad_id));
     m.set(keys::kTokAddBos, MetaValue::of_u32(add_bos ? 1 : 0));
     m.set(keys::kTokAddSpacePrefix, MetaValue::of_u32(add_space_prefix ? 1 : 0));
+    m.set(keys::kTokSpacePrefixRule, MetaValue::of_str(space_prefix_rule_name(prefix_rule)));
+    m.set(keys::kTokIgnoreMerges, MetaValue::of_u32(ignore_merges ? 1 : 0));
+    m.set(keys::kTokNormalizer, MetaValue::of_str(normalizer == TextNormalizer::NFC ? "nfc" : "none"));
+    if (!lstrip_ids.empty()) m.set(keys::kTokLstripIds, MetaValue::of_i32s(lstrip_ids));
+    if (!rstrip_ids.empty()) m.set(keys::kTokRstripIds, MetaValue::of_i32s(rstrip_ids));
 }
 
 } // namespace gpt

@@ -37,8 +37,9 @@ protected:
     // string map, the merge table and the special-token matcher. Subclasses fill pieces_.
     TokenizerBase(const TokenizerData &data, const std::string &source);
 
-    // Encodes text that holds no special tokens (or is to be read as plain text).
-    virtual void encode_text(std::string_view text, std::vector<int32_t> &out) const = 0;
+    // Encodes text that holds no special tokens (or is to be read as plain text); at_start:
+    // the text begins the caller's text (SPM's "first segment" space prefix rule).
+    virtual void encode_text(std::string_view text, bool at_start, std::vector<int32_t> &out) const = 0;
 
     // The id of s for use in encoding plain text: -1 when absent or of a type text never
     // produces (CONTROL, UNUSED, and BYTE unless bytes_in_text).
@@ -66,6 +67,8 @@ protected:
     SpecialMatcher specials_;
     std::vector<std::string> pieces_;   // [vocab] bytes each token decodes to
     std::vector<bool> hidden_;          // [vocab] CONTROL/UNKNOWN: "" unless render_special
+    static constexpr uint8_t kStripLeft = 1, kStripRight = 2;
+    std::vector<uint8_t> strip_;        // [vocab] added tokens' lstrip/rstrip flags
     int32_t bos_id_ = -1, eos_id_ = -1, unk_id_ = -1, pad_id_ = -1;
     bool default_add_bos_ = false;
     bool strip_leading_space_ = false;

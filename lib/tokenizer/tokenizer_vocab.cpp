@@ -90,6 +90,15 @@ TokenizerBase::TokenizerBase(const TokenizerData &d, const std::string &source)
     unk_id_ = check_special("unk", d.unk_id);
     pad_id_ = check_special("pad", d.pad_id);
     default_add_bos_ = d.add_bos;
+    strip_.assign(tokens_.size(), 0);
+    auto strip_flags = [&](const char *what, const std::vector<int32_t> &ids, uint8_t flag) {
+        for (int32_t id : ids) {
+            if (id < 0 || id >= n) fail(GPT_ERR_FORMAT, "%s: tokenizer %s holds id %d, outside the vocabulary of %d", src, what, id, n);
+            strip_[id] |= flag;
+        }
+    };
+    strip_flags("lstrip_ids", d.lstrip_ids, kStripLeft);
+    strip_flags("rstrip_ids", d.rstrip_ids, kStripRight);
 
     if (d.merges.size() >= (size_t)std::numeric_limits<int32_t>::max())
         fail(GPT_ERR_FORMAT, "%s: tokenizer has %zu merges, too many", src, d.merges.size());

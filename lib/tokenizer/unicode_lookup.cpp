@@ -34,6 +34,22 @@ CharClass char_class(uint32_t cp) {
     return CC_OTHER;
 }
 
+CaseClass case_class(uint32_t cp) {
+    if (cp < 128) {
+        if (cp >= 'A' && cp <= 'Z') return CASE_UPPER;
+        if (cp >= 'a' && cp <= 'z') return CASE_LOWER;
+        return CASE_NONE;
+    }
+    size_t lo = 0, hi = kCaseRangeCount;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (kCaseRanges[mid].hi < cp) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < kCaseRangeCount && kCaseRanges[lo].lo <= cp) return kCaseRanges[lo].cls;
+    return CASE_NONE;
+}
+
 char fold_contraction_letter(uint32_t cp) {
     if (cp < 128) {
         char c = (char)cp;

@@ -304,6 +304,29 @@ int main(int argc, char **argv) {
               R"("normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"String":" "},"content":"▁"}]},)"
               R"("pre_tokenizer":null,"decoder":null,"model":{"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":true,)"
               R"("vocab":{"<unk>":0,"<s>":1,"<0x41>":2,"a":3,"▁":4,"▁a":5},"merges":["▁ a"]}})");
+    // The issue-18 families: SmolLM2 (Digits + ByteLevel), Qwen2.5 (NFC), Gemma (Replace +
+    // Split(" "), no prefix), Mistral v0.3 (Metaspace first), Phi-3 (rstrip chat tokens).
+    const std::string bl_model = R"("model":{"type":"BPE","vocab":{"a":0,"b":1,"1":2,"ab":3,"Ġ":4,"Ġa":5},"merges":["a b","Ġ a"]}})";
+    write("fuzz_tokenizer_import", "smollm2.json",
+          std::string(1, (char)0) + R"({"added_tokens":[{"id":6,"content":"<|im_start|>","special":true,"rstrip":true}],)"
+              R"("pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":true},)"
+              R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true}]},"decoder":{"type":"ByteLevel"},)" + bl_model);
+    write("fuzz_tokenizer_import", "qwen25_nfc.json",
+          std::string(1, (char)0) + R"({"normalizer":{"type":"NFC"},"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},)" + bl_model);
+    const std::string spm_model = R"("model":{"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":true,)"
+                                  R"("vocab":{"<unk>":0,"<s>":1,"<0x41>":2,"a":3,"▁":4,"▁a":5,"<|end|>":6},"merges":["▁ a"]}})";
+    const std::string spm_added = R"({"added_tokens":[{"id":0,"content":"<unk>","special":true},{"id":1,"content":"<s>","special":true},)"
+                                  R"({"id":6,"content":"<|end|>","special":true,"lstrip":true,"rstrip":true,"normalized":false}],)";
+    const std::string strip_decoder = R"("decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},)"
+                                      R"({"type":"ByteFallback"},{"type":"Fuse"},{"type":"Strip","content":" ","start":1,"stop":0}]},)";
+    write("fuzz_tokenizer_import", "gemma.json",
+          std::string("") + spm_added + R"("normalizer":{"type":"Replace","pattern":{"String":" "},"content":"▁"},)"
+              R"("pre_tokenizer":{"type":"Split","pattern":{"String":" "},"behavior":"MergedWithPrevious","invert":false},)"
+              R"("decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"}]},)" +
+              spm_model);
+    write("fuzz_tokenizer_import", "mistral_v03.json",
+          std::string("") + spm_added + R"("normalizer":null,"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"first","split":false},)" +
+              strip_decoder + spm_model);
     {
         // Many post-processors naming tokens (a vocabulary scan each was quadratic), and a
         // special_tokens id past 32 bits (2^32 + 3 became 3, the id of <s>).

@@ -6,6 +6,7 @@
 #include "convert/fs_util.h"
 
 #include "core/error.h"
+#include "tokenizer/nfc.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,11 @@ const char kLlama3Pattern[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char kQwen2Pattern[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+const char kO200kPattern[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 json parse_json_file(const std::string &path) {
     std::string text = convert::read_text_file(path);
@@ -161,6 +167,7 @@ PreTokenizer pattern_kind(const std::string &path, const std::string &pattern, I
     if (pattern == kGpt2Pattern) return PreTokenizer::GPT2;
     if (pattern == kLlama3Pattern) return PreTokenizer::LLAMA3;
     if (pattern == kQwen2Pattern) return PreTokenizer::QWEN2;
+    if (pattern == kO200kPattern) return PreTokenizer::O200K;
     // The same with the contractions spelled in ASCII classes instead of (?i:...): equal
     // except that the original also matches U+017F LONG S as 's'.
     const std::string ascii_contractions = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
@@ -172,20 +179,23 @@ PreTokenizer pattern_kind(const std::string &path, const std::string &pattern, I
             return p == kLlama3Pattern ? PreTokenizer::LLAMA3 : PreTokenizer::QWEN2;
         }
     }
-    fail(GPT_ERR_UNSUPPORTED, "%s: unsupported pre-tokenizer split pattern '%s' (supported: the GPT-2, Llama-3 and Qwen2 patterns)",
+    fail(GPT_ERR_UNSUPPORTED, "%s: unsupported pre-tokenizer split pattern '%s' (supported: the GPT-2, Llama-3, Qwen2 and o200k patterns)",
          path.c_str(), pattern.c_str());
 }
 
-// Byte-level: ByteLevel(use_regex=true) alone (GPT-2) or Split(pattern) + ByteLevel(use_regex=false).
+// Byte-level: ByteLevel(use_regex=true) alone (GPT-2), Split(pattern) + ByteLevel(use_regex=false),
+// or Digits(individual_digits=true) + ByteLevel(use_regex=true) (SmolLM2).
 bool detect_byte_level(const std::string &path, const json &root, PreTokenizer *pre, ImportNotes *notes) {
     std::vector<const json *> parts;
     flatten(get(root, "pre_tokenizer"), "pretokenizers", parts);
     const json *byte_level = nullptr;
     const json *split = nullptr;
+    const json *digits = nullptr;
     for (const json *p : parts) {
         std::string type = get_str(*p, "type");
         if (type == "ByteLevel") byte_level = p;
         else if (type == "Split" && !split) split = p;
+        else if (type == "Digits" && !digits) digits = p;
     }
     if (!byte_level) {
         const json *dec = get(root, "decoder");
@@ -200,8 +210,17 @@ bool detect_byte_level(const std::string &path, const json &root, PreTokenizer *
     for (const json *p : parts) {
         std::string type = get_str(*p, "type");
         if (type == "Split") ++n_split;
-        else if (type != "ByteLevel")
+        else if (type != "ByteLevel" && type != "Digits")
             fail(GPT_ERR_UNSUPPORTED, "%s: pre-tokenizer component '%s' is not supported with byte-level BPE", path.c_str(), type.c_str());
+    }
+    if (digits) {
+        // Digits(individual_digits=false) would keep runs whole, which no engine split does.
+        if (parts.size() != 2 || parts[0] != digits || parts[1] != byte_level || !use_regex ||
+            !get_bool(*digits, "individual_digits", false))
+            fail(GPT_ERR_UNSUPPORTED, "%s: a Digits pre-tokenizer is supported only as Digits(individual_digits=true) followed by "
+                                      "ByteLevel(use_regex=true), as SmolLM2 has it", path.c_str());
+        *pre = PreTokenizer::GPT2_DIGITS;
+        return true;
     }
     if (n_split == 0) {
         if (!use_regex) fail(GPT_ERR_UNSUPPORTED, "%s: ByteLevel pre-tokenizer without any split regex is not supported", path.c_str());
@@ -222,9 +241,45 @@ bool detect_byte_level(const std::string &path, const json &root, PreTokenizer *
     return true;
 }
 
+// The decoder must undo what the engine's decode() undoes: "▁" -> space and <0xNN> -> byte
+// (Replace + ByteFallback + Fuse), and drop the one prefixed space exactly when one is
+// prepended (Strip(" ", 1, 0)). A Metaspace decoder drops every "▁" of the first token
+// instead, which differs only when that token holds more than one.
+void check_spm_decoder(const std::string &path, const json &root, bool prepend, ImportNotes *notes) {
+    const json *dec = get(root, "decoder");
+    if (!dec) return;
+    std::vector<const json *> parts;
+    flatten(dec, "decoders", parts);
+    bool strip = false, metaspace = false;
+    for (const json *d : parts) {
+        std::string type = get_str(*d, "type");
+        if (type == "Strip") {
+            const json *start = get(*d, "start"), *stop = get(*d, "stop");
+            if (get_str(*d, "content") != " " || !start || !start->is_number_integer() || start->get<int64_t>() != 1 ||
+                (stop && (!stop->is_number_integer() || stop->get<int64_t>() != 0)))
+                fail(GPT_ERR_UNSUPPORTED, "%s: decoder Strip other than Strip(\" \", 1, 0) is not supported", path.c_str());
+            strip = true;
+        } else if (type == "Metaspace") {
+            metaspace = true;
+            if (get_str(*d, "prepend_scheme", get_bool(*d, "add_prefix_space", true) ? "always" : "never") != "never") strip = true;
+        } else if (type == "Replace") {
+            const json *pat = get(*d, "pattern");
+            if (!pat || get_str(*pat, "String") != kSpm || get_str(*d, "content") != " ")
+                fail(GPT_ERR_UNSUPPORTED, "%s: decoder Replace other than U+2581 -> space is not supported", path.c_str());
+        } else if (type != "ByteFallback" && type != "Fuse") {
+            fail(GPT_ERR_UNSUPPORTED, "%s: decoder component '%s' is not supported with SentencePiece-style BPE", path.c_str(), type.c_str());
+        }
+    }
+    if (strip != prepend)
+        fail(GPT_ERR_UNSUPPORTED, "%s: the decoder %s a leading space but the encoder %s one; not supported", path.c_str(),
+             strip ? "strips" : "keeps", prepend ? "prepends" : "prepends no");
+    if (metaspace)
+        note(notes, path + ": Metaspace decoder drops every U+2581 of the first token; the engine drops one leading space");
+}
+
 // SentencePiece-style: spaces replaced by "▁" (normalizer Replace or Metaspace), one
-// prepended (Prepend normalizer or Metaspace's prepend_scheme).
-bool detect_spm(const std::string &path, const json &root, bool *add_space_prefix, ImportNotes *notes) {
+// prepended (Prepend normalizer or Metaspace's prepend_scheme, which decides the rule).
+bool detect_spm(const std::string &path, const json &root, bool *add_space_prefix, SpacePrefixRule *rule, bool *nfc, ImportNotes *notes) {
     bool replace = false, prepend = false;
     std::vector<const json *> norms;
     flatten(get(root, "normalizer"), "normalizers", norms);
@@ -236,15 +291,20 @@ bool detect_spm(const std::string &path, const json &root, bool *add_space_prefi
         } else if (type == "Replace" && pat && get_str(*pat, "String") == " " && get_str(*n, "content") == kSpm) {
             replace = true;
         } else if (type == "NFC") {
-            note(notes, path + ": NFC normalizer is not applied; text that is not already NFC may encode differently");
+            *nfc = true;
         } else {
             fail(GPT_ERR_UNSUPPORTED, "%s: normalizer component '%s' is not supported", path.c_str(), type.c_str());
         }
     }
     std::vector<const json *> pres;
     flatten(get(root, "pre_tokenizer"), "pretokenizers", pres);
+    *rule = SpacePrefixRule::EVERY_SEGMENT;
     for (const json *p : pres) {
         std::string type = get_str(*p, "type");
+        // Gemma's Split(" "): the normalizer has already replaced every space, so it never
+        // matches and splits nothing.
+        const json *pat = get(*p, "pattern");
+        if (type == "Split" && replace && pat && get_str(*pat, "String") == " " && !get_bool(*p, "invert", false)) continue;
         if (type != "Metaspace")
             fail(GPT_ERR_UNSUPPORTED, "%s: pre-tokenizer component '%s' is not supported with SentencePiece-style BPE", path.c_str(),
                  type.c_str());
@@ -256,12 +316,17 @@ bool detect_spm(const std::string &path, const json &root, bool *add_space_prefi
         replace = true;
         std::string scheme = get_str(*p, "prepend_scheme", get_bool(*p, "add_prefix_space", true) ? "always" : "never");
         if (scheme == "first" || scheme == "always") {
+            if (prepend)
+                fail(GPT_ERR_UNSUPPORTED, "%s: both a Prepend normalizer and a prepending Metaspace pre-tokenizer", path.c_str());
             prepend = true;
-            note(notes, path + ": Metaspace prepends no space to text that already starts with one; the engine always prepends");
+            *rule = scheme == "first" ? SpacePrefixRule::FIRST_SEGMENT : SpacePrefixRule::UNLESS_SPACE;
+        } else if (scheme != "never") {
+            fail(GPT_ERR_UNSUPPORTED, "%s: Metaspace prepend_scheme '%s' is not supported", path.c_str(), scheme.c_str());
         }
     }
     if (!replace) return false;
     *add_space_prefix = prepend;
+    check_spm_decoder(path, root, prepend, notes);
     return true;
 }
 
@@ -347,6 +412,7 @@ TokenizerData import_hf_tokenizer(const std::string &path, const std::string &co
         read_vocab(path, *vocab, entries);
 
         std::map<int64_t, bool> added;  // id -> special
+        std::vector<std::string> normalized_added;  // contents of added tokens matched in normalized text
         if (const json *at = get(root, "added_tokens")) {
             if (!at->is_array()) fail(GPT_ERR_FORMAT, "%s: added_tokens is not an array", p);
             for (size_t i = 0; i < at->size(); ++i) {
@@ -359,6 +425,14 @@ TokenizerData import_hf_tokenizer(const std::string &path, const std::string &co
                 const int32_t at_id = token_id(path, *id, text);
                 entries.emplace_back(text, at_id);
                 added[at_id] = get_bool(a, "special", false);
+                // Hugging Face matches added tokens before the model runs; these flags change
+                // where: lstrip/rstrip widen a match over the whitespace beside it, single_word
+                // allows it only between word boundaries.
+                if (get_bool(a, "single_word", false))
+                    fail(GPT_ERR_UNSUPPORTED, "%s: added token '%s' has single_word=true, which is not supported", p, text.c_str());
+                if (get_bool(a, "lstrip", false)) t.lstrip_ids.push_back(at_id);
+                if (get_bool(a, "rstrip", false)) t.rstrip_ids.push_back(at_id);
+                if (get_bool(a, "normalized", !get_bool(a, "special", false))) normalized_added.push_back(text);
             }
         }
         // A token both in the vocab and in added_tokens (GPT-2's <|endoftext|>) appears
@@ -396,6 +470,7 @@ TokenizerData import_hf_tokenizer(const std::string &path, const std::string &co
         bool byte_fallback = get_bool(*model, "byte_fallback", false);
         PreTokenizer pre = PreTokenizer::NONE;
         bool add_space_prefix = false;
+        SpacePrefixRule prefix_rule = SpacePrefixRule::EVERY_SEGMENT;
         if (detect_byte_level(path, root, &pre, notes)) {
             t.kind = TokenizerKind::BPE;
             t.pre = pre;
@@ -406,18 +481,17 @@ TokenizerData import_hf_tokenizer(const std::string &path, const std::string &co
                 for (const json *n : norms) {
                     if (get_str(*n, "type") != "NFC")
                         fail(GPT_ERR_UNSUPPORTED, "%s: normalizer '%s' is not supported with byte-level BPE", p, get_str(*n, "type").c_str());
-                    note(notes, path + ": NFC normalizer is not applied; text that is not already NFC may encode differently");
+                    t.normalizer = TextNormalizer::NFC;
                 }
             }
-            bool ignore = get_bool(*model, "ignore_merges", false);
-            if (ignore != (pre == PreTokenizer::LLAMA3))
-                note(notes, path + ": model.ignore_merges is " + (ignore ? "true" : "false") + "; the engine uses " +
-                                (pre == PreTokenizer::LLAMA3 ? "true" : "false") + " for pre-tokenizer " + pretokenizer_name(pre));
+            t.ignore_merges = get_bool(*model, "ignore_merges", false);
             if (byte_fallback) fail(GPT_ERR_UNSUPPORTED, "%s: byte-level BPE with byte_fallback is not supported", p);
-        } else if (detect_spm(path, root, &add_space_prefix, notes)) {
+        } else if (bool nfc = false; detect_spm(path, root, &add_space_prefix, &prefix_rule, &nfc, notes)) {
+            if (nfc) t.normalizer = TextNormalizer::NFC;
             t.kind = TokenizerKind::SPM;
             t.pre = PreTokenizer::NONE;
             t.add_space_prefix = add_space_prefix;
+            t.prefix_rule = prefix_rule;
             if (!byte_fallback) {
                 for (const std::string &s : t.tokens)
                     if (is_byte_token(s)) {
@@ -430,6 +504,18 @@ TokenizerData import_hf_tokenizer(const std::string &path, const std::string &co
                                       "(spaces replaced by U+2581) tokenizer", p);
         }
 
+        // The engine matches added tokens in the raw text. That is the same as matching in the
+        // normalized text unless the normalizer rewrites the token: SPM's "▁" for a space, or
+        // NFC. (Left over: under NFC, a combining mark right after a normalized token that
+        // composes with its last character, like ">" + U+0338, hides it from Hugging Face.)
+        for (const std::string &text : normalized_added) {
+            if (t.kind == TokenizerKind::SPM && (text.find(' ') != std::string::npos || text.find(kSpm) != std::string::npos))
+                fail(GPT_ERR_UNSUPPORTED, "%s: added token '%s' has normalized=true and holds a space or U+2581; matching it "
+                                          "in normalized text is not supported", p, text.c_str());
+            if (t.normalizer == TextNormalizer::NFC && nfc(text) != text)
+                fail(GPT_ERR_UNSUPPORTED, "%s: added token '%s' has normalized=true and is not in NFC; matching it in "
+                                          "normalized text is not supported", p, text.c_str());
+        }
         t.types.assign(t.tokens.size(), TOKEN_NORMAL);
         for (size_t id = 0; id < t.tokens.size(); ++id)
             if (t.kind == TokenizerKind::SPM && is_byte_token(t.tokens[id])) t.types[id] = TOKEN_BYTE;

@@ -17,9 +17,11 @@ namespace gpt {
 // Caveats found while importing (behaviour the engine approximates), for the tool to print.
 using ImportNotes = std::vector<std::string>;
 
-// A Hugging Face tokenizer.json with a BPE model: byte-level (GPT-2 / Llama-3 / Qwen2 split
-// patterns) or SentencePiece-style (byte_fallback, "▁" for spaces). config_path, when not
-// empty, is its tokenizer_config.json: bos/eos/unk/pad tokens and add_bos_token.
+// A Hugging Face tokenizer.json with a BPE model: byte-level (the GPT-2 / Llama-3 / Qwen2 /
+// o200k split patterns, or SmolLM2's Digits + ByteLevel; optionally NFC) or SentencePiece-style
+// (byte_fallback, "▁" for spaces; Llama-2's Prepend normalizer, Metaspace's prepend schemes or
+// Gemma's no prefix), with added tokens' lstrip/rstrip. config_path, when not empty, is its
+// tokenizer_config.json: bos/eos/unk/pad tokens and add_bos_token.
 TokenizerData import_hf_tokenizer(const std::string &tokenizer_json, const std::string &config_path = "",
                                   ImportNotes *notes = nullptr);
 
