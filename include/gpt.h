@@ -130,10 +130,12 @@ GPT_API const char *gpt_dtype_name(int dtype);
 
 typedef enum gpt_arch {
     GPT_ARCH_GPT2 = 1,  /* LayerNorm, GELU (tanh), learned positions, fused QKV with biases */
-    GPT_ARCH_LLAMA = 2  /* RMSNorm, RoPE, SwiGLU, grouped-query attention (Llama, Mistral, Qwen2) */
+    GPT_ARCH_LLAMA = 2, /* RMSNorm, RoPE, SwiGLU, grouped-query attention (Llama, Mistral, Qwen2) */
+    GPT_ARCH_GEMMA2 = 5, /* Gemma-2: GeGLU, pre- and post-norms, soft-capping, alternating sliding window */
+    GPT_ARCH_GEMMA3 = 6  /* Gemma-3 (text): Gemma-2 plus q/k norms, local/global layers with their own RoPE */
 } gpt_arch;
 
-/* "gpt2", "llama"; "?" for anything else. */
+/* "gpt2", "llama", "gemma2", "gemma3"; "?" for anything else. */
 GPT_API const char *gpt_arch_name(int arch);
 
 /* Devices: a CUDA ordinal (0, 1, ...) or one of these. */

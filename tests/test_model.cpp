@@ -7,8 +7,11 @@
 // or NEON paths the build runs) at every vector length up to 80, against double sums.
 //
 // Models: GPT-2 tied and untied; Llama with MHA, GQA 4q/2kv, 6q/1kv with q/k/v biases
-// (Qwen2-like), tied and untied heads; odd widths (d_model 48/40, head_dim 8/12/16, vocab
-// sizes that are not multiples of 8); each written as f32, f16 and bf16.
+// (Qwen2-like), tied and untied heads, sliding windows on every layer (Mistral) or the upper
+// ones (Qwen2); Gemma-2 and Gemma-3 (post-norms, GeGLU, soft-caps, query scale, windowed
+// layers, q/k norms, local and linearly scaled RoPE); odd widths (d_model 48/40, head_dim
+// 8/10/12/16, vocab sizes that are not multiples of 8); each written as f32, f16 and bf16.
+// Prompts (9 to 24 tokens) are longer than every window.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,16 +89,36 @@ fixture::Spec base_spec(const std::string &name) {
         s.arch = GPT_ARCH_LLAMA;
         s.n_layers = 3, s.d_model = 48, s.n_heads = 6, s.n_kv_heads = 1, s.head_dim = 8, s.d_ff = 64;
         s.vocab_size = 75, s.tied_head = false, s.qkv_bias = true, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f;
+    } else if (name == "mistral_window") {
+        s.arch = GPT_ARCH_LLAMA; // every layer windowed, the window shorter than every prompt
+        s.n_layers = 2, s.d_model = 40, s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 10, s.d_ff = 56;
+        s.vocab_size = 59, s.sliding_window = 5, s.window_layers = {1, 1};
+    } else if (name == "qwen2_window_upper") {
+        s.arch = GPT_ARCH_LLAMA; // use_sliding_window with max_window_layers 1: layers 1.. windowed
+        s.n_layers = 3, s.d_model = 48, s.n_heads = 6, s.n_kv_heads = 2, s.head_dim = 8, s.d_ff = 64;
+        s.vocab_size = 63, s.qkv_bias = true, s.sliding_window = 3, s.window_layers = {0, 1, 1};
+    } else if (name == "gemma2") {
+        s.arch = GPT_ARCH_GEMMA2; // even layers windowed; caps small enough to bend scores and logits
+        s.n_layers = 3, s.d_model = 40, s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 16, s.d_ff = 56;
+        s.vocab_size = 67, s.sliding_window = 6, s.window_layers = {1, 0, 1};
+        s.attn_softcap = 2.0f, s.logit_softcap = 3.0f, s.query_pre_attn_scalar = 24.0f, s.norm_eps = 1e-6f;
+    } else if (name == "gemma3") {
+        s.arch = GPT_ARCH_GEMMA3; // local, local, global, local: local RoPE base, linear scaling on the global layer
+        s.n_layers = 4, s.d_model = 48, s.n_heads = 3, s.n_kv_heads = 1, s.head_dim = 12, s.d_ff = 72;
+        s.vocab_size = 71, s.sliding_window = 5, s.window_layers = {1, 1, 0, 1};
+        s.query_pre_attn_scalar = 12.0f, s.rope_theta = 1000000.0f, s.rope_theta_local = 10000.0f;
+        s.rope_linear_factor = 8.0f, s.norm_eps = 1e-6f;
     }
     s.context_length = 64;
     return s;
 }
 
-const char *kModelNames[] = {"gpt2_tied", "gpt2_untied", "llama_mha", "llama_gqa_tied", "qwen2_like"};
+const char *kModelNames[] = {"gpt2_tied", "gpt2_untied", "llama_mha", "llama_gqa_tied", "qwen2_like",
+                             "mistral_window", "qwen2_window_upper", "gemma2", "gemma3"};
 
 int setup_models(void **) {
     g_models = new std::vector<TestModel>();
-    g_models->reserve(15);
+    g_models->reserve(3 * sizeof kModelNames / sizeof kModelNames[0]);
     for (const char *n : kModelNames) {
         for (DType t : {DType::F32, DType::F16, DType::BF16}) {
             fixture::Spec s = base_spec(n);

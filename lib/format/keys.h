@@ -3,7 +3,7 @@
 
 namespace gpt::keys {
 
-inline constexpr const char *kArchitecture = "general.architecture"; // str: "gpt2" | "llama"
+inline constexpr const char *kArchitecture = "general.architecture"; // str: "gpt2" | "llama" | "gemma2" | "gemma3"
 inline constexpr const char *kName = "general.name";                 // str, optional
 inline constexpr const char *kSource = "general.source";             // str, optional: what it was converted from
 
@@ -16,9 +16,20 @@ inline constexpr const char *kDFF = "model.d_ff";                   // u32
 inline constexpr const char *kVocabSize = "model.vocab_size";       // u32
 inline constexpr const char *kContextLength = "model.context_length"; // u32
 inline constexpr const char *kNormEps = "model.norm_eps";           // f32
-inline constexpr const char *kRopeTheta = "model.rope_theta";       // f32 (llama)
+inline constexpr const char *kRopeTheta = "model.rope_theta";       // f32 (llama, gemma2, gemma3: its global layers)
 inline constexpr const char *kTiedHead = "model.tied_head";         // u32 0/1
 inline constexpr const char *kQkvBias = "model.qkv_bias";           // u32 0/1 (llama; gpt2 always has biases)
+// Sliding-window attention (Mistral, Qwen2, Gemma): on the layers window_layers flags, the
+// query at position p sees only the keys (p - sliding_window, p].
+inline constexpr const char *kSlidingWindow = "model.sliding_window"; // u32, optional (absent: none)
+inline constexpr const char *kWindowLayers = "model.window_layers";   // i32[n_layers] 0/1; required with sliding_window
+// Gemma.
+inline constexpr const char *kAttnSoftcap = "model.attn_softcap";     // f32, optional: scores = c tanh(scores / c)
+inline constexpr const char *kLogitSoftcap = "model.logit_softcap";   // f32, optional: logits = c tanh(logits / c)
+inline constexpr const char *kQueryPreAttnScalar = "model.query_pre_attn_scalar"; // f32, optional: scores scale s^-1/2
+inline constexpr const char *kRopeThetaLocal = "model.rope_theta_local";     // f32 (gemma3: its windowed layers)
+inline constexpr const char *kRopeLinearFactor = "model.rope_linear_factor"; // f32, optional (gemma3 global layers)
+inline constexpr const char *kEmbedScale = "model.embed_scale";       // u32 0/1: embeddings times sqrt(d_model)
 
 inline constexpr const char *kTokModel = "tokenizer.model";         // str: "none" | "bpe" | "spm"
 inline constexpr const char *kTokPre = "tokenizer.pre";             // str: "gpt2" | "llama3" | "none"

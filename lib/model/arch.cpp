@@ -17,6 +17,8 @@ struct ArchEntry {
 constexpr ArchEntry kArchitectures[] = {
     {GPT_ARCH_GPT2, "gpt2", make_gpt2},
     {GPT_ARCH_LLAMA, "llama", make_llama},
+    {GPT_ARCH_GEMMA2, "gemma2", make_gemma2},
+    {GPT_ARCH_GEMMA3, "gemma3", make_gemma3},
 };
 
 } // namespace

@@ -66,5 +66,7 @@ ModelShape shape_dims(const ModelConfig &c);
 // The architectures (one file each).
 std::unique_ptr<Architecture> make_gpt2(const ModelConfig &c);
 std::unique_ptr<Architecture> make_llama(const ModelConfig &c);
+std::unique_ptr<Architecture> make_gemma2(const ModelConfig &c); // model/gemma.cpp
+std::unique_ptr<Architecture> make_gemma3(const ModelConfig &c); // model/gemma.cpp
 
 } // namespace gpt

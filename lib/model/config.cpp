@@ -11,11 +11,37 @@
 
 namespace gpt {
 
+namespace {
+
+// Sliding window (any architecture with rotary positions) and Gemma's fields; validate()
+// checks their values.
+void read_window_and_gemma(const format::Metadata &m, ModelConfig &c, const std::string &source) {
+    if (m.get_u32(keys::kSlidingWindow, &c.sliding_window) && c.sliding_window) {
+        const std::vector<int32_t> *flags = m.get_i32s(keys::kWindowLayers);
+        if (!flags) fail(GPT_ERR_FORMAT, "%s: %s is set but %s is missing", source.c_str(), keys::kSlidingWindow, keys::kWindowLayers);
+        if (flags->size() != c.n_layers)
+            fail(GPT_ERR_FORMAT, "%s: %s holds %zu flags for %u layers", source.c_str(), keys::kWindowLayers, flags->size(), c.n_layers);
+        for (int32_t f : *flags) {
+            if (f != 0 && f != 1) fail(GPT_ERR_FORMAT, "%s: %s holds %d; each flag is 0 or 1", source.c_str(), keys::kWindowLayers, f);
+            c.window_layers.push_back((uint8_t)f);
+        }
+    }
+    m.get_f32(keys::kAttnSoftcap, &c.attn_softcap);
+    m.get_f32(keys::kLogitSoftcap, &c.logit_softcap);
+    m.get_f32(keys::kQueryPreAttnScalar, &c.query_pre_attn_scalar);
+    if (c.arch == GPT_ARCH_GEMMA3) c.rope_theta_local = m.require_f32(keys::kRopeThetaLocal);
+    m.get_f32(keys::kRopeLinearFactor, &c.rope_linear_factor);
+    uint32_t flag = 0;
+    c.embed_scale = m.get_u32(keys::kEmbedScale, &flag) && flag != 0;
+}
+
+} // namespace
+
 ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::string &source) {
     ModelConfig c;
     const std::string arch = m.require_str(keys::kArchitecture);
     const int a = arch_from_name(arch);
-    if (!a) fail(GPT_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (this library runs gpt2 and llama)", source.c_str(), arch.c_str());
+    if (!a) fail(GPT_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (this library runs gpt2, llama, gemma2 and gemma3)", source.c_str(), arch.c_str());
     c.arch = (gpt_arch)a;
     m.get_str(keys::kName, &c.name);
     c.n_layers = m.require_u32(keys::kNLayers);
@@ -29,8 +55,9 @@ ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::str
     c.vocab_size = m.require_u32(keys::kVocabSize);
     c.context_length = m.require_u32(keys::kContextLength);
     c.norm_eps = m.require_f32(keys::kNormEps);
-    if (c.arch == GPT_ARCH_LLAMA) c.rope_theta = m.require_f32(keys::kRopeTheta);
+    if (c.has_rope()) c.rope_theta = m.require_f32(keys::kRopeTheta);
     else c.rope_theta = 0.0f;
+    read_window_and_gemma(m, c, source);
     uint32_t flag = 0;
     c.tied_head = m.get_u32(keys::kTiedHead, &flag) && flag != 0;
     flag = 0;
@@ -73,12 +100,28 @@ void ModelConfig::validate(const std::string &source) const {
         fail(GPT_ERR_FORMAT, "%s: n_heads (%u) is not a multiple of n_kv_heads (%u)", s, n_heads, n_kv_heads);
     if (arch == GPT_ARCH_GPT2 && (n_kv_heads != n_heads || head_dim * n_heads != d_model))
         fail(GPT_ERR_FORMAT, "%s: gpt2 needs n_kv_heads == n_heads and head_dim * n_heads == d_model", s);
-    if (arch == GPT_ARCH_LLAMA && head_dim % 2 != 0)
+    if (has_rope() && head_dim % 2 != 0)
         fail(GPT_ERR_FORMAT, "%s: head_dim %u must be even for rotary embeddings", s, head_dim);
     if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps) || norm_eps > 1.0f)
         fail(GPT_ERR_FORMAT, "%s: norm_eps %g is not a small positive number", s, (double)norm_eps);
-    if (arch == GPT_ARCH_LLAMA && (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)))
+    if (has_rope() && (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)))
         fail(GPT_ERR_FORMAT, "%s: rope_theta %g is not positive", s, (double)rope_theta);
+    if (arch == GPT_ARCH_GEMMA3 && (!(rope_theta_local > 0.0f) || !std::isfinite(rope_theta_local)))
+        fail(GPT_ERR_FORMAT, "%s: %s %g is not positive", s, keys::kRopeThetaLocal, (double)rope_theta_local);
+    if (!(rope_linear_factor >= 1.0f) || !std::isfinite(rope_linear_factor) || (rope_linear_factor != 1.0f && arch != GPT_ARCH_GEMMA3))
+        fail(GPT_ERR_FORMAT, "%s: %s %g is not a finite number >= 1 (allowed for gemma3 only)", s, keys::kRopeLinearFactor,
+             (double)rope_linear_factor);
+    auto non_negative = [&](const char *what, float v) {
+        if (!(v >= 0.0f) || !std::isfinite(v)) fail(GPT_ERR_FORMAT, "%s: %s %g is not a finite number >= 0", s, what, (double)v);
+    };
+    non_negative(keys::kAttnSoftcap, attn_softcap);
+    non_negative(keys::kLogitSoftcap, logit_softcap);
+    non_negative(keys::kQueryPreAttnScalar, query_pre_attn_scalar);
+    if (sliding_window) {
+        if (!has_rope()) fail(GPT_ERR_FORMAT, "%s: %s is set for gpt2, which has no windowed attention", s, keys::kSlidingWindow);
+        if (window_layers.size() != n_layers)
+            fail(GPT_ERR_FORMAT, "%s: %s holds %zu flags for %u layers", s, keys::kWindowLayers, window_layers.size(), n_layers);
+    }
     if (bos_id < -1 || bos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: bos_id %d out of range", s, bos_id);
     if (eos_id < -1 || eos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: eos_id %d out of range", s, eos_id);
 }
@@ -96,7 +139,17 @@ void ModelConfig::to_metadata(format::Metadata &m) const {
     m.set(keys::kVocabSize, MetaValue::of_u32(vocab_size));
     m.set(keys::kContextLength, MetaValue::of_u32(context_length));
     m.set(keys::kNormEps, MetaValue::of_f32(norm_eps));
-    if (arch == GPT_ARCH_LLAMA) m.set(keys::kRopeTheta, MetaValue::of_f32(rope_theta));
+    if (has_rope()) m.set(keys::kRopeTheta, MetaValue::of_f32(rope_theta));
+    if (sliding_window) {
+        m.set(keys::kSlidingWindow, MetaValue::of_u32(sliding_window));
+        m.set(keys::kWindowLayers, MetaValue::of_i32s(std::vector<int32_t>(window_layers.begin(), window_layers.end())));
+    }
+    if (attn_softcap > 0) m.set(keys::kAttnSoftcap, MetaValue::of_f32(attn_softcap));
+    if (logit_softcap > 0) m.set(keys::kLogitSoftcap, MetaValue::of_f32(logit_softcap));
+    if (query_pre_attn_scalar > 0) m.set(keys::kQueryPreAttnScalar, MetaValue::of_f32(query_pre_attn_scalar));
+    if (arch == GPT_ARCH_GEMMA3) m.set(keys::kRopeThetaLocal, MetaValue::of_f32(rope_theta_local));
+    if (rope_linear_factor != 1.0f) m.set(keys::kRopeLinearFactor, MetaValue::of_f32(rope_linear_factor));
+    if (embed_scale) m.set(keys::kEmbedScale, MetaValue::of_u32(1));
     m.set(keys::kTiedHead, MetaValue::of_u32(tied_head ? 1 : 0));
     m.set(keys::kQkvBias, MetaValue::of_u32(qkv_bias ? 1 : 0));
     m.set(keys::kTokBos, MetaValue::of_i32(bos_id));

@@ -23,9 +23,20 @@ struct ModelConfig {
     uint32_t vocab_size = 0;
     uint32_t context_length = 0;
     float norm_eps = 1e-5f;
-    float rope_theta = 10000.0f; // llama only
+    float rope_theta = 10000.0f; // llama, gemma2, gemma3 (its global layers)
     bool tied_head = false;
     bool qkv_bias = false;        // gpt2: always true
+    // Sliding-window attention: on layer i with window_layers[i] set, the query at p sees
+    // only the keys (p - sliding_window, p]. 0: none (window_layers empty).
+    uint32_t sliding_window = 0;
+    std::vector<uint8_t> window_layers;
+    // Gemma: 0 means off for each of these.
+    float attn_softcap = 0;          // scores = c * tanh(scores / c)
+    float logit_softcap = 0;         // logits = c * tanh(logits / c)
+    float query_pre_attn_scalar = 0; // scores scaled by its -1/2 power instead of head_dim's
+    float rope_theta_local = 0;      // gemma3: RoPE base of the windowed (local) layers
+    float rope_linear_factor = 1;    // gemma3: global layers' frequencies divided by it
+    bool embed_scale = false;        // embeddings times sqrt(d_model)
     int32_t bos_id = -1;
     int32_t eos_id = -1;
     // Every id that ends generation (tokenizer.eos_ids, else eos_id alone), eos_id first when
@@ -36,6 +47,12 @@ struct ModelConfig {
     uint32_t q_dim() const { return n_heads * head_dim; }
     uint32_t kv_dim() const { return n_kv_heads * head_dim; }
     uint32_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
+    bool is_gemma() const { return arch == GPT_ARCH_GEMMA2 || arch == GPT_ARCH_GEMMA3; }
+    bool has_rope() const { return arch != GPT_ARCH_GPT2; }
+    // The window layer i attends over; 0: every earlier key.
+    uint32_t window_of(uint32_t layer) const {
+        return sliding_window && layer < window_layers.size() && window_layers[layer] ? sliding_window : 0;
+    }
 
     // Throws GPT_ERR_FORMAT (or UNSUPPORTED) naming the source and the bad field. Reads
     // tokenizer.bos_id, eos_id and eos_ids too: they steer generation.

@@ -1,6 +1,6 @@
 // llama.cpp - Llama family (Llama, Mistral, Qwen2): RMSNorm, rotate-half RoPE, grouped-query
-// attention (n_kv_heads divides n_heads), optional q/k/v biases (Qwen2), SwiGLU MLP, tied or
-// untied head.
+// attention (n_kv_heads divides n_heads), optional q/k/v biases (Qwen2), sliding-window
+// attention on the layers the config flags (Mistral, Qwen2), SwiGLU MLP, tied or untied head.
 #include "model/arch.h"
 
 #include <string>
@@ -60,6 +60,7 @@ public:
             AttentionSpec att;
             att.layer = i;
             att.rope = 0;
+            att.window = c_.window_of(i);
             ex.attention(att);
             ex.matmul(Act::ATT, l.attn_out, nullptr, Act::X, Activation::NONE);
             ex.norm(NormKind::RMS, l.ffn_norm, nullptr, eps);

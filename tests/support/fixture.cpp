@@ -50,8 +50,21 @@ gpt::ModelConfig config_of(const Spec &s) {
     c.vocab_size = s.vocab_size;
     c.context_length = s.context_length;
     c.norm_eps = s.norm_eps;
-    c.rope_theta = s.arch == GPT_ARCH_LLAMA ? s.rope_theta : 0.0f;
+    c.rope_theta = s.arch != GPT_ARCH_GPT2 ? s.rope_theta : 0.0f;
     c.tied_head = s.tied_head;
+    c.sliding_window = s.sliding_window;
+    c.window_layers = s.window_layers;
+    if (s.arch == GPT_ARCH_GEMMA2 || s.arch == GPT_ARCH_GEMMA3) {
+        c.tied_head = true; // Gemma's head is its embedding
+        c.embed_scale = true;
+        c.attn_softcap = s.attn_softcap;
+        c.logit_softcap = s.logit_softcap;
+        c.query_pre_attn_scalar = s.query_pre_attn_scalar;
+    }
+    if (s.arch == GPT_ARCH_GEMMA3) {
+        c.rope_theta_local = s.rope_theta_local;
+        c.rope_linear_factor = s.rope_linear_factor;
+    }
     c.qkv_bias = s.arch == GPT_ARCH_GPT2 || s.qkv_bias;
     c.bos_id = s.bos_id;
     c.eos_id = s.eos_id;
@@ -64,6 +77,7 @@ gpt::ModelConfig config_of(const Spec &s) {
 Model make(const Spec &s, const gpt::TokenizerData *tok) {
     Model m;
     m.config = config_of(s);
+    m.dtype = s.dtype;
     m.config.validate("fixture");
     std::mt19937_64 rng(s.seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);

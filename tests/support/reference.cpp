@@ -2,6 +2,8 @@
 // simple: plain loops over std::vector<double>, no caching, no threads.
 #include "reference.h"
 
+#include "dtype_values.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -67,10 +69,10 @@ double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 // RoPE on one head vector at position pos: pair i is (i, i + hd/2) (rotate-half, Hugging
 // Face) or (2i, 2i + 1) (interleaved, llama2.c).
-void rope(double *v, uint32_t hd, uint32_t pos, double theta, bool interleaved) {
+void rope(double *v, uint32_t hd, uint32_t pos, double theta, double freq_divisor, bool interleaved) {
     const uint32_t half = hd / 2;
     for (uint32_t i = 0; i < half; i++) {
-        const double inv_freq = std::pow(theta, -2.0 * (double)i / (double)hd);
+        const double inv_freq = std::pow(theta, -2.0 * (double)i / (double)hd) / freq_divisor;
         const double a = (double)pos * inv_freq;
         double &v0 = interleaved ? v[2 * i] : v[i];
         double &v1 = interleaved ? v[2 * i + 1] : v[i + half];
@@ -80,21 +82,76 @@ void rope(double *v, uint32_t hd, uint32_t pos, double theta, bool interleaved) 
     }
 }
 
+// One attention layer's output for every position: q/k norms (gemma3), RoPE, scores
+// scaled and soft-capped, softmax over keys (i - window, i] (all of 0..i for window 0).
+struct AttentionParams {
+    double theta = 0, freq_divisor = 1, scale = 0, softcap = 0;
+    uint32_t window = 0;
+    const std::vector<float> *q_norm = nullptr, *k_norm = nullptr;
+    double qk_eps = 0;
+    bool rope = false, interleaved = false;
+};
+
+std::vector<Vec> attend_all(std::vector<Vec> &q, std::vector<Vec> &k, const std::vector<Vec> &v, size_t nh, size_t nkv,
+                            size_t hd, const AttentionParams &a) {
+    const size_t T = q.size(), qd = nh * hd;
+    auto head_norm = [&](double *x, const std::vector<float> &w) {
+        double ss = 0;
+        for (size_t e = 0; e < hd; e++) ss += x[e] * x[e];
+        const double inv = 1.0 / std::sqrt(ss / (double)hd + a.qk_eps);
+        for (size_t e = 0; e < hd; e++) x[e] = x[e] * inv * w[e];
+    };
+    for (size_t i = 0; i < T; i++) {
+        for (size_t h = 0; h < nh; h++) {
+            if (a.q_norm) head_norm(q[i].data() + h * hd, *a.q_norm);
+            if (a.rope) rope(q[i].data() + h * hd, (uint32_t)hd, (uint32_t)i, a.theta, a.freq_divisor, a.interleaved);
+        }
+        for (size_t g = 0; g < nkv; g++) {
+            if (a.k_norm) head_norm(k[i].data() + g * hd, *a.k_norm);
+            if (a.rope) rope(k[i].data() + g * hd, (uint32_t)hd, (uint32_t)i, a.theta, a.freq_divisor, a.interleaved);
+        }
+    }
+    const size_t group = nh / nkv;
+    std::vector<Vec> out(T, Vec(qd, 0.0));
+    for (size_t i = 0; i < T; i++) {
+        const size_t first = a.window && i + 1 > a.window ? i + 1 - a.window : 0;
+        for (size_t h = 0; h < nh; h++) {
+            const size_t g = h / group;
+            Vec s(i + 1);
+            double mx = -INFINITY;
+            for (size_t j = first; j <= i; j++) {
+                double dot = 0;
+                for (size_t e = 0; e < hd; e++) dot += q[i][h * hd + e] * k[j][g * hd + e];
+                s[j] = dot * a.scale;
+                if (a.softcap > 0) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
+                mx = std::max(mx, s[j]);
+            }
+            double sum = 0;
+            for (size_t j = first; j <= i; j++) sum += (s[j] = std::exp(s[j] - mx));
+            for (size_t j = first; j <= i; j++)
+                for (size_t e = 0; e < hd; e++) out[i][h * hd + e] += s[j] / sum * v[j][g * hd + e];
+        }
+    }
+    return out;
+}
+
 } // namespace
 
 std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const std::vector<int32_t> &tokens,
                             const Layout &layout) {
     const bool gpt2 = c.arch == GPT_ARCH_GPT2;
+    const bool gemma = c.arch == GPT_ARCH_GEMMA2 || c.arch == GPT_ARCH_GEMMA3, gemma3 = c.arch == GPT_ARCH_GEMMA3;
     const size_t T = tokens.size(), d = c.d_model, V = c.vocab_size, hd = c.head_dim;
     const size_t nh = c.n_heads, nkv = c.n_kv_heads, qd = nh * hd, kvd = nkv * hd, ff = c.d_ff;
     const double eps = c.norm_eps;
 
-    // Embeddings.
+    // Embeddings (Gemma: times sqrt(d_model) as the embedding's dtype holds it).
     const auto &tok_emb = tensor(t, "tok_emb.weight");
+    const double emb_scale = c.embed_scale ? (double)fixture::round_to(std::sqrt((float)d), layout.embed_dtype) : 1.0;
     std::vector<Vec> x(T, Vec(d));
     for (size_t i = 0; i < T; i++) {
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= V) throw std::runtime_error("reference: token out of range");
-        for (size_t j = 0; j < d; j++) x[i][j] = tok_emb[(size_t)tokens[i] * d + j];
+        for (size_t j = 0; j < d; j++) x[i][j] = tok_emb[(size_t)tokens[i] * d + j] * emb_scale;
         if (gpt2) {
             const auto &pos = tensor(t, "pos_emb.weight");
             for (size_t j = 0; j < d; j++) x[i][j] += pos[i * d + j];
@@ -114,33 +171,27 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
             q[i].assign(qkv.begin(), qkv.begin() + qd);
             k[i].assign(qkv.begin() + qd, qkv.begin() + qd + kvd);
             v[i].assign(qkv.begin() + qd + kvd, qkv.end());
-            if (!gpt2) {
-                const bool il = layout.interleaved_rope;
-                for (size_t h_ = 0; h_ < nh; h_++) rope(q[i].data() + h_ * hd, (uint32_t)hd, (uint32_t)i, c.rope_theta, il);
-                for (size_t g = 0; g < nkv; g++) rope(k[i].data() + g * hd, (uint32_t)hd, (uint32_t)i, c.rope_theta, il);
-            }
         }
-        const double scale = 1.0 / std::sqrt((double)hd);
-        const size_t group = nh / nkv;
+        AttentionParams ap;
+        ap.rope = !gpt2;
+        ap.interleaved = layout.interleaved_rope;
+        ap.window = c.sliding_window && c.window_layers.at(l) ? c.sliding_window : 0;
+        // Gemma-3: windowed (local) layers use their own base; global ones the scaled main one.
+        const bool local = gemma3 && ap.window;
+        ap.theta = local ? c.rope_theta_local : c.rope_theta;
+        ap.freq_divisor = gemma3 && !local ? c.rope_linear_factor : 1.0;
+        ap.scale = 1.0 / std::sqrt(c.query_pre_attn_scalar > 0 ? (double)c.query_pre_attn_scalar : (double)hd);
+        ap.softcap = c.attn_softcap;
+        if (gemma3) {
+            ap.q_norm = &tensor(t, p + "attn_q_norm.weight");
+            ap.k_norm = &tensor(t, p + "attn_k_norm.weight");
+            ap.qk_eps = eps;
+        }
+        const std::vector<Vec> att = attend_all(q, k, v, nh, nkv, hd, ap);
         for (size_t i = 0; i < T; i++) {
-            Vec att(qd, 0.0);
-            for (size_t h_ = 0; h_ < nh; h_++) {
-                const size_t g = h_ / group;
-                Vec s(i + 1);
-                double mx = -INFINITY;
-                for (size_t j = 0; j <= i; j++) {
-                    double dot = 0;
-                    for (size_t e = 0; e < hd; e++) dot += q[i][h_ * hd + e] * k[j][g * hd + e];
-                    s[j] = dot * scale;
-                    mx = std::max(mx, s[j]);
-                }
-                double sum = 0;
-                for (size_t j = 0; j <= i; j++) sum += (s[j] = std::exp(s[j] - mx));
-                for (size_t j = 0; j <= i; j++)
-                    for (size_t e = 0; e < hd; e++) att[h_ * hd + e] += s[j] / sum * v[j][g * hd + e];
-            }
-            const Vec o = linear(tensor(t, p + "attn_out.weight"), gpt2 ? &tensor(t, p + "attn_out.bias") : nullptr, att, d,
-                                 gpt2 && layout.conv1d);
+            Vec o = linear(tensor(t, p + "attn_out.weight"), gpt2 ? &tensor(t, p + "attn_out.bias") : nullptr, att[i], d,
+                           gpt2 && layout.conv1d);
+            if (gemma) o = rms_norm(o, tensor(t, p + "attn_post_norm.weight"), eps);
             for (size_t j = 0; j < d; j++) x[i][j] += o[j];
         }
         // Feed-forward block.
@@ -153,10 +204,11 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
             } else {
                 const Vec h = rms_norm(x[i], tensor(t, p + "ffn_norm.weight"), eps);
                 const Vec gu = linear(tensor(t, p + "ffn_gate_up.weight"), nullptr, h, 2 * ff);
-                for (size_t j = 0; j < ff; j++) f[j] = silu(gu[j]) * gu[ff + j];
+                for (size_t j = 0; j < ff; j++) f[j] = (gemma ? gelu_tanh(gu[j]) : silu(gu[j])) * gu[ff + j];
             }
-            const Vec down = linear(tensor(t, p + "ffn_down.weight"), gpt2 ? &tensor(t, p + "ffn_down.bias") : nullptr, f, d,
-                                    gpt2 && layout.conv1d);
+            Vec down = linear(tensor(t, p + "ffn_down.weight"), gpt2 ? &tensor(t, p + "ffn_down.bias") : nullptr, f, d,
+                              gpt2 && layout.conv1d);
+            if (gemma) down = rms_norm(down, tensor(t, p + "ffn_post_norm.weight"), eps);
             for (size_t j = 0; j < d; j++) x[i][j] += down[j];
         }
     }
@@ -167,7 +219,8 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
         const Vec h = gpt2 ? layer_norm(x[i], tensor(t, "out_norm.weight"), tensor(t, "out_norm.bias"), eps)
                            : rms_norm(x[i], tensor(t, "out_norm.weight"), eps);
         const Vec y = linear(head, nullptr, h, V);
-        for (size_t j = 0; j < V; j++) logits[i * V + j] = y[j];
+        const double cap = c.logit_softcap;
+        for (size_t j = 0; j < V; j++) logits[i * V + j] = cap > 0 ? cap * std::tanh(y[j] / cap) : y[j];
     }
     return logits;
 }

@@ -16,7 +16,16 @@
 //            x += W_out attention; h = RMSNorm(x); [gate | up] = W_gate_up h;
 //            x += W_down (silu(gate) * up)
 //          logits = head . RMSNorm(x).
-// Attention: softmax(q . k / sqrt(head_dim)) over keys 0..t.
+//   Gemma-2/3: x_t = tok_emb[tok_t] * sqrt(d_model) (rounded to the embedding's dtype); per
+//            layer h = RMSNorm(x) (stored weights are 1 + w); [q | k | v] = W_qkv h; Gemma-3:
+//            RMSNorm of each q and k head (attn_q_norm / attn_k_norm); RoPE with rope_theta
+//            (Gemma-3: frequencies / rope_linear_factor on full layers, rope_theta_local on
+//            windowed ones); x += RMSNorm(W_out attention) (attn_post_norm); h = RMSNorm(x);
+//            x += RMSNorm(W_down (gelu_tanh(gate) * up)) (ffn_post_norm)
+//          logits = cap tanh(tok_emb . RMSNorm(x) / cap) (no cap when logit_softcap is 0).
+// Attention: softmax(q . k * scale) over keys 0..t, or (t - window, t] on the layers the
+// config windows; scale = query_pre_attn_scalar^-1/2 when set, else head_dim^-1/2; scores
+// soft-capped by attn_softcap when set.
 // Matrices are row-major [out][in] (the weight file's layout) unless Layout::conv1d says the
 // GPT-2 block matrices are stored [in][out], as Hugging Face's Conv1D keeps them.
 #pragma once
@@ -42,6 +51,8 @@ struct Layout {
     // GPT-2's attn_qkv, attn_out, ffn_up and ffn_down weights are stored [in][out] (Hugging
     // Face's Conv1D) instead of [out][in].
     bool conv1d = false;
+    // The dtype the embedding is held in: Gemma's sqrt(d_model) factor is rounded to it.
+    gpt::DType embed_dtype = gpt::DType::F32;
 };
 
 // Logits of every position, row-major [tokens.size()][vocab_size]. Tensors under the weight
@@ -49,7 +60,9 @@ struct Layout {
 std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &tensors, const std::vector<int32_t> &tokens,
                             const Layout &layout = Layout());
 inline std::vector<double> forward(const fixture::Model &m, const std::vector<int32_t> &tokens) {
-    return forward(m.config, m.tensors, tokens);
+    Layout l;
+    l.embed_dtype = m.dtype;
+    return forward(m.config, m.tensors, tokens, l);
 }
 
 // ---- helpers shared by the test drivers
