@@ -5,7 +5,8 @@
  *   dump_logits logits   MODEL OUT TOKEN...    every position's logits: float32 [n][vocab]
  *   dump_logits generate MODEL OUT N TOKEN...  N greedy tokens after the prompt, EOS
  *                                              ignored: int32 [N]
- * Runs on the CPU. Files are little-endian raw arrays; prints "tokens vocab" on stdout.
+ * Runs on the CPU (GPT_DUMP_DEVICE=N: CUDA device N). Files are little-endian raw arrays;
+ * prints "tokens vocab" on stdout.
  * Exit status 0 on success, 1 on a library error, 2 on a usage error. */
 #include "gpt.h"
 
@@ -80,6 +81,8 @@ int main(int argc, char **argv) {
 
     gpt_model_params_init(&mp);
     mp.device = GPT_DEVICE_CPU;
+    /* GPT_DUMP_DEVICE=N runs on CUDA device N instead (the GPU machine's checks). */
+    if (getenv("GPT_DUMP_DEVICE") && *getenv("GPT_DUMP_DEVICE")) mp.device = atoi(getenv("GPT_DUMP_DEVICE"));
     st = gpt_model_load(model_path, &mp, &model);
     if (st != GPT_OK) {
         rc = lib_error(model_path, gpt_last_error());
