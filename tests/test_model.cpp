@@ -262,6 +262,27 @@ void test_incremental_equals_full(void **) {
     }
 }
 
+// Rewinding (gpt_ctx_truncate) past a window and going on equals a fresh run of the kept
+// prefix plus the new tokens: the windowed layers still find the keys they need.
+void test_truncate_then_continue(void **) {
+    std::mt19937_64 rng(reference::sub_seed("truncate_then_continue"));
+    for (const TestModel &m : *g_models) {
+        const uint32_t V = m.vocab();
+        const size_t n = uniform(rng, 16, 30), keep = uniform(rng, 8, n - 2), more = uniform(rng, 2, 9);
+        const auto first = random_tokens(rng, V, n), extra = random_tokens(rng, V, more);
+        gpt_ctx *ctx = make_ctx(m.model);
+        forward_all(ctx, first, 1, V);
+        CHECK_OK(gpt_ctx_truncate(ctx, 0, (uint32_t)keep));
+        const auto got = forward_all(ctx, extra, 1, V);
+        gpt_ctx_free(ctx);
+        std::vector<int32_t> whole(first.begin(), first.begin() + keep);
+        whole.insert(whole.end(), extra.begin(), extra.end());
+        const auto fresh = solo_run(m, whole);
+        expect_close(reference::compare(got.data(), fresh.data() + keep * V, more, V), kSelfTolerance,
+                     m.name + " after truncating " + std::to_string(n) + " to " + std::to_string(keep));
+    }
+}
+
 // B = 3 sequences in one call equal three separate runs, also once they hold different lengths.
 void test_batch_equals_separate(void **) {
     std::mt19937_64 rng(reference::sub_seed("batch_equals_separate"));
@@ -516,6 +537,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logits_match_reference),
         cmocka_unit_test(test_incremental_equals_full),
+        cmocka_unit_test(test_truncate_then_continue),
         cmocka_unit_test(test_batch_equals_separate),
         cmocka_unit_test(test_small_steps_equal_one_step),
         cmocka_unit_test(test_threads_agree),

@@ -102,8 +102,9 @@ CLASSES = {
 
 # ---- sliding windows, Gemma-2 and Gemma-3 (issue #18). Windows are shorter than the
 # 16-token prompt, and far shorter than prompt + 64 greedy tokens, so they bind in both
-# checks. Each entry: (name, family, config kwargs, rope_theta or None). Gemma's RoPE keys
-# go in the kwargs (theta None: build_model's inv_freq check does not apply to them).
+# checks. Each entry: (name, family, config kwargs, rope_theta or None). Gemma's RoPE goes
+# in kwargs["rope"] (theta, local_theta, linear factor), set by set_gemma_rope in whichever
+# spelling this transformers uses and checked against the model's inv_freq buffers.
 try:  # Gemma-3 text needs transformers >= 4.50
     from transformers import Gemma2Config, Gemma2ForCausalLM
     CLASSES["gemma2"] = (Gemma2Config, Gemma2ForCausalLM)
@@ -127,30 +128,64 @@ MODELS += [
     ("gemma2-defaults-288-hd96", "gemma2",
      dict(hidden_size=288, num_hidden_layers=3, num_attention_heads=3, num_key_value_heads=1, head_dim=96,
           intermediate_size=800, vocab_size=1021, max_position_embeddings=128, sliding_window=10,
-          rope_theta=10000.0), None),
+          rope=dict(theta=10000.0)), None),
     # Gemma-2 with caps small enough to bend, a query scale unlike head_dim, odd widths.
     ("gemma2-caps-200-5q1kv-hd40", "gemma2",
      dict(hidden_size=200, num_hidden_layers=4, num_attention_heads=5, num_key_value_heads=1, head_dim=40,
           intermediate_size=536, vocab_size=1003, max_position_embeddings=128, sliding_window=7,
-          attn_logit_softcapping=4.0, final_logit_softcapping=8.0, query_pre_attn_scalar=56, rope_theta=10000.0), None),
+          attn_logit_softcapping=4.0, final_logit_softcapping=8.0, query_pre_attn_scalar=56,
+          rope=dict(theta=10000.0)), None),
     # Gemma-3 text (the 1B's layout): q/k norms, pattern 3 (layers 2 and 5 global), local base
     # 10000, global base 1e6 with linear scaling 8, no soft-caps.
     ("gemma3-256-4q1kv-hd64-linear8", "gemma3",
      dict(hidden_size=256, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=1, head_dim=64,
           intermediate_size=640, vocab_size=1019, max_position_embeddings=128, sliding_window=8,
-          sliding_window_pattern=3, query_pre_attn_scalar=64, rope_theta=1000000.0, rope_local_base_freq=10000.0,
-          rope_scaling={"rope_type": "linear", "factor": 8.0}), None),
+          sliding_window_pattern=3, query_pre_attn_scalar=64,
+          rope=dict(theta=1000000.0, local_theta=10000.0, linear=8.0)), None),
     # Gemma-3 with a final soft-cap, unscaled RoPE, GQA 6q/2kv, head_dim 48.
     ("gemma3-192-6q2kv-hd48-cap", "gemma3",
      dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=2, head_dim=48,
           intermediate_size=512, vocab_size=1009, max_position_embeddings=128, sliding_window=6,
           sliding_window_pattern=2, query_pre_attn_scalar=40, final_logit_softcapping=12.0,
-          rope_theta=10000.0, rope_local_base_freq=5000.0), None),
+          rope=dict(theta=10000.0, local_theta=5000.0)), None),
 ]
 
 
 def is_gemma(family):
     return family.startswith("gemma")
+
+
+def set_gemma_rope(cfg, family, rope):
+    """Global theta (with linear scaling on Gemma-3), Gemma-3's local theta: rope_parameters
+    keyed by layer type (transformers 5), flat, or the older top-level keys."""
+    theta, local, linear = rope["theta"], rope.get("local_theta", rope["theta"]), rope.get("linear", 1.0)
+    full = {"rope_type": "linear", "factor": linear} if linear != 1.0 else {"rope_type": "default"}
+    full["rope_theta"] = theta
+    rp = getattr(cfg, "rope_parameters", None)
+    if isinstance(rp, dict) and ("full_attention" in rp or "sliding_attention" in rp):
+        rp["full_attention"] = full
+        rp["sliding_attention"] = {"rope_type": "default", "rope_theta": local}
+    elif isinstance(rp, dict):
+        rp.clear()
+        rp.update(full)
+    else:
+        cfg.rope_theta = theta
+        if family == "gemma3":
+            cfg.rope_local_base_freq = local
+            cfg.rope_scaling = {"rope_type": "linear", "factor": linear} if linear != 1.0 else None
+
+
+def check_gemma_rope(model, family, rope, hd):
+    """Every expected frequency vector is one of the model's inv_freq buffers."""
+    def freqs(base, div):
+        return torch.tensor([base ** (-2.0 * i / hd) / div for i in range(hd // 2)], dtype=torch.float64)
+    want = [freqs(rope["theta"], rope.get("linear", 1.0))]
+    if family == "gemma3":
+        want.append(freqs(rope.get("local_theta", rope["theta"]), 1.0))
+    have = [b.double().flatten() for n, b in model.named_buffers() if "inv_freq" in n]
+    for w in want:
+        if not any(h.shape == w.shape and torch.allclose(h, w, rtol=1e-6, atol=0) for h in have):
+            raise RuntimeError(f"RoPE frequencies {rope} did not take effect in this transformers")
 
 
 def set_rope_theta(cfg, theta):
@@ -165,6 +200,8 @@ def set_rope_theta(cfg, theta):
 
 def build_model(family, kwargs, theta, seed):
     extra = {} if theta is None else {"rope_theta": theta}
+    kwargs = dict(kwargs)
+    rope = kwargs.pop("rope", None)
     if family not in CLASSES:
         raise RuntimeError(f"transformers {transformers.__version__} has no {family} classes")
     cfg_cls, model_cls = CLASSES[family]
@@ -173,12 +210,15 @@ def build_model(family, kwargs, theta, seed):
         cfg.bos_token_id = cfg.eos_token_id = kwargs["vocab_size"] - 1
     elif is_gemma(family):
         cfg.bos_token_id, cfg.eos_token_id = 2, 1  # Gemma's ids; hidden_activation stays gelu_pytorch_tanh
+        set_gemma_rope(cfg, family, rope)
     else:
         cfg.hidden_act = "silu"
         cfg.bos_token_id, cfg.eos_token_id = 1, 2
         set_rope_theta(cfg, theta)
     torch.manual_seed(seed)
     model = model_cls(cfg).to(torch.float32).eval()
+    if rope is not None:
+        check_gemma_rope(model, family, rope, cfg.head_dim)
     if theta is not None:
         # Make sure this transformers version really runs the theta we meant (and saves).
         hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
