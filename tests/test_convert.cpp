@@ -730,6 +730,8 @@ void test_convert_hf_config_qwen2_sliding_window(void **) {
     const cv::HfConfig h = parse_config(q + ", \"use_sliding_window\": true, \"max_window_layers\": 1}");
     assert_int_equal(h.config.sliding_window, 16);
     assert_true(h.config.window_layers == std::vector<uint8_t>({0, 1, 1, 1}));
+    const cv::HfConfig all = parse_config(q + ", \"use_sliding_window\": true, \"max_window_layers\": 0}");
+    assert_true(all.config.window_layers == std::vector<uint8_t>({1, 1, 1, 1}));
     // Every layer below max_window_layers: no layer is windowed, so no window is stored.
     assert_int_equal(parse_config(q + ", \"use_sliding_window\": true, \"max_window_layers\": 4}").config.sliding_window, 0);
     const cv::HfConfig lt = parse_config(q + ", \"use_sliding_window\": true, \"layer_types\": [\"full_attention\", "
@@ -819,6 +821,8 @@ void test_convert_hf_config_rejects(void **) {
         {"{\"model_type\": \"gemma2\", " + base + ", \"layer_types\": [\"full_attention\"]}", GPT_ERR_FORMAT, "layer_types"},
         {"{\"model_type\": \"gemma2\", " + base + ", \"layer_types\": [\"full_attention\", \"chunked_attention\"]}", GPT_ERR_UNSUPPORTED, "layer_types[1]"},
         {"{\"model_type\": \"mistral\", " + base + ", \"sliding_window\": 0}", GPT_ERR_FORMAT, "sliding_window"},
+        {"{\"model_type\": \"qwen2\", " + base + ", \"sliding_window\": 8, \"use_sliding_window\": true, \"max_window_layers\": -1}",
+         GPT_ERR_FORMAT, "max_window_layers"},
     };
     for (const Case &c : cases) {
         try {

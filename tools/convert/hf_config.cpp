@@ -246,8 +246,12 @@ void read_llama_family(HfConfig &h, const Fields &f, const std::string &src) {
         if (type == "mistral") {
             set_window(c, w, window_layers(f, c.n_layers, src, [](uint32_t, uint32_t) { return true; }, 0));
         } else if (f.bool_or("use_sliding_window", false)) {
-            const uint32_t first = f.has("max_window_layers") ? f.u32_or("max_window_layers", 0) : 28; // Qwen2Config's default
-            set_window(c, w, window_layers(f, c.n_layers, src, [](uint32_t i, uint32_t m) { return i >= m; }, first));
+            // Qwen2Config's default is 28; 0 (every layer windowed) is allowed.
+            const double first = f.num_or("max_window_layers", 28);
+            if (!(first >= 0) || first != std::floor(first) || first > 1e9)
+                fail(GPT_ERR_FORMAT, "%s: \"max_window_layers\" must be a non-negative integer, not %s", src.c_str(),
+                     json_excerpt(f.at("max_window_layers")).c_str());
+            set_window(c, w, window_layers(f, c.n_layers, src, [](uint32_t i, uint32_t m) { return i >= m; }, (uint32_t)first));
         }
     }
 }
