@@ -719,6 +719,10 @@ void test_convert_hf_config_mistral_sliding_window(void **) {
     const cv::HfConfig none = parse_config("{\"model_type\": \"mistral\", " + kConfigBase + ", \"sliding_window\": null}");
     assert_int_equal(none.config.sliding_window, 0);
     assert_true(none.config.window_layers.empty());
+    // A window as long as the context never binds: not stored.
+    const cv::HfConfig longer = parse_config("{\"model_type\": \"mistral\", " + kConfigBase +
+                                             ", \"sliding_window\": 4096, \"max_position_embeddings\": 4096}");
+    assert_int_equal(longer.config.sliding_window, 0);
 }
 
 // Qwen2 windows only with use_sliding_window, and only layers >= max_window_layers (as

@@ -189,10 +189,12 @@ std::vector<uint8_t> window_layers(const Fields &f, uint32_t n_layers, const std
     return flags;
 }
 
-// Stores the window, or none when no layer uses it.
+// Stores the window, or none when no layer uses it or it is no shorter than the context
+// (max_seq never exceeds context_length, so such a window never binds).
 void set_window(ModelConfig &c, uint32_t window, std::vector<uint8_t> flags) {
     bool any = false;
     for (uint8_t x : flags) any = any || x;
+    any = any && window < c.context_length;
     c.sliding_window = any ? window : 0;
     c.window_layers = any ? std::move(flags) : std::vector<uint8_t>();
 }
