@@ -113,6 +113,11 @@ try:  # Gemma-3 text needs transformers >= 4.50
 except ImportError:
     pass
 
+def gemma3_layer_types(n, pattern):
+    """Both spellings are passed: sliding_window_pattern (transformers < 4.53) and layer_types."""
+    return ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n)]
+
+
 MODELS += [
     # Mistral with a real window: every layer sees only the last 12 keys.
     ("mistral-window12-256-4q2kv", "mistral",
@@ -140,13 +145,14 @@ MODELS += [
     ("gemma3-256-4q1kv-hd64-linear8", "gemma3",
      dict(hidden_size=256, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=1, head_dim=64,
           intermediate_size=640, vocab_size=1019, max_position_embeddings=128, sliding_window=8,
-          sliding_window_pattern=3, query_pre_attn_scalar=64,
+          sliding_window_pattern=3, layer_types=gemma3_layer_types(6, 3), query_pre_attn_scalar=64,
           rope=dict(theta=1000000.0, local_theta=10000.0, linear=8.0)), None),
     # Gemma-3 with a final soft-cap, unscaled RoPE, GQA 6q/2kv, head_dim 48.
     ("gemma3-192-6q2kv-hd48-cap", "gemma3",
      dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=2, head_dim=48,
           intermediate_size=512, vocab_size=1009, max_position_embeddings=128, sliding_window=6,
-          sliding_window_pattern=2, query_pre_attn_scalar=40, final_logit_softcapping=12.0,
+          sliding_window_pattern=2, layer_types=gemma3_layer_types(4, 2), query_pre_attn_scalar=40,
+          final_logit_softcapping=12.0,
           rope=dict(theta=10000.0, local_theta=5000.0)), None),
 ]
 
