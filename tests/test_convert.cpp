@@ -834,6 +834,14 @@ void test_convert_hf_config_gemma3(void **) {
     assert_true(t5.config.window_layers == std::vector<uint8_t>({1, 0, 1, 1, 0, 0}));
     assert_true(t5.config.rope_theta == 500000.0f && t5.config.rope_theta_local == 20000.0f);
     assert_true(t5.config.rope_scaling.type == gpt::RopeScalingType::LINEAR && t5.config.rope_scaling.factor == 4.0f);
+    // A window no shorter than the context never binds, but Gemma-3's windowed layers still
+    // rotate with the local base: the window and its flags are kept (Gemma-2 drops them).
+    const cv::HfConfig wide = parse_config(g + R"(, "max_position_embeddings": 64, "sliding_window": 512})");
+    assert_int_equal(wide.config.sliding_window, 512);
+    assert_true(wide.config.window_layers == std::vector<uint8_t>({1, 1, 1, 1, 1, 0}));
+    const cv::HfConfig wide2 = parse_config("{\"model_type\": \"gemma2\", " + kGemmaBase + R"(, "max_position_embeddings": 64, "sliding_window": 512})");
+    assert_int_equal(wide2.config.sliding_window, 0);
+    assert_true(wide2.config.window_layers.empty());
 }
 
 // Llama 3.2 as published: llama3 scaling (factor 32, original 8192), tied head, head_dim 64.
