@@ -131,13 +131,15 @@ GPT_API const char *gpt_dtype_name(int dtype);
 typedef enum gpt_arch {
     GPT_ARCH_GPT2 = 1,  /* LayerNorm, GELU (tanh), learned positions, fused QKV with biases */
     GPT_ARCH_LLAMA = 2, /* RMSNorm, RoPE (optionally scaled: linear, llama3), SwiGLU, grouped-query
-                           attention (Llama 1-3.x, Mistral, Qwen2) */
+                           attention, optional sliding window (Llama 1-3.x, Mistral, Qwen2) */
     GPT_ARCH_QWEN3 = 3, /* Llama with an RMSNorm on each q and k head before RoPE (Qwen3) */
-    GPT_ARCH_PHI3 = 4   /* Llama with partial rotation, longrope scaling and an optional sliding
+    GPT_ARCH_PHI3 = 4,  /* Llama with partial rotation, longrope scaling and an optional sliding
                            window (Phi-3, Phi-3.5, Phi-4-mini) */
+    GPT_ARCH_GEMMA2 = 5, /* Gemma-2: GeGLU, pre- and post-norms, soft-capping, alternating sliding window */
+    GPT_ARCH_GEMMA3 = 6  /* Gemma-3 (text): Gemma-2 plus q/k norms, local/global layers with their own RoPE */
 } gpt_arch;
 
-/* "gpt2", "llama", "qwen3", "phi3"; "?" for anything else. */
+/* "gpt2", "llama", "qwen3", "phi3", "gemma2", "gemma3"; "?" for anything else. */
 GPT_API const char *gpt_arch_name(int arch);
 
 /* Devices: a CUDA ordinal (0, 1, ...) or one of these. */

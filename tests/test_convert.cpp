@@ -1,6 +1,6 @@
 // test_convert.cpp - `gpt convert` end to end on checkpoints the test writes itself: Hugging
 // Face directories (tests/support/hf_fixture: safetensors, single file and sharded with an
-// index; config.json for gpt2, llama, mistral, qwen2) and llama2.c checkpoints
+// index; config.json for gpt2, llama, mistral, qwen2, gemma2, gemma3_text) and llama2.c checkpoints
 // (tests/support/llama2c_fixture: v0 and v1, shared and unshared classifier, GQA),
 // converted to every dtype.
 //
@@ -113,6 +113,7 @@ struct Scratch {
 struct Want {
     std::vector<uint64_t> shape;
     std::vector<float> values; // exact source values
+    bool f32 = false;          // stored f32 whatever the file's dtype (Gemma's norms)
 };
 using WantMap = std::map<std::string, Want>;
 
@@ -159,6 +160,33 @@ WantMap expected_hf(const HfModel &m) {
     }
     const uint64_t hd = m.hd(), qd = s.heads * hd, kvd = s.kv * hd;
     w["tok_emb.weight"] = {{v, d}, m.v("model.embed_tokens.weight")};
+    if (m.gemma()) {
+        // Norms: 1 + w computed in f32 (transformers' 1.0 + weight.float()), stored f32.
+        auto norm = [&](const std::string &hf_name, uint64_t n) {
+            std::vector<float> x = m.v(hf_name);
+            for (float &e : x) e = 1.0f + e;
+            return Want{{n}, x, true};
+        };
+        for (uint32_t i = 0; i < s.layers; i++) {
+            const std::string h = "model.layers." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
+            w[o + "attn_norm.weight"] = norm(h + "input_layernorm.weight", d);
+            w[o + "attn_qkv.weight"] = {{qd + 2 * kvd, d},
+                                        concat({&m.v(h + "self_attn.q_proj.weight"), &m.v(h + "self_attn.k_proj.weight"),
+                                                &m.v(h + "self_attn.v_proj.weight")})};
+            if (s.type == "gemma3_text") {
+                w[o + "attn_q_norm.weight"] = norm(h + "self_attn.q_norm.weight", hd);
+                w[o + "attn_k_norm.weight"] = norm(h + "self_attn.k_norm.weight", hd);
+            }
+            w[o + "attn_out.weight"] = {{d, qd}, m.v(h + "self_attn.o_proj.weight")};
+            w[o + "attn_post_norm.weight"] = norm(h + "post_attention_layernorm.weight", d);
+            w[o + "ffn_norm.weight"] = norm(h + "pre_feedforward_layernorm.weight", d);
+            w[o + "ffn_gate_up.weight"] = {{2 * ff, d}, concat({&m.v(h + "mlp.gate_proj.weight"), &m.v(h + "mlp.up_proj.weight")})};
+            w[o + "ffn_down.weight"] = {{d, ff}, m.v(h + "mlp.down_proj.weight")};
+            w[o + "ffn_post_norm.weight"] = norm(h + "post_feedforward_layernorm.weight", d);
+        }
+        w["out_norm.weight"] = norm("model.norm.weight", d);
+        return w;
+    }
     for (uint32_t i = 0; i < s.layers; i++) {
         const std::string h = "model.layers." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
         w[o + "attn_norm.weight"] = {{d}, m.v(h + "input_layernorm.weight")};
@@ -244,6 +272,8 @@ gpt_arch hf_arch(const std::string &type) {
     if (type == "gpt2") return GPT_ARCH_GPT2;
     if (type == "qwen3") return GPT_ARCH_QWEN3;
     if (type == "phi3") return GPT_ARCH_PHI3;
+    if (type == "gemma2") return GPT_ARCH_GEMMA2;
+    if (type == "gemma3_text") return GPT_ARCH_GEMMA3;
     return GPT_ARCH_LLAMA;
 }
 
@@ -256,8 +286,22 @@ RefInput reference_input(const HfModel &m, DType t) {
     c.n_layers = s.layers, c.d_model = s.d, c.n_heads = s.heads, c.n_kv_heads = gpt2 ? s.heads : s.kv, c.head_dim = m.hd();
     c.d_ff = s.ff, c.vocab_size = s.vocab, c.context_length = s.ctx, c.norm_eps = s.eps, c.rope_theta = gpt2 ? 0.0f : s.theta;
     c.tied_head = s.tied, c.qkv_bias = gpt2 || s.type == "qwen2";
-    c.rope_dim = s.rope_dim, c.rope_scaling = s.scaling, c.sliding_window = s.type == "phi3" ? s.sliding_window : 0;
+    c.rope_dim = s.rope_dim, c.rope_scaling = s.scaling;
     r.layout.conv1d = gpt2;
+    r.layout.embed_dtype = t;
+    // Windows as transformers applies them (HfModel::windowed states each type's rule), in the
+    // file's form: no window when no layer has one or (but for Gemma-3, whose windowed layers
+    // also pick the local RoPE) it is no shorter than the context; no per-layer list when every
+    // layer has it.
+    bool any = false, all = true;
+    for (uint32_t i = 0; i < s.layers && !gpt2; i++) {
+        c.window_layers.push_back(m.windowed(i));
+        any = any || m.windowed(i);
+        all = all && m.windowed(i);
+    }
+    any = any && (s.sliding_window < s.ctx || s.type == "gemma3_text");
+    c.sliding_window = any ? s.sliding_window : 0;
+    if (!any || all) c.window_layers.clear();
     auto put = [&](const std::string &name, const std::vector<float> &v) { r.tensors[name] = rounded(v, t); };
     if (gpt2) {
         const std::string p = s.prefix ? "transformer." : "";
@@ -284,6 +328,37 @@ RefInput reference_input(const HfModel &m, DType t) {
         return r;
     }
     put("tok_emb.weight", m.v("model.embed_tokens.weight"));
+    if (m.gemma()) {
+        const bool g3 = s.type == "gemma3_text";
+        c.arch = g3 ? GPT_ARCH_GEMMA3 : GPT_ARCH_GEMMA2;
+        c.tied_head = true, c.qkv_bias = false, c.embed_scale = true;
+        c.attn_softcap = s.attn_softcap, c.logit_softcap = s.logit_softcap, c.query_pre_attn_scalar = s.query_pre_attn_scalar;
+        if (g3) c.rope_theta_local = s.theta_local;
+        if (g3 && s.linear_factor != 1) c.rope_scaling.type = gpt::RopeScalingType::LINEAR, c.rope_scaling.factor = s.linear_factor;
+        // Gemma's RMSNorm scales by (1 + w), computed in f32 from the stored weight.
+        auto norm = [&](const std::string &name, const std::string &hf_name) {
+            std::vector<float> x = m.v(hf_name);
+            for (float &e : x) e = 1.0f + e;
+            r.tensors[name] = x;
+        };
+        for (uint32_t i = 0; i < s.layers; i++) {
+            const std::string h = "model.layers." + std::to_string(i) + ".", a = h + "self_attn.", o = "blk." + std::to_string(i) + ".";
+            norm(o + "attn_norm.weight", h + "input_layernorm.weight");
+            put(o + "attn_qkv.weight", concat({&m.v(a + "q_proj.weight"), &m.v(a + "k_proj.weight"), &m.v(a + "v_proj.weight")}));
+            if (g3) {
+                norm(o + "attn_q_norm.weight", a + "q_norm.weight");
+                norm(o + "attn_k_norm.weight", a + "k_norm.weight");
+            }
+            put(o + "attn_out.weight", m.v(a + "o_proj.weight"));
+            norm(o + "attn_post_norm.weight", h + "post_attention_layernorm.weight");
+            norm(o + "ffn_norm.weight", h + "pre_feedforward_layernorm.weight");
+            put(o + "ffn_gate_up.weight", concat({&m.v(h + "mlp.gate_proj.weight"), &m.v(h + "mlp.up_proj.weight")}));
+            put(o + "ffn_down.weight", m.v(h + "mlp.down_proj.weight"));
+            norm(o + "ffn_post_norm.weight", h + "post_feedforward_layernorm.weight");
+        }
+        norm("out_norm.weight", "model.norm.weight");
+        return r;
+    }
     for (uint32_t i = 0; i < s.layers; i++) {
         const std::string h = "model.layers." + std::to_string(i) + ".", a = h + "self_attn.", o = "blk." + std::to_string(i) + ".";
         put(o + "attn_norm.weight", m.v(h + "input_layernorm.weight"));
@@ -378,16 +453,18 @@ void check_tensors(const std::string &path, const WantMap &want, DType out, cons
         if (!t) fail_msg("%s: tensor '%s' missing", what, name.c_str());
         std::vector<uint64_t> dims(t->dims, t->dims + t->ndim);
         if (dims != w.shape) fail_msg("%s: tensor '%s' has the wrong shape", what, name.c_str());
-        if (t->dtype != out) fail_msg("%s: tensor '%s' is %s, expected %s", what, name.c_str(), gpt::dtype_name(t->dtype), dt_name(out));
-        const std::vector<uint8_t> bytes = encode(w.values, out);
+        const DType want_dt = w.f32 ? DType::F32 : out;
+        if (t->dtype != want_dt)
+            fail_msg("%s: tensor '%s' is %s, expected %s", what, name.c_str(), gpt::dtype_name(t->dtype), dt_name(want_dt));
+        const std::vector<uint8_t> bytes = encode(w.values, want_dt);
         if (t->nbytes != bytes.size()) fail_msg("%s: tensor '%s' has %llu bytes", what, name.c_str(), (unsigned long long)t->nbytes);
         const uint8_t *p = f->data(*t);
         if (std::memcmp(p, bytes.data(), bytes.size()) != 0) {
-            const size_t es = out == DType::F32 ? 4 : 2;
+            const size_t es = want_dt == DType::F32 ? 4 : 2;
             for (size_t i = 0; i < w.values.size(); i++)
                 if (std::memcmp(p + i * es, bytes.data() + i * es, es))
                     fail_msg("%s: tensor '%s' element %zu is %.9g, expected %.9g (source %.9g)", what, name.c_str(), i,
-                             (double)decode_one(p + i * es, out), (double)decode_one(bytes.data() + i * es, out), (double)w.values[i]);
+                             (double)decode_one(p + i * es, want_dt), (double)decode_one(bytes.data() + i * es, want_dt), (double)w.values[i]);
         }
     }
 }
@@ -466,7 +543,9 @@ void check_hf(const HfSpec &spec, const char *label) {
     const HfModel m = make_hf(spec);
     write_hf_dir(sc.src, m.config, m.entries(), spec.shards);
     const WantMap want = expected_hf(m);
-    const std::vector<int32_t> toks = test_tokens(spec.vocab, 7, spec.seed + 100);
+    // Longer than the window when there is one, so that it binds.
+    const size_t n_toks = spec.sliding_window ? std::min<size_t>(spec.ctx, 2 * spec.sliding_window + 3) : 7;
+    const std::vector<int32_t> toks = test_tokens(spec.vocab, n_toks, spec.seed + 100);
     for (uint32_t req : {(uint32_t)GPT_DTYPE_AUTO, (uint32_t)GPT_DTYPE_F32, (uint32_t)GPT_DTYPE_F16, (uint32_t)GPT_DTYPE_BF16}) {
         const DType out = req == GPT_DTYPE_AUTO ? spec.dtype : req == GPT_DTYPE_F32 ? DType::F32 : req == GPT_DTYPE_F16 ? DType::F16 : DType::BF16;
         char what[160];
@@ -481,9 +560,11 @@ void check_hf(const HfSpec &spec, const char *label) {
         const gpt::ModelConfig c = read_config(path);
         const bool gpt2 = spec.type == "gpt2";
         assert_int_equal(c.arch, hf_arch(spec.type));
-        assert_int_equal((int)c.rope_scaling.type, (int)spec.scaling.type);
+        if (spec.type == "gemma3_text" && spec.linear_factor != 1)
+            assert_true(c.rope_scaling.type == gpt::RopeScalingType::LINEAR && c.rope_scaling.factor == spec.linear_factor);
+        else
+            assert_int_equal((int)c.rope_scaling.type, (int)spec.scaling.type);
         assert_int_equal(c.rot_dim(), gpt2 ? m.hd() : spec.rope_dim ? spec.rope_dim : m.hd());
-        assert_int_equal(c.sliding_window, spec.type == "phi3" ? spec.sliding_window : 0);
         if (spec.scaling.type == gpt::RopeScalingType::LONGROPE) {
             // The attention factor transformers derives when the config gives none.
             assert_true(std::fabs(c.rope_scaling.attention_factor - spec.scaling.attention_factor) < 1e-6f);
@@ -491,6 +572,9 @@ void check_hf(const HfSpec &spec, const char *label) {
             assert_true(c.rope_scaling.long_factor == spec.scaling.long_factor);
             assert_int_equal(c.rope_scaling.original_context, spec.scaling.original_context);
         }
+        RefInput ref = reference_input(m, out);
+        assert_int_equal(c.sliding_window, ref.config.sliding_window);
+        assert_true(c.window_layers == ref.config.window_layers);
         assert_int_equal(c.n_layers, spec.layers);
         assert_int_equal(c.d_model, spec.d);
         assert_int_equal(c.n_heads, spec.heads);
@@ -520,7 +604,6 @@ void check_hf(const HfSpec &spec, const char *label) {
             }
         }
         const std::vector<float> got = engine_logits(path, toks, spec.vocab);
-        RefInput ref = reference_input(m, out);
         ref.layout.max_seq = (uint32_t)toks.size(); // engine_logits' context
         expect_logits_close(got, ref.forward(toks), what);
     }
@@ -673,12 +756,92 @@ void test_convert_hf_config_qwen2_rope_parameters(void **) {
     assert_true(h.config.qkv_bias);
 }
 
-// A default rope_scaling is accepted; a sliding window shorter than the context warns.
+// A default rope_scaling is accepted; Mistral's sliding_window windows every layer.
 void test_convert_hf_config_mistral_sliding_window(void **) {
     const cv::HfConfig h = parse_config("{\"model_type\": \"mistral\", " + kConfigBase +
                                         ", \"rope_scaling\": {\"type\": \"default\"}, \"sliding_window\": 8, \"max_position_embeddings\": 64}");
-    assert_int_equal(h.warnings.size(), 1);
-    assert_true(contains(h.warnings[0], "sliding_window"));
+    assert_int_equal(h.warnings.size(), 0);
+    assert_int_equal(h.config.sliding_window, 8);
+    assert_true(h.config.window_layers.empty()); // every layer: no per-layer list
+    const cv::HfConfig none = parse_config("{\"model_type\": \"mistral\", " + kConfigBase + ", \"sliding_window\": null}");
+    assert_int_equal(none.config.sliding_window, 0);
+    assert_true(none.config.window_layers.empty());
+    // A window as long as the context never binds: not stored.
+    const cv::HfConfig longer = parse_config("{\"model_type\": \"mistral\", " + kConfigBase +
+                                             ", \"sliding_window\": 4096, \"max_position_embeddings\": 4096}");
+    assert_int_equal(longer.config.sliding_window, 0);
+}
+
+// Qwen2 windows only with use_sliding_window, and only layers >= max_window_layers (as
+// transformers' Qwen2Config builds layer_types); layer_types, when present, decides.
+void test_convert_hf_config_qwen2_sliding_window(void **) {
+    const std::string q = "{\"model_type\": \"qwen2\", " + kConfigBase + ", \"num_hidden_layers\": 4, \"sliding_window\": 16";
+    assert_int_equal(parse_config(q + ", \"use_sliding_window\": false, \"max_window_layers\": 1}").config.sliding_window, 0);
+    assert_int_equal(parse_config(q + "}").config.sliding_window, 0); // use_sliding_window defaults to false
+    const cv::HfConfig h = parse_config(q + ", \"use_sliding_window\": true, \"max_window_layers\": 1}");
+    assert_int_equal(h.config.sliding_window, 16);
+    assert_true(h.config.window_layers == std::vector<uint8_t>({0, 1, 1, 1}));
+    const cv::HfConfig all = parse_config(q + ", \"use_sliding_window\": true, \"max_window_layers\": 0}");
+    assert_int_equal(all.config.sliding_window, 16);
+    assert_true(all.config.window_layers.empty()); // every layer: no per-layer list
+    // Every layer below max_window_layers: no layer is windowed, so no window is stored.
+    assert_int_equal(parse_config(q + ", \"use_sliding_window\": true, \"max_window_layers\": 4}").config.sliding_window, 0);
+    const cv::HfConfig lt = parse_config(q + ", \"use_sliding_window\": true, \"layer_types\": [\"full_attention\", "
+                                             "\"sliding_attention\", \"full_attention\", \"sliding_attention\"]}");
+    assert_true(lt.config.window_layers == std::vector<uint8_t>({0, 1, 0, 1}));
+}
+
+const std::string kGemmaBase =
+    R"("hidden_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 1, "intermediate_size": 96, "vocab_size": 100)";
+
+// Gemma-2: missing keys take Gemma2Config's defaults (head_dim 256, query_pre_attn_scalar
+// 256, soft-caps 50 and 30, window 4096 on the even layers); null soft-caps are none.
+void test_convert_hf_config_gemma2(void **) {
+    const cv::HfConfig h = parse_config("{\"model_type\": \"gemma2\", " + kGemmaBase + "}");
+    const gpt::ModelConfig &c = h.config;
+    assert_int_equal(c.arch, GPT_ARCH_GEMMA2);
+    assert_int_equal(c.head_dim, 256);
+    assert_true(c.query_pre_attn_scalar == 256.0f && c.attn_softcap == 50.0f && c.logit_softcap == 30.0f);
+    assert_true(c.tied_head && c.embed_scale && c.rope_theta == 10000.0f && c.norm_eps == 1e-6f);
+    assert_int_equal(c.sliding_window, 4096);
+    assert_true(c.window_layers == std::vector<uint8_t>({1, 0, 1, 0, 1, 0}));
+    const cv::HfConfig n = parse_config("{\"model_type\": \"gemma2\", " + kGemmaBase +
+                                        R"(, "attn_logit_softcapping": null, "final_logit_softcapping": null, "head_dim": 16, "sliding_window": 7})");
+    assert_true(n.config.attn_softcap == 0.0f && n.config.logit_softcap == 0.0f);
+    assert_int_equal(n.config.head_dim, 16);
+    assert_int_equal(n.config.sliding_window, 7);
+}
+
+// Gemma-3: every sliding_window_pattern-th layer global (default 6), rope_local_base_freq for
+// the others, linear rope_scaling for the global ones, no soft-caps unless set; the same from
+// transformers 5's layer_types and per-layer-type rope_parameters.
+void test_convert_hf_config_gemma3(void **) {
+    const std::string g = "{\"model_type\": \"gemma3_text\", " + kGemmaBase;
+    const cv::HfConfig h = parse_config(g + R"(, "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "rope_local_base_freq": 10000})");
+    const gpt::ModelConfig &c = h.config;
+    assert_int_equal(c.arch, GPT_ARCH_GEMMA3);
+    assert_true(c.attn_softcap == 0.0f && c.logit_softcap == 0.0f);
+    assert_true(c.rope_theta == 1e6f && c.rope_theta_local == 10000.0f);
+    assert_true(c.rope_scaling.type == gpt::RopeScalingType::LINEAR && c.rope_scaling.factor == 8.0f);
+    assert_true(c.window_layers == std::vector<uint8_t>({1, 1, 1, 1, 1, 0}));
+    const cv::HfConfig p = parse_config(g + R"(, "sliding_window_pattern": 2, "final_logit_softcapping": 15.0})");
+    assert_true(p.config.window_layers == std::vector<uint8_t>({1, 0, 1, 0, 1, 0}));
+    assert_true(p.config.logit_softcap == 15.0f && p.config.rope_scaling.type == gpt::RopeScalingType::NONE);
+    const cv::HfConfig t5 = parse_config(
+        g + R"(, "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention", "full_attention"],)"
+            R"( "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 500000},)"
+            R"( "sliding_attention": {"rope_type": "default", "rope_theta": 20000}}})");
+    assert_true(t5.config.window_layers == std::vector<uint8_t>({1, 0, 1, 1, 0, 0}));
+    assert_true(t5.config.rope_theta == 500000.0f && t5.config.rope_theta_local == 20000.0f);
+    assert_true(t5.config.rope_scaling.type == gpt::RopeScalingType::LINEAR && t5.config.rope_scaling.factor == 4.0f);
+    // A window no shorter than the context never binds, but Gemma-3's windowed layers still
+    // rotate with the local base: the window and its flags are kept (Gemma-2 drops them).
+    const cv::HfConfig wide = parse_config(g + R"(, "max_position_embeddings": 64, "sliding_window": 512})");
+    assert_int_equal(wide.config.sliding_window, 512);
+    assert_true(wide.config.window_layers == std::vector<uint8_t>({1, 1, 1, 1, 1, 0}));
+    const cv::HfConfig wide2 = parse_config("{\"model_type\": \"gemma2\", " + kGemmaBase + R"(, "max_position_embeddings": 64, "sliding_window": 512})");
+    assert_int_equal(wide2.config.sliding_window, 0);
+    assert_true(wide2.config.window_layers.empty());
 }
 
 // Llama 3.2 as published: llama3 scaling (factor 32, original 8192), tied head, head_dim 64.
@@ -793,6 +956,17 @@ void test_convert_hf_config_rejects(void **) {
         {"{\"model_type\": \"gpt2\", \"n_embd\": 32, \"n_layer\": 1, \"n_head\": 4, \"n_ctx\": 16, \"vocab_size\": 50, \"activation_function\": \"relu\"}",
          GPT_ERR_UNSUPPORTED, "activation_function"},
         {"{\"model_type\": \"llama\", " + base, GPT_ERR_FORMAT, "malformed JSON"},
+        {"{\"model_type\": \"gemma3\", " + base + "}", GPT_ERR_UNSUPPORTED, "gemma3_text"},
+        {"{\"model_type\": \"gemma2\", " + base + ", \"hidden_activation\": \"gelu\"}", GPT_ERR_UNSUPPORTED, "hidden_activation"},
+        {"{\"model_type\": \"gemma2\", " + base + ", \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}}", GPT_ERR_UNSUPPORTED, "rope_scaling"},
+        {"{\"model_type\": \"gemma3_text\", " + base + ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2.0}}", GPT_ERR_UNSUPPORTED, "yarn"},
+        {"{\"model_type\": \"gemma2\", " + base + ", \"tie_word_embeddings\": false}", GPT_ERR_UNSUPPORTED, "tie_word_embeddings"},
+        {"{\"model_type\": \"gemma2\", " + base + ", \"attn_logit_softcapping\": -1}", GPT_ERR_FORMAT, "attn_logit_softcapping"},
+        {"{\"model_type\": \"gemma2\", " + base + ", \"layer_types\": [\"full_attention\"]}", GPT_ERR_FORMAT, "layer_types"},
+        {"{\"model_type\": \"gemma2\", " + base + ", \"layer_types\": [\"full_attention\", \"chunked_attention\"]}", GPT_ERR_UNSUPPORTED, "layer_types[1]"},
+        {"{\"model_type\": \"mistral\", " + base + ", \"sliding_window\": 0}", GPT_ERR_FORMAT, "sliding_window"},
+        {"{\"model_type\": \"qwen2\", " + base + ", \"sliding_window\": 8, \"use_sliding_window\": true, \"max_window_layers\": -1}",
+         GPT_ERR_FORMAT, "max_window_layers"},
     };
     for (const Case &c : cases) {
         try {
@@ -860,16 +1034,42 @@ HfSpec mistral_spec() {
 
 void test_convert_mistral(void **) { check_hf(mistral_spec(), "mistral 4q/2kv, sliding window"); }
 
-// A sliding window shorter than the context converts, with a warning.
-void test_convert_mistral_sliding_window_warns(void **) {
-    Scratch sc;
-    const HfModel m = make_hf(mistral_spec());
-    write_hf_dir(sc.src, m.config, m.entries(), 1);
-    const Run r = convert(sc.src, sc.in_out("m.gpt"));
-    expect_ok(r, "mistral");
-    bool warned = false;
-    for (const auto &w : r.warnings) warned |= contains(w, "sliding_window 8");
-    assert_true(warned);
+// Gemma-2 from a bf16 checkpoint: norms stored as 1 + w in f32, post-norms, soft-caps,
+// query_pre_attn_scalar, the window on layers 0 and 2, a prompt longer than the window.
+HfSpec gemma2_spec() {
+    HfSpec s;
+    s.type = "gemma2", s.layers = 3, s.d = 40, s.heads = 4, s.kv = 2, s.head_dim = 16, s.ff = 56, s.vocab = 67, s.tied = true;
+    s.dtype = DType::BF16, s.sliding_window = 6, s.attn_softcap = 2.0f, s.logit_softcap = 5.0f, s.query_pre_attn_scalar = 24;
+    s.eps = 1e-6f, s.bos = 2, s.eos = {1}, s.seed = 10;
+    return s;
+}
+
+void test_convert_gemma2(void **) { check_hf(gemma2_spec(), "gemma2 4q/2kv head_dim 16, soft-caps, window 6 on even layers"); }
+
+// Gemma-3 text: q/k norms, local RoPE base on the windowed layers, linear scaling on the
+// global one (sliding_window_pattern 3: layer 2), then the same from layer_types in f16.
+HfSpec gemma3_spec() {
+    HfSpec s;
+    s.type = "gemma3_text", s.layers = 4, s.d = 48, s.heads = 3, s.kv = 1, s.head_dim = 12, s.ff = 72, s.vocab = 71, s.tied = true;
+    s.sliding_window = 5, s.window_pattern = 3, s.query_pre_attn_scalar = 12, s.theta = 1000000.0f, s.theta_local = 10000.0f;
+    s.linear_factor = 8.0f, s.eps = 1e-6f, s.bos = 2, s.eos = {1, 7}, s.seed = 11;
+    return s;
+}
+
+void test_convert_gemma3(void **) { check_hf(gemma3_spec(), "gemma3 3q/1kv q/k norms, local/global RoPE, linear factor 8"); }
+
+void test_convert_gemma3_layer_types(void **) {
+    HfSpec s = gemma3_spec();
+    s.layer_types = true, s.dtype = DType::F16, s.window_pattern = 2, s.logit_softcap = 4.0f, s.seed = 12;
+    check_hf(s, "gemma3 layer_types, final soft-cap");
+}
+
+// Qwen2 with use_sliding_window: layers from max_window_layers on are windowed.
+void test_convert_qwen2_sliding_window(void **) {
+    HfSpec q;
+    q.type = "qwen2", q.layers = 3, q.d = 32, q.heads = 4, q.kv = 2, q.ff = 48, q.vocab = 53, q.sliding_window = 4;
+    q.max_window_layers = 1, q.seed = 13;
+    check_hf(q, "qwen2 use_sliding_window, max_window_layers 1");
 }
 
 HfSpec qwen2_tied_spec() {
@@ -1513,6 +1713,9 @@ int main(void) {
         cmocka_unit_test(test_convert_hf_config_llama),
         cmocka_unit_test(test_convert_hf_config_qwen2_rope_parameters),
         cmocka_unit_test(test_convert_hf_config_mistral_sliding_window),
+        cmocka_unit_test(test_convert_hf_config_qwen2_sliding_window),
+        cmocka_unit_test(test_convert_hf_config_gemma2),
+        cmocka_unit_test(test_convert_hf_config_gemma3),
         cmocka_unit_test(test_convert_hf_config_gpt2_defaults),
         cmocka_unit_test(test_convert_hf_config_rejects),
         cmocka_unit_test(test_convert_gpt2_tied),
@@ -1522,7 +1725,10 @@ int main(void) {
         cmocka_unit_test(test_convert_llama_head_dim_tied),
         cmocka_unit_test(test_convert_llama_wide_q_sharded),
         cmocka_unit_test(test_convert_mistral),
-        cmocka_unit_test(test_convert_mistral_sliding_window_warns),
+        cmocka_unit_test(test_convert_gemma2),
+        cmocka_unit_test(test_convert_gemma3),
+        cmocka_unit_test(test_convert_gemma3_layer_types),
+        cmocka_unit_test(test_convert_qwen2_sliding_window),
         cmocka_unit_test(test_convert_qwen2_tied),
         cmocka_unit_test(test_convert_qwen2_untied),
         cmocka_unit_test(test_convert_hf_config_llama32),

@@ -1203,6 +1203,11 @@ void test_reject_model_config(void **) {
                     finf = MetaValue::of_f32(INFINITY), fbig = MetaValue::of_f32(2.0f), mamba = MetaValue::of_str("mamba"),
                     u64 = MetaValue::of_u64(16), s16 = MetaValue::of_str("16"), bos = MetaValue::of_i32(37),
                     eos = MetaValue::of_i32(-2), tokfoo = MetaValue::of_str("foo");
+    // Windows and Gemma's fields (the base model has 1 layer).
+    const MetaValue u5 = MetaValue::of_u32(5), flags_2 = MetaValue::of_i32s({1, 0}),
+                    flag_two = MetaValue::of_i32s({2}), flag_one = MetaValue::of_i32s({1}), gemma3 = MetaValue::of_str("gemma3"),
+                    gemma2 = MetaValue::of_str("gemma2"), linear = MetaValue::of_str("linear"), llama3 = MetaValue::of_str("llama3"),
+                    fone = MetaValue::of_f32(1.0f);
     struct Case {
         const char *what;
         std::vector<std::pair<std::string, const MetaValue *>> edits;
@@ -1245,6 +1250,24 @@ void test_reject_model_config(void **) {
         {"bos_id = vocab", {{k::kTokBos, &bos}}, GPT_ERR_FORMAT, "bos_id 37 out of range"},
         {"eos_id -2", {{k::kTokEos, &eos}}, GPT_ERR_FORMAT, "eos_id -2 out of range"},
         {"unknown tokenizer", {{k::kTokModel, &tokfoo}}, GPT_ERR_UNSUPPORTED, "unknown tokenizer.model 'foo'"},
+        {"window_layers without sliding_window", {{k::kWindowLayers, &flag_one}}, GPT_ERR_FORMAT,
+         "model.window_layers is set without model.sliding_window"},
+        {"window_layers of 2 for 1 layer", {{k::kSlidingWindow, &u5}, {k::kWindowLayers, &flags_2}}, GPT_ERR_FORMAT,
+         "model.window_layers holds 2 flags for 1 layers"},
+        {"window flag 2", {{k::kSlidingWindow, &u5}, {k::kWindowLayers, &flag_two}}, GPT_ERR_FORMAT, "holds 2; each flag is 0 or 1"},
+        {"window_layers as u32", {{k::kSlidingWindow, &u5}, {k::kWindowLayers, &u3}}, GPT_ERR_FORMAT, "model.window_layers"},
+        {"attn_softcap NaN", {{k::kAttnSoftcap, &fnan}}, GPT_ERR_FORMAT, "model.attn_softcap nan is not"},
+        {"logit_softcap < 0", {{k::kLogitSoftcap, &fneg}}, GPT_ERR_FORMAT, "model.logit_softcap -1e-05 is not"},
+        {"query_pre_attn_scalar inf", {{k::kQueryPreAttnScalar, &finf}}, GPT_ERR_FORMAT, "model.query_pre_attn_scalar inf"},
+        {"linear RoPE scaling on gemma2", {{k::kArchitecture, &gemma2}, {k::kRopeScalingType, &linear}, {k::kRopeScalingFactor, &fbig}},
+         GPT_ERR_UNSUPPORTED, "model.rope_scaling.type 'linear' on gemma2"},
+        {"llama3 RoPE scaling on gemma3",
+         {{k::kArchitecture, &gemma3}, {k::kRopeThetaLocal, &fbig}, {k::kRopeScalingType, &llama3}, {k::kRopeScalingFactor, &fbig},
+          {k::kRopeScalingLowFreq, &fone}, {k::kRopeScalingHighFreq, &fbig}, {k::kRopeScalingOrigContext, &u5}},
+         GPT_ERR_UNSUPPORTED, "model.rope_scaling.type 'llama3' on gemma3"},
+        {"gemma3 without rope_theta_local", {{k::kArchitecture, &gemma3}}, GPT_ERR_FORMAT, "'model.rope_theta_local' (f32) is missing"},
+        {"gemma3 rope_theta_local 0", {{k::kArchitecture, &gemma3}, {k::kRopeThetaLocal, &f0}}, GPT_ERR_FORMAT,
+         "model.rope_theta_local 0 is not positive"},
     };
     for (const Case &cs : cases) expect_model_reject(model_file(rng, c, cs.edits), cs.want, cs.needle, cs.what);
 }

@@ -898,6 +898,24 @@ std::vector<fixture::Spec> model_specs() {
     l.qkv_bias = true;
     l.tied_head = true;
     v.push_back(l);
+    // Windows shorter than the 23-token prefill (issue #18): Mistral-style on every layer,
+    // Gemma-2 (soft-caps, post-norms, GeGLU, query scale, even layers windowed) and Gemma-3
+    // (q/k norms, local RoPE base, linear scaling on the global layer).
+    fixture::Spec m = l;
+    m.qkv_bias = false, m.tied_head = false, m.n_layers = 2, m.sliding_window = 7; // every layer (no per-layer list)
+    v.push_back(m);
+    fixture::Spec g2;
+    g2.arch = GPT_ARCH_GEMMA2;
+    g2.n_layers = 3, g2.d_model = 40, g2.n_heads = 4, g2.n_kv_heads = 2, g2.head_dim = 16, g2.d_ff = 56;
+    g2.sliding_window = 6, g2.window_layers = {1, 0, 1}, g2.attn_softcap = 2.0f, g2.logit_softcap = 3.0f;
+    g2.query_pre_attn_scalar = 24.0f, g2.norm_eps = 1e-6f;
+    v.push_back(g2);
+    fixture::Spec g3 = g2;
+    g3.arch = GPT_ARCH_GEMMA3;
+    g3.n_layers = 4, g3.n_heads = 3, g3.n_kv_heads = 1, g3.head_dim = 12, g3.sliding_window = 5, g3.window_layers = {1, 1, 0, 1};
+    g3.attn_softcap = 0, g3.logit_softcap = 0, g3.query_pre_attn_scalar = 12.0f, g3.rope_theta = 1000000.0f;
+    g3.rope_theta_local = 10000.0f, g3.rope_scaling.type = gpt::RopeScalingType::LINEAR, g3.rope_scaling.factor = 8.0f;
+    v.push_back(g3);
     for (auto &s : v) s.seed = g_rng();
     return v;
 }

@@ -7,10 +7,13 @@
 // or NEON paths the build runs) at every vector length up to 80, against double sums.
 //
 // Models: GPT-2 tied and untied; Llama with MHA, GQA 4q/2kv, 6q/1kv with q/k/v biases
-// (Qwen2-like), tied and untied heads, llama3 and linear RoPE scaling; Qwen3 (q/k norms,
-// head_dim 16 with d_model 40); Phi-3 with longrope short factors and a sliding window of 7,
-// and with partial rotation (12 of 16) and long factors; odd widths (d_model 36/40/48,
-// head_dim 6/8/12/16, vocab sizes that are not multiples of 8); each as f32, f16 and bf16.
+// (Qwen2-like), tied and untied heads, llama3 and linear RoPE scaling, sliding windows on
+// every layer (Mistral) or the upper ones (Qwen2); Qwen3 (q/k norms, head_dim 16 with
+// d_model 40); Phi-3 with longrope short factors and a sliding window of 7, and with partial
+// rotation (12 of 16) and long factors; Gemma-2 and Gemma-3 (post-norms, GeGLU, soft-caps,
+// query scale, windowed layers, q/k norms, local and linearly scaled RoPE); odd widths
+// (d_model 36/40/48, head_dim 6/8/10/12/16, vocab sizes that are not multiples of 8); each
+// as f32, f16 and bf16. Prompts (9 to 24 tokens) are longer than every window.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,13 +138,33 @@ fixture::Spec base_spec(const std::string &name) {
         s.n_layers = 2, s.d_model = 48, s.n_heads = 6, s.n_kv_heads = 2, s.head_dim = 16, s.d_ff = 40;
         s.vocab_size = 61, s.tied_head = true, s.rope_dim = 12;
         longrope(s, 16, 6);
+    } else if (name == "mistral_window") {
+        s.arch = GPT_ARCH_LLAMA; // every layer windowed, the window shorter than every prompt
+        s.n_layers = 2, s.d_model = 40, s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 10, s.d_ff = 56;
+        s.vocab_size = 59, s.sliding_window = 5, s.window_layers = {1, 1};
+    } else if (name == "qwen2_window_upper") {
+        s.arch = GPT_ARCH_LLAMA; // use_sliding_window with max_window_layers 1: layers 1.. windowed
+        s.n_layers = 3, s.d_model = 48, s.n_heads = 6, s.n_kv_heads = 2, s.head_dim = 8, s.d_ff = 64;
+        s.vocab_size = 63, s.qkv_bias = true, s.sliding_window = 3, s.window_layers = {0, 1, 1};
+    } else if (name == "gemma2") {
+        s.arch = GPT_ARCH_GEMMA2; // even layers windowed; caps small enough to bend scores and logits
+        s.n_layers = 3, s.d_model = 40, s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 16, s.d_ff = 56;
+        s.vocab_size = 67, s.sliding_window = 6, s.window_layers = {1, 0, 1};
+        s.attn_softcap = 2.0f, s.logit_softcap = 3.0f, s.query_pre_attn_scalar = 24.0f, s.norm_eps = 1e-6f;
+    } else if (name == "gemma3") {
+        s.arch = GPT_ARCH_GEMMA3; // local, local, global, local: local RoPE base, linear scaling on the global layer
+        s.n_layers = 4, s.d_model = 48, s.n_heads = 3, s.n_kv_heads = 1, s.head_dim = 12, s.d_ff = 72;
+        s.vocab_size = 71, s.sliding_window = 5, s.window_layers = {1, 1, 0, 1};
+        s.query_pre_attn_scalar = 12.0f, s.rope_theta = 1000000.0f, s.rope_theta_local = 10000.0f;
+        s.rope_scaling.type = gpt::RopeScalingType::LINEAR, s.rope_scaling.factor = 8.0f, s.norm_eps = 1e-6f;
     }
     s.context_length = 64;
     return s;
 }
 
-const char *kModelNames[] = {"gpt2_tied",   "gpt2_untied",  "llama_mha",         "llama_gqa_tied",   "qwen2_like",
-                             "llama3_scaled_tied", "llama_linear", "qwen3_gqa", "phi3_window_short", "phi3_partial_long"};
+const char *kModelNames[] = {"gpt2_tied",         "gpt2_untied",  "llama_mha", "llama_gqa_tied",    "qwen2_like",
+                             "llama3_scaled_tied", "llama_linear", "qwen3_gqa", "phi3_window_short", "phi3_partial_long",
+                             "mistral_window",     "qwen2_window_upper", "gemma2", "gemma3"};
 
 int setup_models(void **) {
     g_models = new std::vector<TestModel>();
@@ -303,7 +326,7 @@ void test_rejects_bad_rope_metadata(void **) {
         {"phi3_partial_long", k::kRopeDim, MetaValue::of_u32(18), GPT_ERR_FORMAT},
         {"llama3_scaled_tied", k::kRopeScalingFactor, MetaValue::of_f32(0.5f), GPT_ERR_FORMAT},
         {"llama3_scaled_tied", k::kRopeScalingHighFreq, MetaValue::of_f32(0.5f), GPT_ERR_FORMAT},
-        {"llama3_scaled_tied", k::kSlidingWindow, MetaValue::of_u32(4), GPT_ERR_UNSUPPORTED},
+        {"gpt2_tied", k::kSlidingWindow, MetaValue::of_u32(4), GPT_ERR_FORMAT},
         {"llama_linear", k::kRopeScalingFactor, MetaValue::of_f32(NAN), GPT_ERR_FORMAT},
     };
     for (const Case &c : cases) {
@@ -363,6 +386,27 @@ void test_incremental_equals_full(void **) {
             pos += len;
         }
         gpt_ctx_free(ctx);
+    }
+}
+
+// Rewinding (gpt_ctx_truncate) past a window and going on equals a fresh run of the kept
+// prefix plus the new tokens: the windowed layers still find the keys they need.
+void test_truncate_then_continue(void **) {
+    std::mt19937_64 rng(reference::sub_seed("truncate_then_continue"));
+    for (const TestModel &m : *g_models) {
+        const uint32_t V = m.vocab();
+        const size_t n = uniform(rng, 16, 30), keep = uniform(rng, 8, n - 2), more = uniform(rng, 2, 9);
+        const auto first = random_tokens(rng, V, n), extra = random_tokens(rng, V, more);
+        gpt_ctx *ctx = make_ctx(m.model);
+        forward_all(ctx, first, 1, V);
+        CHECK_OK(gpt_ctx_truncate(ctx, 0, (uint32_t)keep));
+        const auto got = forward_all(ctx, extra, 1, V);
+        gpt_ctx_free(ctx);
+        std::vector<int32_t> whole(first.begin(), first.begin() + keep);
+        whole.insert(whole.end(), extra.begin(), extra.end());
+        const auto fresh = solo_run(m, whole);
+        expect_close(reference::compare(got.data(), fresh.data() + keep * V, more, V), kSelfTolerance,
+                     m.name + " after truncating " + std::to_string(n) + " to " + std::to_string(keep));
     }
 }
 
@@ -622,6 +666,7 @@ int main(void) {
         cmocka_unit_test(test_longrope_factors_follow_context),
         cmocka_unit_test(test_rejects_bad_rope_metadata),
         cmocka_unit_test(test_incremental_equals_full),
+        cmocka_unit_test(test_truncate_then_continue),
         cmocka_unit_test(test_batch_equals_separate),
         cmocka_unit_test(test_small_steps_equal_one_step),
         cmocka_unit_test(test_threads_agree),

@@ -3,7 +3,7 @@
 
 namespace gpt::keys {
 
-inline constexpr const char *kArchitecture = "general.architecture"; // str: "gpt2" | "llama" | "qwen3" | "phi3"
+inline constexpr const char *kArchitecture = "general.architecture"; // str: "gpt2" | "llama" | "qwen3" | "phi3" | "gemma2" | "gemma3"
 inline constexpr const char *kName = "general.name";                 // str, optional
 inline constexpr const char *kSource = "general.source";             // str, optional: what it was converted from
 
@@ -16,12 +16,11 @@ inline constexpr const char *kDFF = "model.d_ff";                   // u32
 inline constexpr const char *kVocabSize = "model.vocab_size";       // u32
 inline constexpr const char *kContextLength = "model.context_length"; // u32
 inline constexpr const char *kNormEps = "model.norm_eps";           // f32
-inline constexpr const char *kRopeTheta = "model.rope_theta";       // f32 (llama)
+inline constexpr const char *kRopeTheta = "model.rope_theta";       // f32 (llama, gemma2, gemma3: its global layers)
 inline constexpr const char *kTiedHead = "model.tied_head";         // u32 0/1
 inline constexpr const char *kQkvBias = "model.qkv_bias";           // u32 0/1 (llama; gpt2 always has biases)
 inline constexpr const char *kRopeDim = "model.rope_dim";           // u32, optional: dims of a head that rotate (default head_dim; Phi-4-mini 3/4)
-inline constexpr const char *kSlidingWindow = "model.sliding_window"; // u32, optional: a query at p sees keys (p - w, p]; 0 or absent: all (phi3)
-// RoPE scaling (model/rope_scaling.h); absent: unscaled.
+// RoPE scaling (model/rope_scaling.h); absent: unscaled. Gemma-3: its global layers only (linear).
 inline constexpr const char *kRopeScalingType = "model.rope_scaling.type";                   // str: "linear" | "llama3" | "longrope"
 inline constexpr const char *kRopeScalingFactor = "model.rope_scaling.factor";               // f32 (linear, llama3)
 inline constexpr const char *kRopeScalingLowFreq = "model.rope_scaling.low_freq_factor";     // f32 (llama3)
@@ -30,6 +29,17 @@ inline constexpr const char *kRopeScalingOrigContext = "model.rope_scaling.origi
 inline constexpr const char *kRopeScalingAttnFactor = "model.rope_scaling.attention_factor"; // f32 (longrope)
 inline constexpr const char *kRopeScalingShort = "model.rope_scaling.short_factor";          // f32[rope_dim / 2] (longrope)
 inline constexpr const char *kRopeScalingLong = "model.rope_scaling.long_factor";            // f32[rope_dim / 2] (longrope)
+// Sliding-window attention (Mistral, Qwen2, Phi-3, Gemma): on the windowed layers the query at
+// position p sees only the keys (p - sliding_window, p]. The windowed layers are those
+// window_layers flags; without window_layers, every layer.
+inline constexpr const char *kSlidingWindow = "model.sliding_window"; // u32, optional (absent or 0: none)
+inline constexpr const char *kWindowLayers = "model.window_layers";   // i32[n_layers] 0/1, optional (needs sliding_window)
+// Gemma.
+inline constexpr const char *kAttnSoftcap = "model.attn_softcap";     // f32, optional: scores = c tanh(scores / c)
+inline constexpr const char *kLogitSoftcap = "model.logit_softcap";   // f32, optional: logits = c tanh(logits / c)
+inline constexpr const char *kQueryPreAttnScalar = "model.query_pre_attn_scalar"; // f32, optional: scores scale s^-1/2
+inline constexpr const char *kRopeThetaLocal = "model.rope_theta_local";     // f32 (gemma3: its windowed layers, unscaled)
+inline constexpr const char *kEmbedScale = "model.embed_scale";       // u32 0/1: embeddings times sqrt(d_model)
 
 inline constexpr const char *kTokModel = "tokenizer.model";         // str: "none" | "bpe" | "spm"
 inline constexpr const char *kTokPre = "tokenizer.pre";             // str: "none" | "gpt2" | "llama3" | "qwen2" | "o200k" | "gpt2_digits"

@@ -19,6 +19,8 @@ constexpr ArchEntry kArchitectures[] = {
     {GPT_ARCH_LLAMA, "llama", make_llama},
     {GPT_ARCH_QWEN3, "qwen3", make_qwen3},
     {GPT_ARCH_PHI3, "phi3", make_phi3},
+    {GPT_ARCH_GEMMA2, "gemma2", make_gemma2},
+    {GPT_ARCH_GEMMA3, "gemma3", make_gemma3},
 };
 
 } // namespace

@@ -68,5 +68,7 @@ std::unique_ptr<Architecture> make_gpt2(const ModelConfig &c);
 std::unique_ptr<Architecture> make_llama(const ModelConfig &c);
 std::unique_ptr<Architecture> make_qwen3(const ModelConfig &c);
 std::unique_ptr<Architecture> make_phi3(const ModelConfig &c);
+std::unique_ptr<Architecture> make_gemma2(const ModelConfig &c); // model/gemma.cpp
+std::unique_ptr<Architecture> make_gemma3(const ModelConfig &c); // model/gemma.cpp
 
 } // namespace gpt

@@ -11,11 +11,38 @@
 
 namespace gpt {
 
+namespace {
+
+// Sliding window (any architecture with rotary positions) and Gemma's fields; validate()
+// checks their values.
+void read_window_and_gemma(const format::Metadata &m, ModelConfig &c, const std::string &source) {
+    // The per-layer flags are optional: absent, every layer is windowed.
+    m.get_u32(keys::kSlidingWindow, &c.sliding_window);
+    if (const std::vector<int32_t> *flags = m.get_i32s(keys::kWindowLayers)) {
+        if (!c.sliding_window) fail(GPT_ERR_FORMAT, "%s: %s is set without %s", source.c_str(), keys::kWindowLayers, keys::kSlidingWindow);
+        if (flags->size() != c.n_layers)
+            fail(GPT_ERR_FORMAT, "%s: %s holds %zu flags for %u layers", source.c_str(), keys::kWindowLayers, flags->size(), c.n_layers);
+        for (int32_t f : *flags) {
+            if (f != 0 && f != 1) fail(GPT_ERR_FORMAT, "%s: %s holds %d; each flag is 0 or 1", source.c_str(), keys::kWindowLayers, f);
+            c.window_layers.push_back((uint8_t)f);
+        }
+    }
+    m.get_f32(keys::kAttnSoftcap, &c.attn_softcap);
+    m.get_f32(keys::kLogitSoftcap, &c.logit_softcap);
+    m.get_f32(keys::kQueryPreAttnScalar, &c.query_pre_attn_scalar);
+    if (c.arch == GPT_ARCH_GEMMA3) c.rope_theta_local = m.require_f32(keys::kRopeThetaLocal);
+    uint32_t flag = 0;
+    c.embed_scale = m.get_u32(keys::kEmbedScale, &flag) && flag != 0;
+}
+
+} // namespace
+
 ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::string &source) {
     ModelConfig c;
     const std::string arch = m.require_str(keys::kArchitecture);
     const int a = arch_from_name(arch);
-    if (!a) fail(GPT_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (this library runs gpt2, llama, qwen3 and phi3)", source.c_str(), arch.c_str());
+    if (!a) fail(GPT_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (this library runs gpt2, llama, qwen3, phi3, gemma2 and gemma3)", source.c_str(),
+                  arch.c_str());
     c.arch = (gpt_arch)a;
     m.get_str(keys::kName, &c.name);
     c.n_layers = m.require_u32(keys::kNLayers);
@@ -36,7 +63,7 @@ ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::str
     } else {
         c.rope_theta = 0.0f;
     }
-    m.get_u32(keys::kSlidingWindow, &c.sliding_window);
+    read_window_and_gemma(m, c, source);
     uint32_t flag = 0;
     c.tied_head = m.get_u32(keys::kTiedHead, &flag) && flag != 0;
     flag = 0;
@@ -86,12 +113,28 @@ void ModelConfig::validate(const std::string &source) const {
     if (rotary()) rope_scaling.validate(rot_dim(), source);
     if (!rotary() && rope_scaling.type != RopeScalingType::NONE)
         fail(GPT_ERR_FORMAT, "%s: RoPE scaling on an architecture without rotary positions", s);
-    if (sliding_window && arch != GPT_ARCH_PHI3)
-        fail(GPT_ERR_UNSUPPORTED, "%s: %s is set; this architecture runs full attention only", s, keys::kSlidingWindow);
+    // Gemma-3 scales only its global layers, and only linearly (transformers' Gemma3 configs).
+    if (is_gemma() && rope_scaling.type != RopeScalingType::NONE &&
+        (arch != GPT_ARCH_GEMMA3 || rope_scaling.type != RopeScalingType::LINEAR))
+        fail(GPT_ERR_UNSUPPORTED, "%s: %s '%s' on %s; gemma3 runs linear scaling on its global layers, gemma2 none", s,
+             keys::kRopeScalingType, rope_scaling_name(rope_scaling.type), arch_to_name(arch));
     if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps) || norm_eps > 1.0f)
         fail(GPT_ERR_FORMAT, "%s: norm_eps %g is not a small positive number", s, (double)norm_eps);
     if (rotary() && (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)))
         fail(GPT_ERR_FORMAT, "%s: rope_theta %g is not positive", s, (double)rope_theta);
+    if (arch == GPT_ARCH_GEMMA3 && (!(rope_theta_local > 0.0f) || !std::isfinite(rope_theta_local)))
+        fail(GPT_ERR_FORMAT, "%s: %s %g is not positive", s, keys::kRopeThetaLocal, (double)rope_theta_local);
+    auto non_negative = [&](const char *what, float v) {
+        if (!(v >= 0.0f) || !std::isfinite(v)) fail(GPT_ERR_FORMAT, "%s: %s %g is not a finite number >= 0", s, what, (double)v);
+    };
+    non_negative(keys::kAttnSoftcap, attn_softcap);
+    non_negative(keys::kLogitSoftcap, logit_softcap);
+    non_negative(keys::kQueryPreAttnScalar, query_pre_attn_scalar);
+    if (sliding_window) {
+        if (!rotary()) fail(GPT_ERR_FORMAT, "%s: %s is set for gpt2, which has no windowed attention", s, keys::kSlidingWindow);
+        if (!window_layers.empty() && window_layers.size() != n_layers)
+            fail(GPT_ERR_FORMAT, "%s: %s holds %zu flags for %u layers", s, keys::kWindowLayers, window_layers.size(), n_layers);
+    }
     if (bos_id < -1 || bos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: bos_id %d out of range", s, bos_id);
     if (eos_id < -1 || eos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: eos_id %d out of range", s, eos_id);
 }
@@ -114,7 +157,16 @@ void ModelConfig::to_metadata(format::Metadata &m) const {
         if (rope_dim && rope_dim != head_dim) m.set(keys::kRopeDim, MetaValue::of_u32(rope_dim));
         rope_scaling.to_metadata(m);
     }
-    if (sliding_window) m.set(keys::kSlidingWindow, MetaValue::of_u32(sliding_window));
+    if (sliding_window) {
+        m.set(keys::kSlidingWindow, MetaValue::of_u32(sliding_window));
+        if (!window_layers.empty())
+            m.set(keys::kWindowLayers, MetaValue::of_i32s(std::vector<int32_t>(window_layers.begin(), window_layers.end())));
+    }
+    if (attn_softcap > 0) m.set(keys::kAttnSoftcap, MetaValue::of_f32(attn_softcap));
+    if (logit_softcap > 0) m.set(keys::kLogitSoftcap, MetaValue::of_f32(logit_softcap));
+    if (query_pre_attn_scalar > 0) m.set(keys::kQueryPreAttnScalar, MetaValue::of_f32(query_pre_attn_scalar));
+    if (arch == GPT_ARCH_GEMMA3) m.set(keys::kRopeThetaLocal, MetaValue::of_f32(rope_theta_local));
+    if (embed_scale) m.set(keys::kEmbedScale, MetaValue::of_u32(1));
     m.set(keys::kTiedHead, MetaValue::of_u32(tied_head ? 1 : 0));
     m.set(keys::kQkvBias, MetaValue::of_u32(qkv_bias ? 1 : 0));
     m.set(keys::kTokBos, MetaValue::of_i32(bos_id));

@@ -24,12 +24,22 @@ struct ModelConfig {
     uint32_t vocab_size = 0;
     uint32_t context_length = 0;
     float norm_eps = 1e-5f;
-    float rope_theta = 10000.0f; // rotary architectures (all but gpt2)
+    float rope_theta = 10000.0f; // rotary architectures (all but gpt2); gemma3: its global layers
     uint32_t rope_dim = 0;        // dims of each head that rotate (even, <= head_dim); 0: head_dim
-    RopeScaling rope_scaling;     // none unless the file says
-    uint32_t sliding_window = 0;  // phi3: a query at p sees keys (p - w, p]; 0: all
+    RopeScaling rope_scaling;     // none unless the file says; gemma3: its global layers only (linear)
     bool tied_head = false;
     bool qkv_bias = false;        // gpt2: always true
+    // Sliding-window attention: on a windowed layer the query at p sees only the keys
+    // (p - sliding_window, p]. 0: none. The windowed layers are those window_layers flags, or
+    // every layer when it is empty (Mistral, Phi-3).
+    uint32_t sliding_window = 0;
+    std::vector<uint8_t> window_layers;
+    // Gemma: 0 means off for each of these.
+    float attn_softcap = 0;          // scores = c * tanh(scores / c)
+    float logit_softcap = 0;         // logits = c * tanh(logits / c)
+    float query_pre_attn_scalar = 0; // scores scaled by its -1/2 power instead of head_dim's
+    float rope_theta_local = 0;      // gemma3: RoPE base of the windowed (local) layers, unscaled
+    bool embed_scale = false;        // embeddings times sqrt(d_model)
     int32_t bos_id = -1;
     int32_t eos_id = -1;
     // Every id that ends generation (tokenizer.eos_ids, else eos_id alone), eos_id first when
@@ -42,6 +52,12 @@ struct ModelConfig {
     uint32_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
     bool rotary() const { return arch != GPT_ARCH_GPT2; }
     uint32_t rot_dim() const { return rope_dim ? rope_dim : head_dim; }
+    bool is_gemma() const { return arch == GPT_ARCH_GEMMA2 || arch == GPT_ARCH_GEMMA3; }
+    // The window layer i attends over; 0: every earlier key.
+    uint32_t window_of(uint32_t layer) const {
+        if (!sliding_window) return 0;
+        return window_layers.empty() || (layer < window_layers.size() && window_layers[layer]) ? sliding_window : 0;
+    }
 
     // Throws GPT_ERR_FORMAT (or UNSUPPORTED) naming the source and the bad field. Reads
     // tokenizer.bos_id, eos_id and eos_ids too: they steer generation.

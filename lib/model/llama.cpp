@@ -1,6 +1,7 @@
 // llama.cpp - Llama family (Llama 1-3.x, Mistral, Qwen2): RMSNorm, rotate-half RoPE (scaled
 // as the config says: Llama 3.x's llama3, linear), grouped-query attention (n_kv_heads divides
-// n_heads), optional q/k/v biases (Qwen2), SwiGLU MLP, tied or untied head.
+// n_heads), optional q/k/v biases (Qwen2), sliding-window attention on the layers the config
+// windows (Mistral, Qwen2), SwiGLU MLP, tied or untied head.
 #include "model/arch.h"
 #include "model/rope_scaling.h"
 
@@ -61,6 +62,7 @@ public:
             AttentionSpec att;
             att.layer = i;
             att.rope = 0;
+            att.window = c_.window_of(i);
             ex.attention(att);
             ex.matmul(Act::ATT, l.attn_out, nullptr, Act::X, Activation::NONE);
             ex.norm(NormKind::RMS, l.ffn_norm, nullptr, eps);

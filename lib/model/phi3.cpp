@@ -54,8 +54,6 @@ public:
 
     void forward(Executor &ex, const ForwardArgs &a) const override {
         const float eps = c_.norm_eps;
-        // A window as long as the context never hides a key: leave it off (full attention).
-        const uint32_t window = c_.sliding_window < c_.context_length ? c_.sliding_window : 0;
         ex.embed(tok_emb_, nullptr, 1.0f);
         for (uint32_t i = 0; i < c_.n_layers; i++) {
             const Phi3Layer &l = layers_[i];
@@ -64,7 +62,7 @@ public:
             AttentionSpec att;
             att.layer = i;
             att.rope = 0;
-            att.window = window;
+            att.window = c_.window_of(i); // every layer (window_layers is absent for phi3)
             ex.attention(att);
             ex.matmul(Act::ATT, l.attn_out, nullptr, Act::X, Activation::NONE);
             ex.norm(NormKind::RMS, l.ffn_norm, nullptr, eps);

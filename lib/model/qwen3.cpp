@@ -65,6 +65,7 @@ public:
             AttentionSpec att;
             att.layer = i;
             att.rope = 0;
+            att.window = c_.window_of(i); // none from the converter (it refuses use_sliding_window)
             att.q_norm = &l.q_norm;
             att.k_norm = &l.k_norm;
             att.qk_norm_eps = eps; // transformers builds q_norm / k_norm with rms_norm_eps

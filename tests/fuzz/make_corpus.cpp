@@ -217,6 +217,17 @@ int main(int argc, char **argv) {
           R"("intermediate_size":40,"vocab_size":45,"use_sliding_window":true,"sliding_window":32,"tie_word_embeddings":true,)"
           R"("rope_scaling":{"type":"linear","factor":2.0},"dtype":"float16","eos_token_id":[44,-1,99]})");
 
+    write("fuzz_hf_config", "gemma2.json",
+          R"({"model_type":"gemma2","hidden_size":64,"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2,)"
+          R"("head_dim":16,"intermediate_size":96,"vocab_size":60,"query_pre_attn_scalar":24,"sliding_window":8,)"
+          R"("attn_logit_softcapping":50.0,"final_logit_softcapping":null,"hidden_activation":"gelu_pytorch_tanh",)"
+          R"("layer_types":["sliding_attention","full_attention","sliding_attention","full_attention"],"eos_token_id":1})");
+    write("fuzz_hf_config", "gemma3_text.json",
+          R"({"model_type":"gemma3_text","hidden_size":48,"num_hidden_layers":6,"num_attention_heads":3,"num_key_value_heads":1,)"
+          R"("head_dim":16,"intermediate_size":64,"vocab_size":70,"sliding_window":4,"sliding_window_pattern":3,)"
+          R"("rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},)"
+          R"("sliding_attention":{"rope_type":"default","rope_theta":10000.0}},"eos_token_id":[1,69]})");
+
     {
         // A long eos_token_id list: repeats, ids outside the vocabulary, one past 32 bits.
         std::string eos;

@@ -3,7 +3,9 @@
 
 For each of a set of small, randomly initialised models (gpt2 tied and untied; llama with
 MHA, GQA and a single kv head; head_dim 64 and 128, also a head_dim that is not
-hidden/heads; mistral; qwen2 with q/k/v biases; widths that are not powers of two;
+hidden/heads; mistral, also with a sliding window; qwen2 with q/k/v biases, also with
+use_sliding_window; gemma2 and gemma3 text (soft-caps, query_pre_attn_scalar, windowed
+layers, q/k norms, local and linearly scaled RoPE); widths that are not powers of two;
 vocabularies that are not multiples of 64) this script
 
   1. builds the model with transformers (fp32, eager attention), perturbs every parameter
@@ -31,6 +33,9 @@ a stub and this script stops at the first conversion. Where the headers are miss
 GPU machine lists none), fetch the package on a development machine
 (`apt-get download nlohmann-json3-dev` into .device/debs, which .device/setup.sh unpacks
 into /tmp/devpfx) and configure with `-Dcpp_args=-I/tmp/devpfx/usr/include`.
+
+--device 0 runs our side on CUDA device 0 instead of the CPU (passed on as dump_logits
+--device); --only gemma (or window, llama3, qwen3, phi) runs just those entries.
 
 Arguments: BUILD_DIR (holds tools/gpt and tests/dump_logits) and OUT_DIR (scratch space
 for the saved models and converted files; created if missing). Options: --only NAME
@@ -197,6 +202,100 @@ def check_scaled_rope(model, kwargs, theta):
             raise RuntimeError(f"attention factor {getattr(emb, 'attention_scaling', None)}, the formula gives {att}")
 
 
+# ---- sliding windows, Gemma-2 and Gemma-3 (issue #18). Windows are shorter than the
+# 16-token prompt, and far shorter than prompt + 64 greedy tokens, so they bind in both
+# checks. Each entry: (name, family, config kwargs, rope_theta or None). Gemma's RoPE goes
+# in kwargs["rope"] (theta, local_theta, linear factor), set by set_gemma_rope in whichever
+# spelling this transformers uses and checked against the model's inv_freq buffers.
+try:  # Gemma-3 text needs transformers >= 4.50
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+    CLASSES["gemma2"] = (Gemma2Config, Gemma2ForCausalLM)
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+    CLASSES["gemma3"] = (Gemma3TextConfig, Gemma3ForCausalLM)
+except ImportError:
+    pass
+
+def gemma3_layer_types(n, pattern):
+    """Both spellings are passed: sliding_window_pattern (transformers < 4.53) and layer_types."""
+    return ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n)]
+
+
+MODELS += [
+    # Mistral with a real window: every layer sees only the last 12 keys.
+    ("mistral-window12-256-4q2kv", "mistral",
+     dict(hidden_size=256, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+          intermediate_size=704, vocab_size=1011, max_position_embeddings=128, sliding_window=12,
+          tie_word_embeddings=False), 10000.0),
+    # Qwen2 with use_sliding_window: layers >= max_window_layers (1) windowed (transformers >= 4.53 applies it in eager).
+    ("qwen2-window9-maxwin1-192", "qwen2",
+     dict(hidden_size=192, num_hidden_layers=3, num_attention_heads=3, num_key_value_heads=1, intermediate_size=512,
+          vocab_size=1007, max_position_embeddings=128, use_sliding_window=True, sliding_window=9, max_window_layers=1,
+          tie_word_embeddings=False), 1000000.0),
+    # Gemma-2 with its real defaults (soft-caps 50 / 30, query_pre_attn_scalar 256), window 10 on even layers.
+    ("gemma2-defaults-288-hd96", "gemma2",
+     dict(hidden_size=288, num_hidden_layers=3, num_attention_heads=3, num_key_value_heads=1, head_dim=96,
+          intermediate_size=800, vocab_size=1021, max_position_embeddings=128, sliding_window=10,
+          rope=dict(theta=10000.0)), None),
+    # Gemma-2 with caps small enough to bend, a query scale unlike head_dim, odd widths.
+    ("gemma2-caps-200-5q1kv-hd40", "gemma2",
+     dict(hidden_size=200, num_hidden_layers=4, num_attention_heads=5, num_key_value_heads=1, head_dim=40,
+          intermediate_size=536, vocab_size=1003, max_position_embeddings=128, sliding_window=7,
+          attn_logit_softcapping=4.0, final_logit_softcapping=8.0, query_pre_attn_scalar=56,
+          rope=dict(theta=10000.0)), None),
+    # Gemma-3 text (the 1B's layout): q/k norms, pattern 3 (layers 2 and 5 global), local base
+    # 10000, global base 1e6 with linear scaling 8, no soft-caps.
+    ("gemma3-256-4q1kv-hd64-linear8", "gemma3",
+     dict(hidden_size=256, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=1, head_dim=64,
+          intermediate_size=640, vocab_size=1019, max_position_embeddings=128, sliding_window=8,
+          sliding_window_pattern=3, layer_types=gemma3_layer_types(6, 3), query_pre_attn_scalar=64,
+          rope=dict(theta=1000000.0, local_theta=10000.0, linear=8.0)), None),
+    # Gemma-3 with a final soft-cap, unscaled RoPE, GQA 6q/2kv, head_dim 48.
+    ("gemma3-192-6q2kv-hd48-cap", "gemma3",
+     dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=2, head_dim=48,
+          intermediate_size=512, vocab_size=1009, max_position_embeddings=128, sliding_window=6,
+          sliding_window_pattern=2, layer_types=gemma3_layer_types(4, 2), query_pre_attn_scalar=40,
+          final_logit_softcapping=12.0,
+          rope=dict(theta=10000.0, local_theta=5000.0)), None),
+]
+
+
+def is_gemma(family):
+    return family.startswith("gemma")
+
+
+def set_gemma_rope(cfg, family, rope):
+    """Global theta (with linear scaling on Gemma-3), Gemma-3's local theta: rope_parameters
+    keyed by layer type (transformers 5), flat, or the older top-level keys."""
+    theta, local, linear = rope["theta"], rope.get("local_theta", rope["theta"]), rope.get("linear", 1.0)
+    full = {"rope_type": "linear", "factor": linear} if linear != 1.0 else {"rope_type": "default"}
+    full["rope_theta"] = theta
+    rp = getattr(cfg, "rope_parameters", None)
+    if isinstance(rp, dict) and ("full_attention" in rp or "sliding_attention" in rp):
+        rp["full_attention"] = full
+        rp["sliding_attention"] = {"rope_type": "default", "rope_theta": local}
+    elif isinstance(rp, dict):
+        rp.clear()
+        rp.update(full)
+    else:
+        cfg.rope_theta = theta
+        if family == "gemma3":
+            cfg.rope_local_base_freq = local
+            cfg.rope_scaling = {"rope_type": "linear", "factor": linear} if linear != 1.0 else None
+
+
+def check_gemma_rope(model, family, rope, hd):
+    """Every expected frequency vector is one of the model's inv_freq buffers."""
+    def freqs(base, div):
+        return torch.tensor([base ** (-2.0 * i / hd) / div for i in range(hd // 2)], dtype=torch.float64)
+    want = [freqs(rope["theta"], rope.get("linear", 1.0))]
+    if family == "gemma3":
+        want.append(freqs(rope.get("local_theta", rope["theta"]), 1.0))
+    have = [b.double().flatten() for n, b in model.named_buffers() if "inv_freq" in n]
+    for w in want:
+        if not any(h.shape == w.shape and torch.allclose(h, w, rtol=1e-6, atol=0) for h in have):
+            raise RuntimeError(f"RoPE frequencies {rope} did not take effect in this transformers")
+
+
 def set_rope_theta(cfg, theta):
     """rope_theta lives in rope_parameters in transformers >= 5, at the top level before."""
     rp = getattr(cfg, "rope_parameters", None)
@@ -208,13 +307,20 @@ def set_rope_theta(cfg, theta):
 
 
 def build_model(family, kwargs, theta, seed):
-    cfg_cls, model_cls = CLASSES[family]
     extra = {} if theta is None else {"rope_theta": theta}
+    kwargs = dict(kwargs)
+    rope = kwargs.pop("rope", None)
+    if family not in CLASSES:
+        raise RuntimeError(f"transformers {transformers.__version__} has no {family} classes")
+    cfg_cls, model_cls = CLASSES[family]
     cfg = cfg_cls(**kwargs, **extra, attn_implementation="eager")
     if family == "phi3":
         cfg.pad_token_id = 0  # Phi3Config's default pad id (32000) is outside these vocabularies
     if family == "gpt2":
         cfg.bos_token_id = cfg.eos_token_id = kwargs["vocab_size"] - 1
+    elif is_gemma(family):
+        cfg.bos_token_id, cfg.eos_token_id = 2, 1  # Gemma's ids; hidden_activation stays gelu_pytorch_tanh
+        set_gemma_rope(cfg, family, rope)
     else:
         cfg.hidden_act = "silu"
         cfg.bos_token_id, cfg.eos_token_id = 1, 2
@@ -223,6 +329,8 @@ def build_model(family, kwargs, theta, seed):
     model = model_cls(cfg).to(torch.float32).eval()
     if family in ("qwen3", "phi3") or "rope_scaling" in kwargs:
         check_scaled_rope(model, kwargs, theta)
+    elif rope is not None:
+        check_gemma_rope(model, family, rope, cfg.head_dim)
     elif theta is not None:
         # Make sure this transformers version really runs the theta we meant (and saves).
         hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
@@ -236,7 +344,8 @@ def build_model(family, kwargs, theta, seed):
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1:
-                is_norm_w = name.endswith("weight")  # 1-D weights are norm scales
+                # 1-D weights are norm scales (Gemma's are offsets from 1: it scales by 1 + w)
+                is_norm_w = name.endswith("weight") and not is_gemma(family)
                 p.copy_((1.0 if is_norm_w else 0.0) + 0.1 * torch.randn(p.shape, generator=g))
             elif "wpe" in name:
                 p.copy_(0.2 * torch.randn(p.shape, generator=g))

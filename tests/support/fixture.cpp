@@ -53,8 +53,17 @@ gpt::ModelConfig config_of(const Spec &s) {
     c.rope_theta = s.arch != GPT_ARCH_GPT2 ? s.rope_theta : 0.0f;
     c.rope_dim = s.rope_dim;
     c.rope_scaling = s.rope_scaling;
-    c.sliding_window = s.sliding_window;
     c.tied_head = s.tied_head;
+    c.sliding_window = s.sliding_window;
+    c.window_layers = s.window_layers;
+    if (s.arch == GPT_ARCH_GEMMA2 || s.arch == GPT_ARCH_GEMMA3) {
+        c.tied_head = true; // Gemma's head is its embedding
+        c.embed_scale = true;
+        c.attn_softcap = s.attn_softcap;
+        c.logit_softcap = s.logit_softcap;
+        c.query_pre_attn_scalar = s.query_pre_attn_scalar;
+    }
+    if (s.arch == GPT_ARCH_GEMMA3) c.rope_theta_local = s.rope_theta_local;
     c.qkv_bias = s.arch == GPT_ARCH_GPT2 || s.qkv_bias;
     c.bos_id = s.bos_id;
     c.eos_id = s.eos_id;
@@ -67,6 +76,7 @@ gpt::ModelConfig config_of(const Spec &s) {
 Model make(const Spec &s, const gpt::TokenizerData *tok) {
     Model m;
     m.config = config_of(s);
+    m.dtype = s.dtype;
     m.config.validate("fixture");
     std::mt19937_64 rng(s.seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);

@@ -25,16 +25,23 @@ struct Spec {
     float scale = 0.3f; // std of matrix entries (larger than trained models, to make logits spread)
     int32_t bos_id = -1, eos_id = -1;
     std::vector<int32_t> eos_ids; // tokenizer.eos_ids beyond eos_id (written when it says more)
-    // Rotary architectures: rotated dims per head (0: head_dim), scaling, phi3's window.
+    // Rotary architectures: rotated dims per head (0: head_dim), scaling (gemma3: its global
+    // layers, linear only).
     uint32_t rope_dim = 0;
     gpt::RopeScaling rope_scaling;
+    // Sliding window on the flagged layers (every layer when window_layers is empty); Gemma's
+    // fields (model/config.h).
     uint32_t sliding_window = 0;
+    std::vector<uint8_t> window_layers;
+    float attn_softcap = 0, logit_softcap = 0, query_pre_attn_scalar = 0;
+    float rope_theta_local = 10000.0f;
 };
 
 struct Model {
     gpt::ModelConfig config;
     std::map<std::string, std::vector<float>> tensors; // name -> values as stored (after rounding)
     std::vector<uint8_t> file;                         // the weight file
+    gpt::DType dtype = gpt::DType::F32;                // the file's (matrices and vectors alike)
 };
 
 // Builds the config, draws tensors (normal entries; norm weights near 1), writes the file.

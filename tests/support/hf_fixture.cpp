@@ -97,6 +97,16 @@ std::vector<StEntry> HfModel::entries() const {
     return out;
 }
 
+bool HfModel::windowed(uint32_t i) const {
+    const HfSpec &s = spec;
+    if (!s.sliding_window) return false;
+    if (s.type == "mistral" || s.type == "phi3") return true;
+    if (s.type == "qwen2") return i >= s.max_window_layers;
+    if (s.type == "gemma2") return i % 2 == 0;
+    if (s.type == "gemma3_text") return (i + 1) % s.window_pattern != 0;
+    return false;
+}
+
 HfModel make_hf(const HfSpec &s) {
     HfModel m;
     m.spec = s;
@@ -163,7 +173,22 @@ HfModel make_hf(const HfSpec &s) {
         c["intermediate_size"] = s.ff;
         c["max_position_embeddings"] = s.ctx;
         c["rms_norm_eps"] = s.eps;
-        c["hidden_act"] = "silu";
+        if (m.gemma()) {
+            c["hidden_activation"] = "gelu_pytorch_tanh";
+            c["hidden_act"] = "gelu_pytorch_tanh"; // present in Gemma-2 configs, ignored by transformers
+            c["query_pre_attn_scalar"] = s.query_pre_attn_scalar;
+            c["attn_logit_softcapping"] = s.attn_softcap ? json(s.attn_softcap) : json(nullptr);
+            c["final_logit_softcapping"] = s.logit_softcap ? json(s.logit_softcap) : json(nullptr);
+            c["sliding_window"] = s.sliding_window;
+            if (s.type == "gemma3_text") {
+                c["rope_local_base_freq"] = s.theta_local;
+                c["sliding_window_pattern"] = s.window_pattern;
+                c["rope_scaling"] = s.linear_factor != 1 ? json{{"rope_type", "linear"}, {"factor", s.linear_factor}} : json(nullptr);
+            }
+            if (!c.contains("head_dim")) c["head_dim"] = m.hd(); // Gemma's default is 256, not hidden / heads
+        } else {
+            c["hidden_act"] = "silu";
+        }
         if (s.type != "qwen2") c["attention_bias"] = false;
         const gpt::RopeScaling &sc = s.scaling;
         json scaling = nullptr;
@@ -199,14 +224,20 @@ HfModel make_hf(const HfSpec &s) {
         if (!scaling.is_null()) c["rope_scaling"] = scaling;
         if (s.type == "mistral") c["sliding_window"] = s.sliding_window ? json(s.sliding_window) : json(nullptr);
         if (s.type == "qwen2") {
-            c["use_sliding_window"] = false;
-            c["sliding_window"] = 4096;
-            c["max_window_layers"] = s.layers;
+            c["use_sliding_window"] = s.sliding_window != 0;
+            c["sliding_window"] = s.sliding_window ? s.sliding_window : 4096;
+            c["max_window_layers"] = s.sliding_window ? s.max_window_layers : s.layers;
+        }
+        if (s.layer_types) {
+            json lt = json::array();
+            for (uint32_t i = 0; i < s.layers; i++) lt.push_back(m.windowed(i) ? "sliding_attention" : "full_attention");
+            c["layer_types"] = lt;
+            if (s.type == "gemma3_text") c.erase("sliding_window_pattern"); // layer_types alone decides
         }
         m.add(rng, "model.embed_tokens.weight", {v, d}, 0, 1.0f);
         for (uint32_t i = 0; i < s.layers; i++) {
             const std::string h = "model.layers." + std::to_string(i) + ".";
-            m.add(rng, h + "input_layernorm.weight", {d}, 1, 0.1f);
+            m.add(rng, h + "input_layernorm.weight", {d}, m.gemma() ? 0 : 1, 0.1f);
             if (s.type == "phi3") {
                 m.add(rng, h + "self_attn.qkv_proj.weight", {qd + 2 * kvd, d}, 0, wstd);
             } else {
@@ -223,8 +254,16 @@ HfModel make_hf(const HfSpec &s) {
                 m.add(rng, h + "self_attn.k_proj.bias", {kvd}, 0, 0.2f);
                 m.add(rng, h + "self_attn.v_proj.bias", {kvd}, 0, 0.2f);
             }
+            if (s.type == "gemma3_text") { // Gemma's norm weights are offsets from 1
+                m.add(rng, h + "self_attn.q_norm.weight", {hd}, 0, 0.2f);
+                m.add(rng, h + "self_attn.k_norm.weight", {hd}, 0, 0.2f);
+            }
             m.add(rng, h + "self_attn.o_proj.weight", {d, qd}, 0, 0.8f / std::sqrt((float)qd));
-            m.add(rng, h + "post_attention_layernorm.weight", {d}, 1, 0.1f);
+            m.add(rng, h + "post_attention_layernorm.weight", {d}, m.gemma() ? 0 : 1, 0.1f);
+            if (m.gemma()) {
+                m.add(rng, h + "pre_feedforward_layernorm.weight", {d}, 0, 0.1f);
+                m.add(rng, h + "post_feedforward_layernorm.weight", {d}, 0, 0.1f);
+            }
             if (s.type == "phi3") {
                 m.add(rng, h + "mlp.gate_up_proj.weight", {2 * ff, d}, 0, wstd);
             } else {
@@ -233,7 +272,7 @@ HfModel make_hf(const HfSpec &s) {
             }
             m.add(rng, h + "mlp.down_proj.weight", {d, ff}, 0, 0.8f / std::sqrt((float)ff));
         }
-        m.add(rng, "model.norm.weight", {d}, 1, 0.1f);
+        m.add(rng, "model.norm.weight", {d}, m.gemma() ? 0 : 1, 0.1f);
         if (!s.tied) m.add(rng, "lm_head.weight", {v, d}, 0, wstd * 2);
     }
     m.config = c.dump(2);

@@ -1,6 +1,7 @@
 // hf_fixture.h - Hugging Face checkpoints written by the tests: a small safetensors writer
 // (single file, or shards with model.safetensors.index.json) and random gpt2 / llama /
-// mistral / qwen2 / qwen3 / phi3 models with their config.json, values kept as stored.
+// mistral / qwen2 / qwen3 / phi3 / gemma2 / gemma3_text models with their config.json, values
+// kept as stored.
 #pragma once
 
 #include "format/spec.h"
@@ -38,7 +39,7 @@ const char *st_name(gpt::DType t);
 
 // What make_hf draws. Sizes follow the config.json fields they become.
 struct HfSpec {
-    std::string type = "llama"; // gpt2 | llama | mistral | qwen2 | qwen3 | phi3
+    std::string type = "llama"; // gpt2 | llama | mistral | qwen2 | qwen3 | phi3 | gemma2 | gemma3_text
     uint32_t d = 48, layers = 2, heads = 4, kv = 2, head_dim = 0 /* 0: d / heads, not in config.json */, ff = 72;
     uint32_t vocab = 67, ctx = 32;
     bool tied = false;
@@ -53,11 +54,18 @@ struct HfSpec {
     float theta = 10000.0f, eps = 1e-5f;
     int32_t bos = 1;
     std::vector<int32_t> eos = {2};
-    uint32_t sliding_window = 0; // mistral, phi3 (0: null)
-    // RoPE scaling written as the checkpoints spell it (rope_scaling with rope_type / type,
-    // llama3's keys, longrope's short_factor / long_factor and Phi-3's top-level
-    // original_max_position_embeddings); attention_factor is not written (the converter derives
-    // it). phi3: rope_dim != head_dim writes partial_rotary_factor = rope_dim / head_dim.
+    uint32_t sliding_window = 0;   // mistral, phi3, qwen2, gemma (0: null for mistral and phi3, 4096 for qwen2)
+    uint32_t max_window_layers = 0; // qwen2 (use_sliding_window true when sliding_window is set)
+    bool layer_types = false;       // gemma, qwen2: windowed layers as "layer_types" (transformers >= 4.53)
+    // gemma: soft-caps (0: null), query_pre_attn_scalar, gemma3's local base, linear factor
+    // (1: rope_scaling null) and sliding_window_pattern
+    float attn_softcap = 0, logit_softcap = 0, query_pre_attn_scalar = 256, theta_local = 10000, linear_factor = 1;
+    uint32_t window_pattern = 6;
+    // llama family: RoPE scaling written as the checkpoints spell it (rope_scaling with
+    // rope_type / type, llama3's keys, longrope's short_factor / long_factor and Phi-3's
+    // top-level original_max_position_embeddings); attention_factor is not written (the
+    // converter derives it). phi3: rope_dim != head_dim writes partial_rotary_factor =
+    // rope_dim / head_dim.
     gpt::RopeScaling scaling;
     uint32_t rope_dim = 0;
     int shards = 1;
@@ -72,6 +80,9 @@ struct HfModel {
     std::map<std::string, std::vector<float>> values;    // as stored (rounded)
     std::vector<StEntry> extra;                          // buffers (not weights)
     uint32_t hd() const { return spec.head_dim ? spec.head_dim : spec.d / spec.heads; }
+    bool gemma() const { return spec.type == "gemma2" || spec.type == "gemma3_text"; }
+    // Whether transformers windows layer i (the rule each model type states in its config).
+    bool windowed(uint32_t i) const;
 
     // Draws a tensor (normal entries, mean and std) in spec.dtype and appends it.
     void add(std::mt19937_64 &rng, const std::string &name, std::vector<uint64_t> shape, float mean, float std);

@@ -2,6 +2,8 @@
 // simple: plain loops over std::vector<double>, no caching, no threads.
 #include "reference.h"
 
+#include "dtype_values.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -65,15 +67,14 @@ double gelu_tanh(double x) {
 
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
-// The rotation frequencies of a config, from the formulas (transformers'
-// modeling_rope_utils.py), not from the library's code: unscaled theta^(-2i/rot), linear
-// (/ factor), llama3 (wavelength bands), longrope (short or long factors by the context).
-std::vector<double> frequencies(const gpt::ModelConfig &c, uint32_t max_seq) {
-    const uint32_t rot = c.rope_dim ? c.rope_dim : c.head_dim;
-    const gpt::RopeScaling &sc = c.rope_scaling;
+// The rotation frequencies of base theta over rot dimensions under scaling sc, from the
+// formulas (transformers' modeling_rope_utils.py), not from the library's code: unscaled
+// theta^(-2i/rot), linear (/ factor), llama3 (wavelength bands), longrope (short or long
+// factors by the context).
+std::vector<double> frequencies(double theta, uint32_t rot, const gpt::RopeScaling &sc, uint32_t max_seq) {
     std::vector<double> f(rot / 2);
     for (uint32_t i = 0; i < rot / 2; i++) {
-        double inv = 1.0 / std::pow((double)c.rope_theta, (2.0 * i) / rot);
+        double inv = 1.0 / std::pow(theta, (2.0 * i) / rot);
         switch (sc.type) {
         case gpt::RopeScalingType::NONE: break;
         case gpt::RopeScalingType::LINEAR: inv = inv / sc.factor; break;
@@ -117,27 +118,79 @@ void head_rms_norm(double *v, size_t hd, const std::vector<float> &w, double eps
     for (size_t i = 0; i < hd; i++) v[i] = y[i];
 }
 
+// One attention layer's output for every position: q/k norms (qwen3, gemma3), RoPE with the
+// given frequencies (none for gpt2) and cos/sin factor, scores scaled and soft-capped,
+// softmax over keys (i - window, i] (all of 0..i for window 0).
+struct AttentionParams {
+    const std::vector<double> *freqs = nullptr;
+    double mscale = 1, scale = 0, softcap = 0;
+    uint32_t window = 0;
+    const std::vector<float> *q_norm = nullptr, *k_norm = nullptr;
+    double qk_eps = 0;
+    bool interleaved = false;
+};
+
+std::vector<Vec> attend_all(std::vector<Vec> &q, std::vector<Vec> &k, const std::vector<Vec> &v, size_t nh, size_t nkv,
+                            size_t hd, const AttentionParams &a) {
+    const size_t T = q.size(), qd = nh * hd;
+    for (size_t i = 0; i < T; i++) {
+        for (size_t h = 0; h < nh; h++) {
+            if (a.q_norm) head_rms_norm(q[i].data() + h * hd, hd, *a.q_norm, a.qk_eps);
+            if (a.freqs) rope(q[i].data() + h * hd, *a.freqs, (uint32_t)i, a.mscale, a.interleaved);
+        }
+        for (size_t g = 0; g < nkv; g++) {
+            if (a.k_norm) head_rms_norm(k[i].data() + g * hd, hd, *a.k_norm, a.qk_eps);
+            if (a.freqs) rope(k[i].data() + g * hd, *a.freqs, (uint32_t)i, a.mscale, a.interleaved);
+        }
+    }
+    const size_t group = nh / nkv;
+    std::vector<Vec> out(T, Vec(qd, 0.0));
+    for (size_t i = 0; i < T; i++) {
+        const size_t first = a.window && i + 1 > a.window ? i + 1 - a.window : 0;
+        for (size_t h = 0; h < nh; h++) {
+            const size_t g = h / group;
+            Vec s(i + 1);
+            double mx = -INFINITY;
+            for (size_t j = first; j <= i; j++) {
+                double dot = 0;
+                for (size_t e = 0; e < hd; e++) dot += q[i][h * hd + e] * k[j][g * hd + e];
+                s[j] = dot * a.scale;
+                if (a.softcap > 0) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
+                mx = std::max(mx, s[j]);
+            }
+            double sum = 0;
+            for (size_t j = first; j <= i; j++) sum += (s[j] = std::exp(s[j] - mx));
+            for (size_t j = first; j <= i; j++)
+                for (size_t e = 0; e < hd; e++) out[i][h * hd + e] += s[j] / sum * v[j][g * hd + e];
+        }
+    }
+    return out;
+}
+
 } // namespace
 
 std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const std::vector<int32_t> &tokens,
                             const Layout &layout) {
     const bool gpt2 = c.arch == GPT_ARCH_GPT2;
+    const bool gemma = c.arch == GPT_ARCH_GEMMA2 || c.arch == GPT_ARCH_GEMMA3, gemma3 = c.arch == GPT_ARCH_GEMMA3;
     const size_t T = tokens.size(), d = c.d_model, V = c.vocab_size, hd = c.head_dim;
     const size_t nh = c.n_heads, nkv = c.n_kv_heads, qd = nh * hd, kvd = nkv * hd, ff = c.d_ff;
     const double eps = c.norm_eps;
-    const bool qk_norm = c.arch == GPT_ARCH_QWEN3;
+    const bool qk_norm = c.arch == GPT_ARCH_QWEN3 || gemma3;
     const uint32_t max_seq = layout.max_seq ? layout.max_seq : c.context_length;
-    const std::vector<double> freqs = gpt2 ? std::vector<double>() : frequencies(c, max_seq);
+    const uint32_t rot = c.rope_dim ? c.rope_dim : c.head_dim;
+    // The scaled main RoPE; Gemma-3's windowed (local) layers rotate with their own base, unscaled.
+    const std::vector<double> freqs = gpt2 ? std::vector<double>() : frequencies(c.rope_theta, rot, c.rope_scaling, max_seq);
+    const std::vector<double> local_freqs = gemma3 ? frequencies(c.rope_theta_local, rot, gpt::RopeScaling(), max_seq) : freqs;
     const double mscale = c.rope_scaling.type == gpt::RopeScalingType::LONGROPE ? c.rope_scaling.attention_factor : 1.0;
-    // Phi-3's window: a query at position i sees keys j with i - window < j <= i.
-    const size_t window = c.arch == GPT_ARCH_PHI3 ? c.sliding_window : 0;
 
-    // Embeddings.
+    // Embeddings (Gemma: times sqrt(d_model) as the embedding's dtype holds it).
     const auto &tok_emb = tensor(t, "tok_emb.weight");
+    const double emb_scale = c.embed_scale ? (double)fixture::round_to(std::sqrt((float)d), layout.embed_dtype) : 1.0;
     std::vector<Vec> x(T, Vec(d));
     for (size_t i = 0; i < T; i++) {
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= V) throw std::runtime_error("reference: token out of range");
-        for (size_t j = 0; j < d; j++) x[i][j] = tok_emb[(size_t)tokens[i] * d + j];
+        for (size_t j = 0; j < d; j++) x[i][j] = tok_emb[(size_t)tokens[i] * d + j] * emb_scale;
         if (gpt2) {
             const auto &pos = tensor(t, "pos_emb.weight");
             for (size_t j = 0; j < d; j++) x[i][j] += pos[i * d + j];
@@ -157,38 +210,26 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
             q[i].assign(qkv.begin(), qkv.begin() + qd);
             k[i].assign(qkv.begin() + qd, qkv.begin() + qd + kvd);
             v[i].assign(qkv.begin() + qd + kvd, qkv.end());
-            if (qk_norm) {
-                for (size_t h_ = 0; h_ < nh; h_++) head_rms_norm(q[i].data() + h_ * hd, hd, tensor(t, p + "attn_q_norm.weight"), eps);
-                for (size_t g = 0; g < nkv; g++) head_rms_norm(k[i].data() + g * hd, hd, tensor(t, p + "attn_k_norm.weight"), eps);
-            }
-            if (!gpt2) {
-                const bool il = layout.interleaved_rope;
-                for (size_t h_ = 0; h_ < nh; h_++) rope(q[i].data() + h_ * hd, freqs, (uint32_t)i, mscale, il);
-                for (size_t g = 0; g < nkv; g++) rope(k[i].data() + g * hd, freqs, (uint32_t)i, mscale, il);
-            }
         }
-        const double scale = 1.0 / std::sqrt((double)hd);
-        const size_t group = nh / nkv;
+        AttentionParams ap;
+        ap.interleaved = layout.interleaved_rope;
+        // Windowed layers: those window_layers flags, every layer when it is empty.
+        const bool windowed = c.sliding_window && (c.window_layers.empty() || c.window_layers.at(l));
+        ap.window = windowed ? c.sliding_window : 0;
+        if (!gpt2) ap.freqs = gemma3 && windowed ? &local_freqs : &freqs;
+        ap.mscale = mscale;
+        ap.scale = 1.0 / std::sqrt(c.query_pre_attn_scalar > 0 ? (double)c.query_pre_attn_scalar : (double)hd);
+        ap.softcap = c.attn_softcap;
+        if (qk_norm) {
+            ap.q_norm = &tensor(t, p + "attn_q_norm.weight");
+            ap.k_norm = &tensor(t, p + "attn_k_norm.weight");
+            ap.qk_eps = eps;
+        }
+        const std::vector<Vec> att = attend_all(q, k, v, nh, nkv, hd, ap);
         for (size_t i = 0; i < T; i++) {
-            Vec att(qd, 0.0);
-            for (size_t h_ = 0; h_ < nh; h_++) {
-                const size_t g = h_ / group;
-                Vec s(i + 1);
-                double mx = -INFINITY;
-                const size_t first = window && i + 1 > window ? i + 1 - window : 0;
-                for (size_t j = first; j <= i; j++) {
-                    double dot = 0;
-                    for (size_t e = 0; e < hd; e++) dot += q[i][h_ * hd + e] * k[j][g * hd + e];
-                    s[j] = dot * scale;
-                    mx = std::max(mx, s[j]);
-                }
-                double sum = 0;
-                for (size_t j = first; j <= i; j++) sum += (s[j] = std::exp(s[j] - mx));
-                for (size_t j = first; j <= i; j++)
-                    for (size_t e = 0; e < hd; e++) att[h_ * hd + e] += s[j] / sum * v[j][g * hd + e];
-            }
-            const Vec o = linear(tensor(t, p + "attn_out.weight"), gpt2 ? &tensor(t, p + "attn_out.bias") : nullptr, att, d,
-                                 gpt2 && layout.conv1d);
+            Vec o = linear(tensor(t, p + "attn_out.weight"), gpt2 ? &tensor(t, p + "attn_out.bias") : nullptr, att[i], d,
+                           gpt2 && layout.conv1d);
+            if (gemma) o = rms_norm(o, tensor(t, p + "attn_post_norm.weight"), eps);
             for (size_t j = 0; j < d; j++) x[i][j] += o[j];
         }
         // Feed-forward block.
@@ -201,10 +242,11 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
             } else {
                 const Vec h = rms_norm(x[i], tensor(t, p + "ffn_norm.weight"), eps);
                 const Vec gu = linear(tensor(t, p + "ffn_gate_up.weight"), nullptr, h, 2 * ff);
-                for (size_t j = 0; j < ff; j++) f[j] = silu(gu[j]) * gu[ff + j];
+                for (size_t j = 0; j < ff; j++) f[j] = (gemma ? gelu_tanh(gu[j]) : silu(gu[j])) * gu[ff + j];
             }
-            const Vec down = linear(tensor(t, p + "ffn_down.weight"), gpt2 ? &tensor(t, p + "ffn_down.bias") : nullptr, f, d,
-                                    gpt2 && layout.conv1d);
+            Vec down = linear(tensor(t, p + "ffn_down.weight"), gpt2 ? &tensor(t, p + "ffn_down.bias") : nullptr, f, d,
+                              gpt2 && layout.conv1d);
+            if (gemma) down = rms_norm(down, tensor(t, p + "ffn_post_norm.weight"), eps);
             for (size_t j = 0; j < d; j++) x[i][j] += down[j];
         }
     }
@@ -215,7 +257,8 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
         const Vec h = gpt2 ? layer_norm(x[i], tensor(t, "out_norm.weight"), tensor(t, "out_norm.bias"), eps)
                            : rms_norm(x[i], tensor(t, "out_norm.weight"), eps);
         const Vec y = linear(head, nullptr, h, V);
-        for (size_t j = 0; j < V; j++) logits[i * V + j] = y[j];
+        const double cap = c.logit_softcap;
+        for (size_t j = 0; j < V; j++) logits[i * V + j] = cap > 0 ? cap * std::tanh(y[j] / cap) : y[j];
     }
     return logits;
 }

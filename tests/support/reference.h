@@ -19,9 +19,17 @@
 //          RoPE frequencies follow the config's rope_scaling (linear, llama3, longrope with
 //          its attention factor on cos and sin) and rotate the first rope_dim dimensions only.
 //   Qwen3: Llama with RMSNorm(q head) * attn_q_norm, RMSNorm(k head) * attn_k_norm before RoPE.
-//   Phi3:  Llama (fused tensors as stored), with a sliding window: query t sees keys
-//          (t - window, t] when sliding_window is set.
-// Attention: softmax(q . k / sqrt(head_dim)) over keys 0..t.
+//   Phi3:  Llama (fused tensors as stored).
+//   Gemma-2/3: x_t = tok_emb[tok_t] * sqrt(d_model) (rounded to the embedding's dtype); per
+//            layer h = RMSNorm(x) (stored weights are 1 + w); [q | k | v] = W_qkv h; Gemma-3:
+//            RMSNorm of each q and k head (attn_q_norm / attn_k_norm); RoPE with rope_theta
+//            and the config's rope_scaling (Gemma-3: on full layers; its windowed ones rotate
+//            with rope_theta_local, unscaled); x += RMSNorm(W_out attention) (attn_post_norm);
+//            h = RMSNorm(x); x += RMSNorm(W_down (gelu_tanh(gate) * up)) (ffn_post_norm)
+//          logits = cap tanh(tok_emb . RMSNorm(x) / cap) (no cap when logit_softcap is 0).
+// Attention: softmax(q . k * scale) over keys 0..t, or (t - window, t] on the windowed layers
+// (those window_layers flags; every layer when it is empty); scale = query_pre_attn_scalar^-1/2
+// when set, else head_dim^-1/2; scores soft-capped by attn_softcap when set.
 // Matrices are row-major [out][in] (the weight file's layout) unless Layout::conv1d says the
 // GPT-2 block matrices are stored [in][out], as Hugging Face's Conv1D keeps them.
 #pragma once
@@ -50,6 +58,8 @@ struct Layout {
     // The context's max_seq the engine ran with (longrope picks short or long factors by it);
     // 0: the config's context_length (a context created with max_seq 0).
     uint32_t max_seq = 0;
+    // The dtype the embedding is held in: Gemma's sqrt(d_model) factor is rounded to it.
+    gpt::DType embed_dtype = gpt::DType::F32;
 };
 
 // Logits of every position, row-major [tokens.size()][vocab_size]. Tensors under the weight
@@ -57,7 +67,9 @@ struct Layout {
 std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &tensors, const std::vector<int32_t> &tokens,
                             const Layout &layout = Layout());
 inline std::vector<double> forward(const fixture::Model &m, const std::vector<int32_t> &tokens) {
-    return forward(m.config, m.tensors, tokens);
+    Layout l;
+    l.embed_dtype = m.dtype;
+    return forward(m.config, m.tensors, tokens, l);
 }
 
 // ---- helpers shared by the test drivers

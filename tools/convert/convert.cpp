@@ -339,8 +339,9 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     w.metadata().set(keys::kSource, format::MetaValue::of_str(plan.source));
     for (const PlannedTensor &t : plan.tensors) {
         const PlannedTensor *tp = &t; // the plan outlives the writer
-        w.add_tensor(t.name, dtype, t.shape,
-                     [tp, dtype, &opt](uint8_t *dst, uint64_t nbytes) { fill_tensor(*tp, dtype, dst, nbytes, opt.stop); });
+        const DType td = t.keep_f32 ? DType::F32 : dtype;
+        w.add_tensor(t.name, td, t.shape,
+                     [tp, td, &opt](uint8_t *dst, uint64_t nbytes) { fill_tensor(*tp, td, dst, nbytes, opt.stop); });
     }
 
     // Staged beside OUT (core/staged_file.h), verified there, then moved onto OUT.
@@ -393,8 +394,26 @@ std::string format_summary(const ConvertResult &r) {
                   c.vocab_size, c.context_length);
     s += buf;
     std::string extra;
-    if (c.arch == GPT_ARCH_LLAMA) {
+    if (c.rotary()) {
         std::snprintf(buf, sizeof buf, ", rope_theta %g", (double)c.rope_theta);
+        extra += buf;
+    }
+    if (c.rope_scaling.type != RopeScalingType::NONE) {
+        std::snprintf(buf, sizeof buf, ", %s RoPE scaling", rope_scaling_name(c.rope_scaling.type));
+        extra += buf;
+    }
+    if (c.arch == GPT_ARCH_GEMMA3) {
+        std::snprintf(buf, sizeof buf, " (local %g)", (double)c.rope_theta_local);
+        extra += buf;
+    }
+    if (c.sliding_window) {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < c.n_layers; i++) n += c.window_of(i) != 0;
+        std::snprintf(buf, sizeof buf, ", sliding window %u on %u of %u layers", c.sliding_window, n, c.n_layers);
+        extra += buf;
+    }
+    if (c.attn_softcap > 0 || c.logit_softcap > 0) {
+        std::snprintf(buf, sizeof buf, ", soft-caps %g (attention) %g (logits)", (double)c.attn_softcap, (double)c.logit_softcap);
         extra += buf;
     }
     extra += c.tied_head ? ", tied head" : ", separate head";

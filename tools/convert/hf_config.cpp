@@ -25,6 +25,8 @@ public:
 
     // Present and not null.
     bool has(const char *key) const { return j_.contains(key) && !j_[key].is_null(); }
+    // Present, perhaps null.
+    bool present(const char *key) const { return j_.contains(key); }
     const json &at(const char *key) const { return j_[key]; }
 
     uint32_t u32(const char *key) const {
@@ -91,6 +93,8 @@ float finite_f32(double v, const char *key, const std::string &src) {
     if (!std::isfinite(v) || std::fabs(v) > 3e38) fail(GPT_ERR_FORMAT, "%s: \"%s\" is %g", src.c_str(), key, v);
     return (float)v;
 }
+
+const char *arch_label(const ModelConfig &c) { return c.arch == GPT_ARCH_GEMMA3 ? "gemma3" : "gemma2"; }
 
 // A list of positive factors (longrope's short_factor / long_factor).
 std::vector<float> factor_list(const Fields &rf, const char *dict, const char *key, const std::string &src) {
@@ -213,6 +217,44 @@ void read_gpt2(HfConfig &h, const Fields &f, const std::string &src) {
         fail(GPT_ERR_UNSUPPORTED, "%s: add_cross_attention (encoder-decoder GPT-2) is not supported", src.c_str());
 }
 
+// Which layers are windowed: config.json's layer_types when present ("sliding_attention" or
+// "full_attention" per layer, transformers >= 4.53), else the model type's own rule.
+std::vector<uint8_t> window_layers(const Fields &f, uint32_t n_layers, const std::string &src, bool (*windowed)(uint32_t, uint32_t),
+                                   uint32_t param) {
+    std::vector<uint8_t> flags(n_layers);
+    if (f.has("layer_types")) {
+        const json &lt = f.at("layer_types");
+        if (!lt.is_array() || lt.size() != n_layers)
+            fail(GPT_ERR_FORMAT, "%s: \"layer_types\" must list one type per layer (%u), not %s", src.c_str(), n_layers,
+                 json_excerpt(lt).c_str());
+        for (uint32_t i = 0; i < n_layers; i++) {
+            const std::string t = lt[i].is_string() ? lt[i].get<std::string>() : "";
+            if (t != "sliding_attention" && t != "full_attention")
+                fail(GPT_ERR_UNSUPPORTED, "%s: layer_types[%u] is %s; only \"sliding_attention\" and \"full_attention\" run here",
+                     src.c_str(), i, json_excerpt(lt[i]).c_str());
+            flags[i] = t == "sliding_attention";
+        }
+        return flags;
+    }
+    for (uint32_t i = 0; i < n_layers; i++) flags[i] = windowed(i, param);
+    return flags;
+}
+
+// Stores the window, or none when no layer uses it or it is no shorter than the context
+// (max_seq never exceeds context_length, so such a window never binds) unless the flags
+// matter anyway (keep_flags: Gemma-3's windowed layers also pick the local RoPE). The
+// per-layer list is kept only when some layer is not windowed: absent means every layer.
+void set_window(ModelConfig &c, uint32_t window, std::vector<uint8_t> flags, bool keep_flags = false) {
+    bool any = false, all = true;
+    for (uint8_t x : flags) {
+        any = any || x;
+        all = all && x;
+    }
+    any = any && (window < c.context_length || keep_flags);
+    c.sliding_window = any ? window : 0;
+    c.window_layers = any && !all ? std::move(flags) : std::vector<uint8_t>();
+}
+
 void read_llama_family(HfConfig &h, const Fields &f, const std::string &src) {
     ModelConfig &c = h.config;
     const std::string &type = h.model_type;
@@ -265,13 +307,9 @@ void read_llama_family(HfConfig &h, const Fields &f, const std::string &src) {
         if (f.bool_or("lm_head_bias", false)) fail(GPT_ERR_UNSUPPORTED, "%s: lm_head_bias (a bias on the head) is not supported", src.c_str());
         // transformers masks keys outside (p - sliding_window, p] for phi3 (its sliding-window
         // causal mask); a window as long as the context changes nothing.
-        if (f.has("sliding_window")) c.sliding_window = f.u32("sliding_window");
-        if (c.sliding_window >= c.context_length) c.sliding_window = 0;
+        if (f.has("sliding_window")) set_window(c, f.u32("sliding_window"), std::vector<uint8_t>(c.n_layers, 1));
     } else if (type == "qwen2") {
         c.qkv_bias = true; // Qwen2 always has q/k/v biases and no o_proj bias
-        if (f.bool_or("use_sliding_window", false) && f.has("sliding_window"))
-            h.warnings.push_back(src + ": use_sliding_window is set (window " + std::to_string(f.u32("sliding_window")) +
-                                 "); this engine runs full attention, which matches only for contexts within the window");
     } else {
         // llama, mistral, qwen3: attention_bias puts biases on q, k, v and o.
         c.qkv_bias = f.bool_or("attention_bias", false);
@@ -282,13 +320,116 @@ void read_llama_family(HfConfig &h, const Fields &f, const std::string &src) {
         if (f.bool_or("use_sliding_window", false))
             fail(GPT_ERR_UNSUPPORTED, "%s: use_sliding_window is true; qwen3 runs here with full attention only", src.c_str());
     }
-    if (type == "mistral" && f.has("sliding_window")) {
+    // Sliding windows as transformers applies them: Mistral on every layer whenever
+    // sliding_window is set; Qwen2 only with use_sliding_window, on layers >= max_window_layers.
+    if ((type == "mistral" || type == "qwen2") && f.has("sliding_window")) {
         const uint32_t w = f.u32("sliding_window");
-        if (w < c.context_length)
-            h.warnings.push_back(src + ": sliding_window " + std::to_string(w) +
-                                 ": this engine runs full attention, which matches Mistral for contexts up to " + std::to_string(w) +
-                                 " tokens (context_length stays " + std::to_string(c.context_length) + ")");
+        if (type == "mistral") {
+            set_window(c, w, window_layers(f, c.n_layers, src, [](uint32_t, uint32_t) { return true; }, 0));
+        } else if (f.bool_or("use_sliding_window", false)) {
+            // Qwen2Config's default is 28; 0 (every layer windowed) is allowed.
+            const double first = f.num_or("max_window_layers", 28);
+            if (!(first >= 0) || first != std::floor(first) || first > 1e9)
+                fail(GPT_ERR_FORMAT, "%s: \"max_window_layers\" must be a non-negative integer, not %s", src.c_str(),
+                     json_excerpt(f.at("max_window_layers")).c_str());
+            set_window(c, w, window_layers(f, c.n_layers, src, [](uint32_t i, uint32_t m) { return i >= m; }, (uint32_t)first));
+        }
     }
+}
+
+// Gemma's RoPE dicts: rope_scaling (linear or none; Gemma-3's applies to its global layers),
+// or transformers 5's rope_parameters, flat or keyed by layer type.
+void read_gemma_rope(const Fields &f, ModelConfig &c, const std::string &src) {
+    auto one = [&](const json &r, const std::string &what, bool global) {
+        if (r.is_null()) return;
+        if (!r.is_object()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be an object, not %s", src.c_str(), what.c_str(), json_excerpt(r).c_str());
+        Fields rf(r, src);
+        const std::string type = rf.has("rope_type") ? rf.str_or("rope_type", "default") : rf.str_or("type", "default");
+        const double factor = rf.num_or("factor", 1.0);
+        if (type == "linear" && c.arch == GPT_ARCH_GEMMA3 && global) {
+            if (!(factor >= 1.0) || factor > 1e6) fail(GPT_ERR_FORMAT, "%s: %s.factor %g is not in [1, 1e6]", src.c_str(), what.c_str(), factor);
+            // The global layers' scaling (model/rope_scaling.h); the local layers run unscaled.
+            c.rope_scaling = RopeScaling();
+            if (factor != 1.0) {
+                c.rope_scaling.type = RopeScalingType::LINEAR;
+                c.rope_scaling.factor = (float)factor;
+            }
+        } else if (type != "default" || factor != 1.0) {
+            fail(GPT_ERR_UNSUPPORTED, "%s: %s type '%s' (factor %g) is not supported here; %s runs unscaled RoPE%s", src.c_str(),
+                 what.c_str(), type.c_str(), factor, arch_label(c), c.arch == GPT_ARCH_GEMMA3 ? " and linear scaling on its global layers" : "");
+        }
+        if (rf.has("rope_theta")) {
+            float &theta = global ? c.rope_theta : c.rope_theta_local;
+            theta = finite_f32(rf.num_or("rope_theta", 0), "rope_theta", src);
+        }
+    };
+    if (f.has("rope_scaling")) one(f.at("rope_scaling"), "rope_scaling", true);
+    if (f.has("rope_parameters")) {
+        const json &rp = f.at("rope_parameters");
+        if (rp.is_object() && (rp.contains("full_attention") || rp.contains("sliding_attention"))) {
+            if (rp.contains("full_attention")) one(rp["full_attention"], "rope_parameters.full_attention", true);
+            if (rp.contains("sliding_attention")) {
+                const float global_theta = c.rope_theta;
+                one(rp["sliding_attention"], "rope_parameters.sliding_attention", c.arch != GPT_ARCH_GEMMA3);
+                // Gemma-2 has one RoPE for all layers: both entries must agree.
+                if (c.arch != GPT_ARCH_GEMMA3 && rp.contains("full_attention") && c.rope_theta != global_theta)
+                    fail(GPT_ERR_UNSUPPORTED, "%s: rope_parameters gives gemma2's sliding and full layers different rope_theta",
+                         src.c_str());
+            }
+        } else {
+            one(rp, "rope_parameters", true);
+        }
+    }
+}
+
+// Gemma-2 and Gemma-3 (text). Missing keys take transformers' Gemma2Config /
+// Gemma3TextConfig defaults, as transformers itself would.
+void read_gemma(HfConfig &h, const Fields &f, const std::string &src) {
+    ModelConfig &c = h.config;
+    const bool g3 = h.model_type == "gemma3_text";
+    c.arch = g3 ? GPT_ARCH_GEMMA3 : GPT_ARCH_GEMMA2;
+    c.d_model = f.u32("hidden_size");
+    c.n_layers = f.u32("num_hidden_layers");
+    c.n_heads = f.u32("num_attention_heads");
+    c.n_kv_heads = f.u32_or("num_key_value_heads", c.n_heads);
+    c.head_dim = f.u32_or("head_dim", 256);
+    if (c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads != 0)
+        fail(GPT_ERR_FORMAT, "%s: num_attention_heads %u is not a multiple of num_key_value_heads %u", src.c_str(), c.n_heads, c.n_kv_heads);
+    c.d_ff = f.u32("intermediate_size");
+    c.vocab_size = f.u32("vocab_size");
+    c.context_length = f.u32_or("max_position_embeddings", g3 ? 131072 : 8192);
+    c.norm_eps = finite_f32(f.num_or("rms_norm_eps", 1e-6), "rms_norm_eps", src);
+    c.embed_scale = true;
+    c.qkv_bias = false;
+    if (!f.bool_or("tie_word_embeddings", true))
+        fail(GPT_ERR_UNSUPPORTED, "%s: tie_word_embeddings false: %s here always uses the embedding as its head", src.c_str(), arch_label(c));
+    c.tied_head = true;
+    if (f.bool_or("attention_bias", false)) fail(GPT_ERR_UNSUPPORTED, "%s: attention_bias (q/k/v/o biases) is not supported for %s", src.c_str(), arch_label(c));
+    const std::string act = f.str_or("hidden_activation", "gelu_pytorch_tanh");
+    if (act != "gelu_pytorch_tanh")
+        fail(GPT_ERR_UNSUPPORTED, "%s: hidden_activation '%s' is not supported; %s here runs GeGLU with the tanh GELU (gelu_pytorch_tanh)",
+             src.c_str(), act.c_str(), arch_label(c));
+
+    c.query_pre_attn_scalar = finite_f32(f.num_or("query_pre_attn_scalar", 256), "query_pre_attn_scalar", src);
+    if (!(c.query_pre_attn_scalar > 0)) fail(GPT_ERR_FORMAT, "%s: \"query_pre_attn_scalar\" must be positive", src.c_str());
+    // Soft-caps: a missing key takes the class default (Gemma-2: 50 and 30; Gemma-3: none), null is none.
+    auto cap = [&](const char *key, double def) -> float {
+        const double v = f.has(key) ? f.num_or(key, 0) : f.present(key) ? 0.0 : def; // present but null: none
+        if (!(v >= 0) || !std::isfinite(v)) fail(GPT_ERR_FORMAT, "%s: \"%s\" is %g; a soft-cap is a positive number or null", src.c_str(), key, v);
+        return finite_f32(v, key, src);
+    };
+    c.attn_softcap = cap("attn_logit_softcapping", g3 ? 0.0 : 50.0);
+    c.logit_softcap = cap("final_logit_softcapping", g3 ? 0.0 : 30.0);
+
+    c.rope_theta = finite_f32(f.num_or("rope_theta", g3 ? 1000000.0 : 10000.0), "rope_theta", src);
+    if (g3) c.rope_theta_local = finite_f32(f.num_or("rope_local_base_freq", 10000.0), "rope_local_base_freq", src);
+    read_gemma_rope(f, c, src);
+
+    // Windowed layers: Gemma-2 the even ones (0, 2, ...); Gemma-3 all but every
+    // sliding_window_pattern-th (5, 11, ... with the default 6).
+    const uint32_t w = f.u32_or("sliding_window", 4096);
+    const uint32_t pattern = g3 ? f.u32_or("sliding_window_pattern", 6) : 2;
+    set_window(c, w, window_layers(f, c.n_layers, src, [](uint32_t i, uint32_t p) { return (i + 1) % p != 0; }, pattern), g3);
 }
 
 } // namespace
@@ -303,9 +444,14 @@ HfConfig parse_hf_config(const std::string &text, const std::string &src) {
     else if (h.model_type == "llama" || h.model_type == "mistral" || h.model_type == "qwen2" || h.model_type == "qwen3" ||
              h.model_type == "phi3")
         read_llama_family(h, f, src);
+    else if (h.model_type == "gemma2" || h.model_type == "gemma3_text") read_gemma(h, f, src);
+    else if (h.model_type == "gemma3")
+        fail(GPT_ERR_UNSUPPORTED, "%s: model_type 'gemma3' is the multimodal Gemma-3; only its text models (gemma3_text, e.g. "
+                                  "gemma-3-1b) convert here", src.c_str());
     else
-        fail(GPT_ERR_UNSUPPORTED, "%s: model_type '%s' is not supported (supported: gpt2, llama, mistral, qwen2, qwen3, phi3)", src.c_str(),
-             h.model_type.c_str());
+        fail(GPT_ERR_UNSUPPORTED,
+             "%s: model_type '%s' is not supported (supported: gpt2, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text)",
+             src.c_str(), h.model_type.c_str());
     h.torch_dtype = f.has("torch_dtype") ? f.str_or("torch_dtype", "") : f.str_or("dtype", "");
 
     std::vector<int64_t> bos = f.ids("bos_token_id"), eos = f.ids("eos_token_id");

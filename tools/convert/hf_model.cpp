@@ -209,6 +209,47 @@ void plan_llama(TensorPlan &p, Source &s, const HfConfig &h) {
     }
 }
 
+// Gemma's RMSNorm scales by (1 + w): the file stores 1 + w, in f32 so that the sum is
+// exactly transformers' (1.0 + weight.float()) whatever the checkpoint's dtype.
+void add_gemma_norm(TensorPlan &p, Source &s, const std::string &name, const std::string &hf_name, uint64_t n) {
+    SrcMatrix m = s.vector(hf_name, n);
+    m.add = 1.0f;
+    add(p, name, {n}, {m});
+    p.tensors.back().keep_f32 = true;
+}
+
+void plan_gemma(TensorPlan &p, Source &s) {
+    ModelConfig &c = p.config;
+    const uint64_t d = c.d_model, v = c.vocab_size, ff = c.d_ff, qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
+    add(p, "tok_emb.weight", {v, d}, {s.matrix("model.embed_tokens.weight", v, d)});
+    for (uint32_t i = 0; i < c.n_layers; i++) {
+        const std::string hf = "model.layers." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
+        const std::string at = hf + "self_attn.", mlp = hf + "mlp.";
+        add_gemma_norm(p, s, o + "attn_norm.weight", hf + "input_layernorm.weight", d);
+        add(p, o + "attn_qkv.weight", {qd + 2 * kvd, d},
+            {s.matrix(at + "q_proj.weight", qd, d), s.matrix(at + "k_proj.weight", kvd, d), s.matrix(at + "v_proj.weight", kvd, d)});
+        if (c.arch == GPT_ARCH_GEMMA3) {
+            add_gemma_norm(p, s, o + "attn_q_norm.weight", at + "q_norm.weight", hd);
+            add_gemma_norm(p, s, o + "attn_k_norm.weight", at + "k_norm.weight", hd);
+        }
+        add(p, o + "attn_out.weight", {d, qd}, {s.matrix(at + "o_proj.weight", d, qd)});
+        // Unlike Llama's, Gemma's post_attention_layernorm normalizes the attention output.
+        add_gemma_norm(p, s, o + "attn_post_norm.weight", hf + "post_attention_layernorm.weight", d);
+        add_gemma_norm(p, s, o + "ffn_norm.weight", hf + "pre_feedforward_layernorm.weight", d);
+        add(p, o + "ffn_gate_up.weight", {2 * ff, d}, {s.matrix(mlp + "gate_proj.weight", ff, d), s.matrix(mlp + "up_proj.weight", ff, d)});
+        add(p, o + "ffn_down.weight", {d, ff}, {s.matrix(mlp + "down_proj.weight", d, ff)});
+        add_gemma_norm(p, s, o + "ffn_post_norm.weight", hf + "post_feedforward_layernorm.weight", d);
+    }
+    add_gemma_norm(p, s, "out_norm.weight", "model.norm.weight", d);
+    // The head is the embedding; a copy in the file is dropped only when it is one.
+    if (const StTensor *head = s.find("lm_head.weight")) {
+        if (!same_bytes(*head, s.need("model.embed_tokens.weight")))
+            fail(GPT_ERR_UNSUPPORTED, "%s: tensor 'lm_head.weight' differs from model.embed_tokens.weight; Gemma ties them",
+                 head->file.c_str());
+        s.mark_used(*head);
+    }
+}
+
 // Buffers that checkpoints carry but that are not weights.
 bool skippable(const std::string &name) {
     return ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias") || ends_with(name, ".rotary_emb.inv_freq");
@@ -227,6 +268,7 @@ TensorPlan plan_hf_model(const std::string &dir, const HfConfig &h, std::shared_
     if (h.config.arch == GPT_ARCH_GPT2 && st->find("transformer.wte.weight")) prefix = "transformer.";
     Source s(dir, *st, prefix);
     if (h.config.arch == GPT_ARCH_GPT2) plan_gpt2(p, s, h);
+    else if (h.config.is_gemma()) plan_gemma(p, s);
     else plan_llama(p, s, h);
 
     std::vector<std::string> extra;

@@ -45,7 +45,7 @@ inline void store(uint8_t *p, DType t, float v) {
 
 // Converts one element; a finite value never becomes infinite.
 inline void convert_one(const uint8_t *s, DType st, uint8_t *d, DType dt, const PlannedTensor &t, const SrcMatrix &m) {
-    const float v = load(s, st);
+    const float v = m.add != 0.0f ? load(s, st) + m.add : load(s, st);
     if (dt == DType::F16 && std::fabs(v) >= 65520.0f && std::isfinite(v)) overflow(t, m, v);
     store(d, dt, v);
 }
@@ -53,7 +53,7 @@ inline void convert_one(const uint8_t *s, DType st, uint8_t *d, DType dt, const 
 // Copies n contiguous source elements into contiguous dst.
 void copy_run(const uint8_t *src, DType st, uint8_t *dst, DType dt, uint64_t n, const PlannedTensor &t, const SrcMatrix &m) {
     const size_t ss = dtype_bytes(st), ds = dtype_bytes(dt);
-    if (st == dt) {
+    if (st == dt && m.add == 0.0f) {
         std::memcpy(dst, src, n * ss);
         return;
     }
@@ -102,7 +102,7 @@ void fill_tensor(const PlannedTensor &t, DType out, uint8_t *dst, uint64_t nbyte
                     for (uint64_t r = r0; r < r1; r++) {
                         const uint8_t *s = m.data + (c * m.rows + src_row(r)) * ss;
                         uint8_t *d = base + (r * cols + c) * ds;
-                        if (m.dtype == out) std::memcpy(d, s, ss);
+                        if (m.dtype == out && m.add == 0.0f) std::memcpy(d, s, ss);
                         else convert_one(s, m.dtype, d, out, t, m);
                     }
             }

@@ -24,12 +24,14 @@ struct SrcMatrix {
     uint64_t rows = 0, cols = 0;    // logical shape
     bool transposed = false;        // stored as [cols][rows] (GPT-2 Conv1D weights)
     std::vector<uint32_t> row_perm; // logical row r is stored row row_perm[r]; empty: identity
+    float add = 0;                  // added to every value in f32 (Gemma's norms store 1 + w)
 };
 
 struct PlannedTensor {
     std::string name;               // our name (model/gpt2.cpp, model/llama.cpp)
     std::vector<uint64_t> shape;    // [rows, cols] or [n]
     std::vector<SrcMatrix> parts;   // stacked along rows (q | k | v, gate | up)
+    bool keep_f32 = false;          // written as f32 whatever the file's dtype (Gemma's 1 + w norms)
     uint64_t numel() const;
 };
 

@@ -31,6 +31,8 @@ pub const GPT_ARCH_GPT2: u32 = 1;
 pub const GPT_ARCH_LLAMA: u32 = 2;
 pub const GPT_ARCH_QWEN3: u32 = 3;
 pub const GPT_ARCH_PHI3: u32 = 4;
+pub const GPT_ARCH_GEMMA2: u32 = 5;
+pub const GPT_ARCH_GEMMA3: u32 = 6;
 
 pub const GPT_DEVICE_CPU: i32 = -1;
 pub const GPT_DEVICE_AUTO: i32 = -2;
