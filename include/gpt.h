@@ -367,8 +367,8 @@ typedef int (*gpt_token_fn)(int32_t token, void *user);
  * decoded as they come (control tokens as no text, the text continuing the prompt). A token
  * is held back - not passed to on_token, not written to out, not counted - while its text
  * reaches into a tail of the decoded text that could still begin a stop string (or while it
- * ends in an incomplete UTF-8 character). When a stop string appears (the one starting
- * earliest), generation ends: the held tokens whose text lies wholly before the match are
+ * ends in an incomplete UTF-8 character). As soon as the decoded text holds a stop string
+ * (the occurrence starting earliest, among those complete at that token), generation ends: the held tokens whose text lies wholly before the match are
  * delivered, the rest (those whose text contains any byte of the match, and anything after)
  * are not, so the match is never delivered; the cache then holds the prompt and the delivered
  * tokens but the last (the prompt alone when none was delivered). When generation ends any
