@@ -19,7 +19,7 @@ StopMatcher::Verdict StopMatcher::push(int32_t token) {
 
     // How many held tokens end at or before offset `at` of the decoded text (ends_ ascend).
     auto deliverable_before = [&](uint64_t at) {
-        return (uint32_t)(std::upper_bound(ends_.begin(), ends_.end(), at) - ends_.begin());
+        return (uint32_t)(std::upper_bound(ends_.begin() + head_, ends_.end(), at) - (ends_.begin() + head_));
     };
 
     // A match can only start in tail_: anything before it was shown because no stop string
@@ -38,7 +38,11 @@ StopMatcher::Verdict StopMatcher::push(int32_t token) {
             }
     const uint64_t hold_from = decoded_end - keep;
     const uint32_t n = deliverable_before(hold_from);
-    ends_.erase(ends_.begin(), ends_.begin() + n);
+    head_ += n; // dropped in bulk, so releasing one of many held tokens costs O(1)
+    if (head_ * 2 >= ends_.size()) { // amortised O(1): moves fewer than were dropped
+        ends_.erase(ends_.begin(), ends_.begin() + head_);
+        head_ = 0;
+    }
     released_ += n;
     tail_.erase(0, tail_.size() - keep);
     base_ = hold_from;

@@ -30,7 +30,8 @@ private:
     Detokenizer detok_;
     std::string tail_;           // decoded text from offset base_ on: what could start a match
     uint64_t base_ = 0;          // offset of tail_[0] in the whole decoded text
-    std::vector<uint64_t> ends_; // end offsets of the held tokens (incomplete UTF-8 counted)
+    std::vector<uint64_t> ends_; // from head_ on: end offsets of the held tokens (incomplete UTF-8 counted)
+    size_t head_ = 0;
     uint32_t released_ = 0;      // tokens already deliverable
 };
 
