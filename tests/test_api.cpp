@@ -1162,7 +1162,8 @@ void test_estimate_memory(void **) {
 }
 
 // forward and generate allocate nothing (gpt.h): no operator new, no host_alloc, no
-// executor allocation, also with worker threads, batches, stop tokens and callbacks.
+// executor allocation, also with worker threads, batches, stop tokens, penalties, logit bias
+// and callbacks (stop strings keep text: gpt.h says they allocate).
 void test_no_allocation_in_forward_and_generate(void **) {
     std::mt19937_64 rng(reference::sub_seed("no_allocation"));
     const auto toks = random_tokens(rng, 24);
@@ -1178,6 +1179,11 @@ void test_no_allocation_in_forward_and_generate(void **) {
         sp.n_stop_tokens = 2;
         sp.flags = GPT_SAMPLING_IGNORE_EOS;
         sp.repetition_penalty = 1.2f;
+        const gpt_logit_bias bias[2] = {{1, 2.0f}, {(int32_t)V - 1, -3.0f}};
+        sp.logit_bias = bias; // penalties and bias work in memory the context sized
+        sp.n_logit_bias = 2;
+        sp.frequency_penalty = 0.5f;
+        sp.presence_penalty = 0.25f;
         TokenLog log;
         log.seen.reserve(64);
         uint32_t n = 0;
