@@ -368,14 +368,18 @@ typedef int (*gpt_token_fn)(int32_t token, void *user);
  * is held back - not passed to on_token, not written to out, not counted - while its text
  * reaches into a tail of the decoded text that could still begin a stop string (or while it
  * ends in an incomplete UTF-8 character). As soon as the decoded text holds a stop string
- * (the occurrence starting earliest, among those complete at that token), generation ends: the held tokens whose text lies wholly before the match are
- * delivered, the rest (those whose text contains any byte of the match, and anything after)
- * are not, so the match is never delivered; the cache then holds the prompt and the delivered
- * tokens but the last (the prompt alone when none was delivered). When generation ends any
- * other way (end-of-sequence or stop token, cap, a full context) the held tokens are
- * delivered first; an end-of-sequence or stop token is not matched against the strings. Held
- * tokens are still sampled and counted by the penalties. With stop strings the call keeps
- * the held text in memory it allocates (bounded by the stop strings' length). */
+ * (the occurrence starting earliest, among those complete at that token), generation ends:
+ * the held tokens whose text lies wholly before the match are delivered, the rest (those
+ * whose text contains any byte of the match, and anything after) are not, so the match is
+ * never delivered; the cache then holds the prompt and the delivered tokens but the last
+ * (the prompt alone when none was delivered). When generation ends any other way
+ * (end-of-sequence or stop token, cap, a full context) the held tokens are delivered first;
+ * on_token returning nonzero ends it after that token, and a call that fails otherwise
+ * (GPT_ERR_ABORTED) drops the held tokens, the cache keeping the prompt and the delivered
+ * tokens but the last in both cases. An end-of-sequence or stop token
+ * is not matched against the strings. Held tokens are still sampled and counted by the
+ * penalties. With stop strings the call keeps the held text in memory it allocates (bounded
+ * by the stop strings' length); without them gpt_generate allocates nothing. */
 GPT_API gpt_status gpt_generate(gpt_ctx *ctx, const int32_t *prompt, uint32_t n_prompt,
                                 const gpt_sampling_params *sampling, gpt_token_fn on_token, void *user,
                                 int32_t *out, uint32_t cap, uint32_t *n_out);
