@@ -953,6 +953,18 @@ void test_stop_strings_with_cap_and_callback(void **) {
     assert_int_equal(gpt_generate(ctx, prompt.data(), 2, &sp, record, &seen, out.data(), 16, &n), GPT_OK);
     assert_int_equal(n, 16);
     assert_true(out == all && seen.tokens == all);
+    // on_token stopping at the fifth delivered token: five delivered, the cache as gpt.h says
+    // (tokens held past it are dropped).
+    struct StopAt {
+        uint32_t n = 0;
+        static int fn(int32_t, void *user) { return ++static_cast<StopAt *>(user)->n == 5; }
+    } stop_at;
+    gpt_ctx_reset(ctx);
+    std::fill(out.begin(), out.end(), -1);
+    assert_int_equal(gpt_generate(ctx, prompt.data(), 2, &sp, StopAt::fn, &stop_at, out.data(), 16, &n), GPT_OK);
+    assert_int_equal(n, 5);
+    assert_true(std::vector<int32_t>(out.begin(), out.begin() + 5) == std::vector<int32_t>(all.begin(), all.begin() + 5));
+    assert_int_equal(gpt_ctx_seq_len(ctx, 0), 2 + 4);
     gpt_ctx_free(ctx);
 }
 
