@@ -1,4 +1,4 @@
-// sample.cu - penalty pass, block argmax, and for stochastic sampling a
+// sample.cu - penalty and adjustment passes, block argmax, and for stochastic sampling a
 // segmented radix sort (CUB, stable: equal values keep ascending ids, matching the CPU's
 // value-then-id order) followed by one block per row that applies top-k/top-p/min-p with
 // block-wide prefix sums and picks the token.
@@ -79,6 +79,21 @@ __global__ void penalty_kernel(SampleArgs a, Workspace w) {
         bool seen = false; // each distinct token once
         for (int32_t i = 0; i < j && !seen; i++) seen = rec[i] == t;
         if (!seen) v[t] = v[t] > 0.0f ? v[t] / a.penalty : v[t] * a.penalty;
+    }
+}
+
+// Distinct tokens per row, so the threads never add to the same value.
+__global__ void adjust_kernel(SampleArgs a, Workspace w) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t b = blockIdx.x;
+    const int32_t *tok = a.adjust_tokens + (uint64_t)b * a.adjust_stride;
+    const float *delta = a.adjust_deltas + (uint64_t)b * a.adjust_stride;
+    const int32_t n = a.n_adjust[b];
+    float *v = w.values + (uint64_t)b * a.vocab;
+    for (int32_t j = threadIdx.x; j < n; j += blockDim.x) {
+        const int32_t t = tok[j];
+        if (t >= 0 && (uint32_t)t < a.vocab) v[t] += delta[j];
     }
 }
 
@@ -197,11 +212,13 @@ cudaError_t launch_sample(const SampleArgs &a, cudaStream_t stream) {
     const bool greedy = a.temperature <= 0.0f;
     const dim3 grid((a.vocab + 255) / 256 < 64 ? (a.vocab + 255) / 256 : 64, a.batch);
     const bool penalty = a.penalty != 1.0f && a.recent;
+    const bool adjust = a.n_adjust != nullptr;
     cudaError_t e = cudaSuccess;
-    if (greedy && !penalty) // the logits themselves
+    if (greedy && !penalty && !adjust) // the logits themselves
         return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, a.logits, a.vocab, a.out);
     e = launch_pdl(prepare_kernel, grid, 256, 0, stream, a, w);
     if (e == cudaSuccess && penalty) e = launch_pdl(penalty_kernel, a.batch, 256, 0, stream, a, w);
+    if (e == cudaSuccess && adjust) e = launch_pdl(adjust_kernel, a.batch, 256, 0, stream, a, w);
     if (e != cudaSuccess) return e;
     if (greedy) return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, (const float *)w.values, a.vocab, a.out);
     size_t bytes = w.cub_bytes;

@@ -1,6 +1,6 @@
 // sample.cuh - token sampling on the device, so decode copies back one id per sequence
 // instead of the logits. Same steps and order as the CPU sampler (lib/sampler/sampler.h):
-// repetition penalty, then greedy argmax, or temperature, top-k, softmax, top-p, min-p and
+// repetition penalty, per-token adjustments, then greedy argmax, or temperature, top-k, softmax, top-p, min-p and
 // a draw with a host-supplied uniform number.
 #pragma once
 #include <cuda_runtime.h>
@@ -15,6 +15,12 @@ struct SampleArgs {
     const int32_t *recent;   // [batch][recent_stride] tokens to penalise
     const int32_t *n_recent; // [batch]
     uint32_t recent_stride;
+    // Per-token additive adjustments (frequency/presence penalties, logit bias), after the
+    // repetition penalty: values[adjust_tokens[j]] += adjust_deltas[j], distinct tokens per row.
+    const int32_t *adjust_tokens; // [batch][adjust_stride]
+    const float *adjust_deltas;   // [batch][adjust_stride]
+    const int32_t *n_adjust;      // [batch]; NULL: no adjustments
+    uint32_t adjust_stride;
     uint32_t top_k;          // 0 = all
     float top_p, min_p;
     const float *uniform;    // [batch] draws in [0, 1)

@@ -479,7 +479,9 @@ void test_sampling_params_struct_size(void **) {
     sp.seed = 0x1234567;
     int32_t out1[12], out2[12];
     uint32_t n1 = 0, n2 = 0;
+    const uint32_t older = offsetof(gpt_sampling_params, reserved) + sizeof(uint32_t); // before issue #18
     for (uint32_t bad : refused_sizes<gpt_sampling_params>()) {
+        if (bad == older) continue;
         sp.struct_size = bad;
         if (gpt_generate(a, toks.data(), 3, &sp, nullptr, nullptr, out1, 12, &n1) != GPT_ERR_INVALID_ARG || n1 != 0)
             fail_msg("gpt_generate with struct_size %u: not refused", bad);
@@ -499,6 +501,20 @@ void test_sampling_params_struct_size(void **) {
     assert_int_equal(n1, 12);
     assert_int_equal(n2, 12);
     assert_memory_equal(out1, out2, sizeof out1);
+    // An older caller's struct ends at `reserved`: the fields after it are not read (garbage
+    // there would be refused: a NULL stop_strings with a count, a non-finite penalty).
+    struct Older {
+        gpt_sampling_params p;
+    } old;
+    std::memset(&old, 0xee, sizeof old);
+    std::memcpy(&old.p, &sp, older);
+    old.p.struct_size = older;
+    gpt_ctx_reset(a);
+    gpt_ctx_reset(b);
+    CHECK_OK(gpt_generate(a, toks.data(), 3, &old.p, nullptr, nullptr, out1, 12, &n1));
+    CHECK_OK(gpt_generate(b, toks.data(), 3, &sp, nullptr, nullptr, out2, 12, &n2));
+    assert_int_equal(n1, n2);
+    assert_memory_equal(out1, out2, sizeof(int32_t) * n1);
     gpt_ctx_free(a);
     gpt_ctx_free(b);
 }
@@ -1148,7 +1164,8 @@ void test_estimate_memory(void **) {
 }
 
 // forward and generate allocate nothing (gpt.h): no operator new, no host_alloc, no
-// executor allocation, also with worker threads, batches, stop tokens and callbacks.
+// executor allocation, also with worker threads, batches, stop tokens, penalties, logit bias
+// and callbacks (stop strings keep text: gpt.h says they allocate).
 void test_no_allocation_in_forward_and_generate(void **) {
     std::mt19937_64 rng(reference::sub_seed("no_allocation"));
     const auto toks = random_tokens(rng, 24);
@@ -1164,6 +1181,11 @@ void test_no_allocation_in_forward_and_generate(void **) {
         sp.n_stop_tokens = 2;
         sp.flags = GPT_SAMPLING_IGNORE_EOS;
         sp.repetition_penalty = 1.2f;
+        const gpt_logit_bias bias[2] = {{1, 2.0f}, {(int32_t)V - 1, -3.0f}};
+        sp.logit_bias = bias; // penalties and bias work in memory the context sized
+        sp.n_logit_bias = 2;
+        sp.frequency_penalty = 0.5f;
+        sp.presence_penalty = 0.25f;
         TokenLog log;
         log.seen.reserve(64);
         uint32_t n = 0;

@@ -52,6 +52,15 @@ def run(*args, timeout=TIMEOUT):
     return p.returncode, p.stdout.decode("utf-8", "surrogateescape"), err
 
 
+def run_input(args, text, timeout=TIMEOUT):
+    """Runs gpt with args and text piped to stdin; returns (exit status, stdout, stderr)."""
+    p = subprocess.run([GPT] + [str(a) for a in args], input=text.encode(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=timeout)
+    err = p.stderr.decode("utf-8", "surrogateescape")
+    no_sanitizer_report(args, err)
+    return p.returncode, p.stdout.decode("utf-8", "surrogateescape"), err
+
+
 def model_bytes(edit=None, **kwargs):
     """fixture.make_model's bytes, with edit(metadata, tensors) -> (metadata, tensors) applied
     to what it encodes (to change the tokenizer, add hostile names, zero a tensor)."""
@@ -549,6 +558,132 @@ class Issue16(unittest.TestCase):
         j = json.loads(out)
         self.assertEqual(j["model"], str(m))
         self.assertGreater(j["weight_bytes"], 0)
+
+
+TURN = re.compile(r"^gpt: turn (\d+): conversation (\d+) tokens, (\d+) reused from the cache, (\d+) run;", re.M)
+
+
+def chat_templates_supported():
+    """False while gpt_chat_apply_template is the placeholder that refuses every model."""
+    rc, out, err = run_input(["chat", KJV], "")
+    return "not supported by this build" not in err
+
+
+class Chat(unittest.TestCase):
+    """`gpt chat` (issue 18): refusal without a template, the --plain loop on the shipped model
+    checked against `gpt generate` on the whole transcript (so the KV-cache reuse changes
+    nothing), /reset, /exit, a full context."""
+
+    # Greedy, one line per answer (--stop "\n"), short answers.
+    OPTS = ["--plain", "--temp", "0", "-n", "16", "--stop", "\n", "--threads", "2"]
+
+    def generate_answer(self, transcript):
+        """The reference: a fresh context, the whole transcript as the prompt."""
+        rc, out, err = run("generate", KJV, "-p", transcript, "--temp", "0", "-n", "16", "--stop", "\n", "--stop",
+                           "\nUser:", "--threads", "2")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith(transcript), out)
+        return out[len(transcript):-1]  # the continuation, without generate's final newline
+
+    def test_no_template_refused(self):
+        if chat_templates_supported():
+            self.skipTest("the library renders chat templates now: see test_template_chat")
+        rc, out, err = run_input(["chat", KJV], "Hello\n")
+        self.assertEqual((rc, out), (1, ""), err)
+        self.assertIn("chat template", err)
+        self.assertIn("--plain", err)
+
+    def test_plain_multi_turn_matches_generate(self):
+        said = ["And God said", "Who made the heaven?", "And the LORD spake unto Moses"]
+        rc, out, err = run_input(["chat", KJV, "--verbose"] + self.OPTS, "\n".join(said) + "\n")
+        self.assertEqual(rc, 0, err)
+        answers = out.split("\n")
+        self.assertEqual(len(answers), len(said) + 1, out)  # one line each, then the end
+        self.assertEqual(answers[-1], "")
+        transcript = ""
+        for i, (user, answer) in enumerate(zip(said, answers)):
+            transcript += "User: " + user + "\nAssistant:"
+            self.assertEqual(answer, self.generate_answer(transcript), "turn %d" % (i + 1))
+            transcript += answer + "\n"
+        turns = [tuple(map(int, m)) for m in TURN.findall(err)]
+        self.assertEqual([t[0] for t in turns], [1, 2, 3], err)
+        for number, total, reused, ran in turns:
+            self.assertEqual(total, reused + ran)
+            if number == 1:
+                self.assertEqual(reused, 0)
+            else:  # everything before this turn's text was in the cache (but the last answer's last token)
+                prev_total = turns[number - 2][1]
+                self.assertGreater(reused, prev_total)
+                self.assertLess(ran, 24, err)  # the new message, not the history
+
+    def test_reset_and_exit(self):
+        rc, out, err = run_input(["chat", KJV, "--verbose"] + self.OPTS,
+                                 "And God said\nWho made the heaven?\n/reset\nAnd God said\n/exit\nnot read\n")
+        self.assertEqual(rc, 0, err)
+        answers = out.split("\n")[:-1]
+        self.assertEqual(len(answers), 3, out)
+        self.assertEqual(answers[2], answers[0])  # a fresh conversation
+        turns = [tuple(map(int, m)) for m in TURN.findall(err)]
+        self.assertEqual(turns[2][2], 0, err)  # nothing reused after /reset
+        self.assertEqual(turns[2][1], turns[0][1])
+
+    def test_context_full(self):
+        rc, out, err = run_input(["chat", KJV, "--max-seq", "24"] + self.OPTS,
+                                 " ".join(["word"] * 40) + "\nAnd God said\n")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("the context holds 24: /reset to start over", err)
+        self.assertEqual(len(out.split("\n")), 2, out)  # only the second message was answered
+
+    def test_hostile_input(self):
+        # A NUL, invalid UTF-8, a line over 1 MiB (ignored, said so): no crash, one answer each.
+        text = "a\x00b \udcff\n" + "x" * (1 << 20 | 5) + "\nAnd God said\n"
+        rc, out, err = run_input(["chat", KJV] + self.OPTS, text.encode("utf-8", "surrogateescape").decode("latin-1"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("a line longer than 1048576 bytes was ignored", err)
+        self.assertEqual(len(out.split("\n")), 3, out)
+
+    def test_generate_stop(self):
+        args = ["generate", KJV, "-p", "And God said", "--temp", "0", "-n", "40", "--threads", "2"]
+        rc, full, err = run(*args)
+        self.assertEqual(rc, 0, err)
+        cont = full[len("And God said"):-1]
+        stop = cont[len(cont) // 2:len(cont) // 2 + 5]
+        rc, out, err = run(*(args + ["--stop", stop]))
+        self.assertEqual(rc, 0, err)
+        shown = out[len("And God said"):-1]
+        at = cont.index(stop)
+        self.assertTrue(cont.startswith(shown), (cont, shown))
+        self.assertLessEqual(len(shown), at)
+        self.assertGreater(len(shown), at - 12)  # at most the match's first token is dropped before it
+
+    def test_usage(self):
+        rc, out, err = run("chat")
+        self.assertEqual((rc, out), (2, ""), err)
+        rc, out, err = run("chat", KJV, "--frequency-penalty", "nan")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--frequency-penalty", err)
+        rc, out, err = run("chat", KJV, "--logit-bias", "12")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("ID=BIAS", err)
+        rc, out, err = run("chat", Fixtures.spm, "--plain", "--logit-bias", "999999=1")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("outside the model's vocabulary", err)
+
+    def test_template_chat(self):
+        # Enabled once gpt_chat_apply_template renders templates: the converted instruct-style
+        # model of tests/reference (or any file with a template) answers two turns, the second
+        # reusing the first from the cache.
+        if not chat_templates_supported():
+            self.skipTest("gpt_chat_apply_template is the placeholder: no template renders yet")
+        model = os.environ.get("GPT_TEST_CHAT_MODEL")
+        if not model:
+            self.skipTest("set GPT_TEST_CHAT_MODEL to a weight file with a chat template")
+        rc, out, err = run_input(["chat", model, "--verbose", "--temp", "0", "-n", "32"], "Hello!\nWhat is 2+2?\n",
+                                 timeout=300)
+        self.assertEqual(rc, 0, err)
+        turns = [tuple(map(int, m)) for m in TURN.findall(err)]
+        self.assertEqual(len(turns), 2, err)
+        self.assertGreater(turns[1][2], turns[0][1] - 1, err)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -849,6 +851,85 @@ void test_gpu_sample(void **) {
     assert_true(mismatches <= trials / 50);
 }
 
+// The adjustment pass (frequency/presence penalties and logit bias, sampler.h step 2): the
+// CUDA sampler given per-row lists of distinct tokens and deltas picks as the CPU sampler.
+void test_gpu_sample_adjustments(void **) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t B = 3, V = 1000, stride = 64;
+    DevBuf dlog(B * V, DType::F32), duni(B, DType::F32), dn(B, DType::F32), dout(B, DType::F32);
+    DevBuf dtok(B * stride, DType::F32), ddelta(B * stride, DType::F32), dnadj(B, DType::F32);
+    DevBuf ws(sample_workspace_bytes(B, V) / 4 + 1, DType::F32);
+    std::vector<float> vals(V);
+    std::vector<int32_t> idx(V);
+    gpt::SamplerScratch scratch{vals.data(), idx.data()};
+    int mismatches = 0, trials = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        auto logits = randn(B * V, 2.0f);
+        std::vector<int32_t> tok(B * stride, -5), n_adj(B), n_recent(B, 0);
+        std::vector<float> delta(B * stride, 0.0f), uni(B);
+        for (uint32_t b = 0; b < B; b++) {
+            std::set<int32_t> used;
+            n_adj[b] = (int32_t)(g_rng() % (stride + 1));
+            for (int32_t j = 0; j < n_adj[b]; j++) {
+                int32_t t;
+                do t = (int32_t)(g_rng() % (V + 2)) - 1; // -1 and V: skipped by both
+                while (!used.insert(t).second);
+                tok[b * stride + j] = t;
+                delta[b * stride + j] = g_rng() % 4 == 0 ? 60.0f : (float)((double)(g_rng() % 2000) / 100.0 - 10.0);
+            }
+        }
+        for (auto &u : uni) u = (float)(g_rng() >> 40) * 0x1p-24f;
+        dlog.upload(logits);
+        duni.upload(uni);
+        dn.upload_raw(n_recent.data(), 4 * B);
+        dtok.upload_raw(tok.data(), 4 * tok.size());
+        ddelta.upload(delta);
+        dnadj.upload_raw(n_adj.data(), 4 * B);
+        gpt::SampleSpec spec;
+        spec.temperature = trial % 2 == 0 ? 0.0f : 0.8f;
+        spec.top_k = trial % 3 == 0 ? 0 : 40;
+        spec.top_p = trial % 4 == 1 ? 0.9f : 1.0f;
+        SampleArgs a{};
+        a.logits = dlog.as<float>();
+        a.batch = B;
+        a.vocab = V;
+        a.temperature = spec.temperature;
+        a.penalty = 1.0f;
+        a.recent = nullptr;
+        a.n_recent = dn.as<int32_t>();
+        a.recent_stride = 0;
+        a.adjust_tokens = dtok.as<int32_t>();
+        a.adjust_deltas = ddelta.as<float>();
+        a.n_adjust = dnadj.as<int32_t>();
+        a.adjust_stride = stride;
+        a.top_k = spec.top_k;
+        a.top_p = spec.top_p;
+        a.min_p = spec.min_p;
+        a.uniform = duni.as<float>();
+        a.workspace = ws.p;
+        a.out = dout.as<int32_t>();
+        CK(launch_sample(a, 0));
+        std::vector<int32_t> got(B);
+        CK(cudaMemcpy(got.data(), dout.p, 4 * B, cudaMemcpyDeviceToHost));
+        for (uint32_t b = 0; b < B; b++) {
+            gpt::SampleRow row;
+            row.uniform = uni[b];
+            row.adjust_tokens = &tok[b * stride];
+            row.adjust_deltas = &delta[b * stride];
+            row.n_adjust = (uint32_t)n_adj[b];
+            const int32_t want = gpt::sample_row(&logits[b * V], V, spec, row, scratch);
+            trials++;
+            if (got[b] != want) {
+                mismatches++;
+                std::printf("  adjusted sample trial %d row %u: gpu %d cpu %d (T %g, %d adjustments)\n", trial, b, got[b], want,
+                            spec.temperature, n_adj[b]);
+            }
+            if (spec.temperature <= 0.0f) assert_int_equal(got[b], want); // greedy is exact
+        }
+    }
+    assert_true(mismatches <= trials / 50);
+}
+
 // ---------------------------------------------------------------- whole models
 
 struct Loaded {
@@ -992,6 +1073,54 @@ void test_gpu_greedy_matches_cpu(void **) {
     }
 }
 
+// Greedy generation with frequency/presence penalties and a logit bias: identical on CPU and
+// CUDA fp32, unless the CPU's adjusted top two logits are within 1e-5 where they part.
+void test_gpu_penalties_match_cpu(void **) {
+    SKIP_WITHOUT_GPU();
+    for (fixture::Spec s : model_specs()) {
+        s.context_length = 128;
+        auto fx = fixture::make(s);
+        Loaded cpu, gpu;
+        load(cpu, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
+        load(gpu, fx, 0, GPT_DTYPE_F32, 0);
+        const uint32_t V = fx.config.vocab_size;
+        int32_t prompt[3] = {1, 2, 3};
+        gpt_logit_bias bias[3] = {{(int32_t)(g_rng() % V), 2.0f}, {(int32_t)(g_rng() % V), -50.0f}, {7, 0.5f}};
+        gpt_sampling_params sp;
+        gpt_sampling_params_init(&sp);
+        sp.temperature = 0;
+        sp.flags = GPT_SAMPLING_IGNORE_EOS;
+        sp.frequency_penalty = 0.4f;
+        sp.presence_penalty = 0.3f;
+        sp.logit_bias = bias;
+        sp.n_logit_bias = 3;
+        int32_t a[48], b[48];
+        uint32_t na = 0, nb = 0;
+        assert_int_equal(gpt_generate(cpu.c, prompt, 3, &sp, nullptr, nullptr, a, 48, &na), GPT_OK);
+        assert_int_equal(gpt_generate(gpu.c, prompt, 3, &sp, nullptr, nullptr, b, 48, &nb), GPT_OK);
+        assert_int_equal(na, 48);
+        assert_int_equal(nb, 48);
+        for (uint32_t i = 0; i < 48; i++) {
+            if (a[i] == b[i]) continue;
+            Loaded ref;
+            load(ref, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
+            std::vector<int32_t> seq(prompt, prompt + 3);
+            seq.insert(seq.end(), a, a + i);
+            std::vector<float> lg(V);
+            assert_int_equal(gpt_forward(ref.c, seq.data(), 1, (uint32_t)seq.size(), 0, lg.data()), GPT_OK);
+            for (const auto &e : bias) lg[e.token] += e.bias; // approximately the adjustment, for the gap
+            std::map<int32_t, int> count;
+            for (uint32_t j = 0; j < i; j++) count[a[j]]++;
+            for (const auto &e : count) lg[e.first] -= e.second * sp.frequency_penalty + sp.presence_penalty;
+            const float gap = std::fabs(lg[a[i]] - lg[b[i]]);
+            std::printf("  %s: penalised greedy diverges at token %u (cpu %d, gpu %d), gap %g\n", gpt_arch_name(s.arch), i, a[i],
+                        b[i], gap);
+            assert_true(gap < 1e-4f * std::max(1.0f, std::fabs(lg[a[i]])));
+            break;
+        }
+    }
+}
+
 void test_gpu_graph_replay_equals_eager(void **) {
     SKIP_WITHOUT_GPU();
     for (fixture::Spec s : model_specs()) {
@@ -1069,6 +1198,14 @@ void test_gpu_no_allocation_in_generate(void **) {
     assert_int_equal(gpt_generate(c, prompt, 4, &sp, nullptr, nullptr, out, 40, &n_out), GPT_OK);
     sp.temperature = 0;
     assert_int_equal(gpt_generate(c, out + 39, 1, &sp, nullptr, nullptr, out, 10, &n_out), GPT_OK);
+    // The adjustment lists (penalties, bias) travel in buffers the plan sized.
+    gpt_logit_bias bias[2] = {{3, 1.5f}, {5, -2.0f}};
+    sp.frequency_penalty = 0.5f;
+    sp.presence_penalty = 0.25f;
+    sp.logit_bias = bias;
+    sp.n_logit_bias = 2;
+    gpt_ctx_reset(c);
+    assert_int_equal(gpt_generate(c, prompt, 4, &sp, nullptr, nullptr, out, 40, &n_out), GPT_OK);
     assert_int_equal(gpt::cuda::allocation_count(), n1);
     gpt_ctx_free(c);
     gpt_model_free(m);
@@ -1208,8 +1345,10 @@ int main(void) {
         cmocka_unit_test(test_gpu_attention_features),
         cmocka_unit_test(test_gpu_executor_features),
         cmocka_unit_test(test_gpu_sample),
+        cmocka_unit_test(test_gpu_sample_adjustments),
         cmocka_unit_test(test_gpu_model_logits),
         cmocka_unit_test(test_gpu_greedy_matches_cpu),
+        cmocka_unit_test(test_gpu_penalties_match_cpu),
         cmocka_unit_test(test_gpu_graph_replay_equals_eager),
         cmocka_unit_test(test_gpu_no_allocation_in_generate),
         cmocka_unit_test(test_gpu_out_of_memory_at_creation),

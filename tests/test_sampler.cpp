@@ -8,11 +8,13 @@
 #include "reference.h"
 #include "sampler/rng.h"
 #include "sampler/sampler.h"
+#include "runtime/token_adjust.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -34,6 +36,9 @@ struct Sampler {
     std::vector<float> values;
     std::vector<int32_t> index;
     explicit Sampler(size_t vocab) : values(vocab), index(vocab) {}
+    // Per-token adjustments (sampler.h step 2), as (token, delta) lists.
+    std::vector<int32_t> adjust_tokens;
+    std::vector<float> adjust_deltas;
     int32_t operator()(const std::vector<float> &logits, const gpt::SampleSpec &spec, float u,
                        const std::vector<int32_t> &recent = {}) {
         std::fill(values.begin(), values.end(), std::nanf(""));
@@ -45,6 +50,9 @@ struct Sampler {
         row.uniform = u;
         row.recent = recent.data();
         row.n_recent = (uint32_t)recent.size();
+        row.adjust_tokens = adjust_tokens.data();
+        row.adjust_deltas = adjust_deltas.data();
+        row.n_adjust = (uint32_t)adjust_tokens.size();
         return gpt::sample_row(logits.data(), (uint32_t)logits.size(), spec, row, s);
     }
 };
@@ -407,6 +415,119 @@ void test_rng(void **) {
     assert_true(z.next_u64() == 0xe220a8397b1dcdafull);
 }
 
+// ------------------------------------------------- per-token adjustments (penalties, bias)
+
+// sample_row's step 2 against the brute force run on logits adjusted here: the repetition
+// penalty (in float, as the sampler) then logit[t] + delta for each listed token (ids outside
+// the vocabulary ignored).
+void test_adjustments_match_brute_force(void **) {
+    std::mt19937_64 rng(reference::sub_seed("adjustments_match_brute_force"));
+    const float temps[] = {0.0f, 0.5f, 1.0f, 2.0f};
+    int checked = 0;
+    for (int trial = 0; trial < 1500 && checked < 600; trial++) {
+        const size_t V = 2 + rng() % 60;
+        gpt::SampleSpec s;
+        s.temperature = temps[rng() % 4];
+        s.top_k = rng() % 2 ? 0 : 1 + (uint32_t)(rng() % V);
+        s.top_p = rng() % 2 ? 1.0f : 0.8f;
+        s.min_p = rng() % 2 ? 0.0f : 0.05f;
+        s.repetition_penalty = rng() % 2 ? 1.0f : 1.4f;
+        const auto logits = random_logits(rng, V, 1.0f + (float)(rng() % 3));
+        std::vector<int32_t> recent(rng() % 6);
+        for (auto &t : recent) t = (int32_t)(rng() % V);
+        Sampler sampler(V);
+        std::set<int32_t> used;
+        const size_t n_adjust = rng() % (V + 1);
+        std::uniform_real_distribution<float> delta(-6.0f, 6.0f);
+        for (size_t j = 0; j < n_adjust; j++) {
+            int32_t t = (int32_t)(rng() % (V + 2)) - 1; // -1 and V are skipped
+            if (!used.insert(t).second) continue;     // distinct tokens, as the runtime gives
+            sampler.adjust_tokens.push_back(t);
+            sampler.adjust_deltas.push_back(rng() % 5 == 0 ? -100.0f : delta(rng));
+        }
+        std::vector<float> adjusted = logits;
+        std::set<int32_t> seen;
+        for (int32_t t : recent)
+            if (s.repetition_penalty != 1.0f && seen.insert(t).second)
+                adjusted[t] = adjusted[t] > 0 ? adjusted[t] / s.repetition_penalty : adjusted[t] * s.repetition_penalty;
+        for (size_t j = 0; j < sampler.adjust_tokens.size(); j++) {
+            const int32_t t = sampler.adjust_tokens[j];
+            if (t >= 0 && (size_t)t < V) adjusted[t] += sampler.adjust_deltas[j];
+        }
+        gpt::SampleSpec plain = s;
+        plain.repetition_penalty = 1.0f;
+        const Candidates c = brute_force(adjusted, plain, {});
+        if (c.ambiguous) continue;
+        check_against_brute_force(sampler, logits, s, recent, c);
+        checked++;
+    }
+    assert_true(checked >= 400);
+    std::printf("# %d settings with adjustments checked against the brute force\n", checked);
+}
+
+// The deltas a generate call adds, computed naively: for each token biased or generated (the
+// latter only when a penalty is on), sum of its biases in list order minus
+// fmaf(count, frequency, presence) when it was generated.
+struct NaiveAdjust {
+    float frequency = 0, presence = 0;
+    std::vector<std::pair<int32_t, float>> bias;
+    std::vector<int32_t> generated;
+    std::map<int32_t, float> deltas() const {
+        std::map<int32_t, float> b;
+        std::map<int32_t, uint32_t> count;
+        for (const auto &e : bias) b[e.first] += e.second;
+        if (frequency != 0.0f || presence != 0.0f)
+            for (int32_t t : generated) count[t]++;
+        std::map<int32_t, float> out;
+        for (const auto &e : b) out[e.first] = e.second;
+        for (const auto &e : count) {
+            const float sum = b.count(e.first) ? b.at(e.first) : 0.0f;
+            out[e.first] = sum - std::fma((float)e.second, frequency, presence);
+        }
+        return out;
+    }
+};
+
+std::map<int32_t, float> as_map(const gpt::TokenAdjust &a) {
+    std::map<int32_t, float> m;
+    for (uint32_t j = 0; j < a.size(); j++) {
+        if (m.count(a.tokens()[j])) fail_msg("token %d listed twice", a.tokens()[j]);
+        m[a.tokens()[j]] = a.deltas()[j];
+    }
+    return m;
+}
+
+void test_token_adjust_naive(void **) {
+    std::mt19937_64 rng(reference::sub_seed("token_adjust_naive"));
+    const uint32_t V = 50;
+    std::vector<uint8_t> mem(gpt::TokenAdjust::bytes(V));
+    gpt::TokenAdjust adjust;
+    adjust.attach(mem.data(), V);
+    const float penalties[] = {0.0f, 0.0f, 0.5f, -0.3f, 1.7f};
+    for (int call = 0; call < 300; call++) { // one object, many calls: each forgets the last
+        NaiveAdjust naive;
+        naive.frequency = penalties[rng() % 5];
+        naive.presence = penalties[rng() % 5];
+        std::vector<gpt_logit_bias> bias(rng() % 8);
+        for (auto &b : bias) {
+            b.token = (int32_t)(rng() % V);
+            b.bias = std::uniform_real_distribution<float>(-100.0f, 100.0f)(rng);
+            naive.bias.emplace_back(b.token, b.bias);
+        }
+        adjust.begin(naive.frequency, naive.presence, bias.data(), (uint32_t)bias.size());
+        if (as_map(adjust) != naive.deltas()) fail_msg("call %d: the biases alone differ", call);
+        const size_t n = rng() % 40;
+        for (size_t i = 0; i < n; i++) {
+            const int32_t t = (int32_t)(rng() % 12); // few distinct: counts above 1
+            adjust.count(t);
+            naive.generated.push_back(t);
+            if (as_map(adjust) != naive.deltas())
+                fail_msg("call %d after %zu tokens (f=%g p=%g): the deltas differ", call, i + 1, (double)naive.frequency,
+                         (double)naive.presence);
+        }
+    }
+}
+
 // --------------------------------------------------------------- through gpt_generate
 
 struct GenModel {
@@ -568,7 +689,290 @@ void test_generate_replay(void **) {
     }
 }
 
+// gpt_generate with penalties and bias = the sampler given the naive deltas of the tokens
+// generated so far (replayed with gpt_forward): the runtime's bookkeeping, not the sampler, is
+// under test here. Also checks the prompt is not counted.
+void test_generate_penalties_replay(void **) {
+    std::mt19937_64 rng(reference::sub_seed("generate_penalties_replay"));
+    const uint32_t V = 67, cap = 24;
+    for (int trial = 0; trial < 8; trial++) {
+        gpt_sampling_params sp = broad(rng());
+        sp.temperature = trial % 2 ? 0.0f : 0.9f;
+        sp.repetition_penalty = trial % 4 == 3 ? 1.5f : 1.0f;
+        sp.frequency_penalty = trial % 3 == 0 ? 0.0f : 0.8f;
+        sp.presence_penalty = trial % 3 == 1 ? 0.0f : 1.3f;
+        NaiveAdjust naive;
+        naive.frequency = sp.frequency_penalty;
+        naive.presence = sp.presence_penalty;
+        std::vector<gpt_logit_bias> bias(rng() % 6);
+        for (auto &b : bias) {
+            b.token = (int32_t)(rng() % V);
+            b.bias = rng() % 3 == 0 ? -100.0f : std::uniform_real_distribution<float>(-3.0f, 8.0f)(rng);
+            naive.bias.emplace_back(b.token, b.bias);
+        }
+        sp.logit_bias = bias.data();
+        sp.n_logit_bias = (uint32_t)bias.size();
+        std::vector<int32_t> prompt(1 + rng() % 6);
+        for (auto &t : prompt) t = (int32_t)(rng() % V);
+
+        gpt_ctx *ctx = new_ctx();
+        const auto out = generate(ctx, prompt, sp, cap);
+        assert_int_equal(out.size(), cap);
+        gpt_ctx_free(ctx);
+
+        gpt_ctx *re = new_ctx();
+        std::vector<float> logits(V);
+        assert_int_equal(gpt_forward(re, prompt.data(), 1, (uint32_t)prompt.size(), 0, logits.data()), GPT_OK);
+        std::vector<int32_t> hist = prompt;
+        gpt::Rng r(sp.seed);
+        gpt::SampleSpec s;
+        s.temperature = sp.temperature;
+        s.top_k = sp.top_k;
+        s.top_p = sp.top_p;
+        s.min_p = sp.min_p;
+        s.repetition_penalty = sp.repetition_penalty;
+        Sampler sampler(V);
+        for (uint32_t i = 0; i < cap; i++) {
+            sampler.adjust_tokens.clear();
+            sampler.adjust_deltas.clear();
+            for (const auto &e : naive.deltas()) {
+                sampler.adjust_tokens.push_back(e.first);
+                sampler.adjust_deltas.push_back(e.second);
+            }
+            const size_t w = std::min<size_t>(hist.size(), sp.repetition_last_n);
+            const int32_t want = sampler(logits, s, r.next_float(), std::vector<int32_t>(hist.end() - w, hist.end()));
+            if (out[i] != want) fail_msg("trial %d token %u: generate gave %d, the replay %d", trial, i, out[i], want);
+            naive.generated.push_back(want);
+            hist.push_back(want);
+            assert_int_equal(gpt_forward(re, &out[i], 1, 1, 0, logits.data()), GPT_OK);
+        }
+        gpt_ctx_free(re);
+    }
+    // A large negative bias bans a token even under greedy decoding; a large positive one forces it.
+    gpt_sampling_params g = broad(1);
+    g.temperature = 0.0f;
+    gpt_ctx *ctx = new_ctx();
+    const std::vector<int32_t> prompt = {5, 9};
+    const auto plain = generate(ctx, prompt, g, 8);
+    gpt_logit_bias ban[8];
+    for (int i = 0; i < 8; i++) ban[i] = gpt_logit_bias{plain[i], -1000.0f};
+    g.logit_bias = ban;
+    g.n_logit_bias = 8;
+    gpt_ctx_reset(ctx);
+    for (int32_t t : generate(ctx, prompt, g, 8))
+        for (int i = 0; i < 8; i++) assert_int_not_equal(t, plain[i]);
+    gpt_logit_bias force = {42, 1000.0f};
+    g.logit_bias = &force;
+    g.n_logit_bias = 1;
+    gpt_ctx_reset(ctx);
+    for (int32_t t : generate(ctx, prompt, g, 8)) assert_int_equal(t, 42);
+    // A huge presence penalty makes greedy decoding never repeat a token.
+    g.n_logit_bias = 0;
+    g.presence_penalty = 1000.0f;
+    gpt_ctx_reset(ctx);
+    const auto distinct = generate(ctx, prompt, g, 20);
+    assert_int_equal(std::set<int32_t>(distinct.begin(), distinct.end()).size(), 20);
+    gpt_ctx_free(ctx);
+}
+
+// ------------------------------------------------------------------- stop strings
+
+// A model with a SentencePiece-style tokenizer: byte tokens (so random generation gives any
+// bytes, incomplete UTF-8 included), multi-byte pieces (matches span token boundaries and
+// start inside tokens) and </s> (a control token: no text).
+GenModel *g_stop;
+
+int setup_stop(void **) {
+    gpt::TokenizerData d = fixture::spm_base();
+    float score = -1;
+    for (const char *p : {"\xE2\x96\x81", "a", "b", "c", "ab", "bc", "abc", "ca", "\xE2\x96\x81" "a", "\xC3\xA9", "\xC3", "\xA9b",
+                          "User:", "\xE2\x96\x81User:", "Us", "er", ":"})
+        fixture::add_token(d, p, gpt::TOKEN_NORMAL, score--);
+    fixture::Spec s;
+    s.arch = GPT_ARCH_LLAMA;
+    s.n_layers = 1, s.d_model = 32, s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 8, s.d_ff = 48;
+    s.vocab_size = (uint32_t)d.tokens.size();
+    s.context_length = 128;
+    s.bos_id = 1, s.eos_id = 2;
+    s.seed = reference::sub_seed("stop model");
+    s.scale = 0.15f;
+    g_stop = new GenModel{fixture::make(s, &d), nullptr};
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = GPT_DEVICE_CPU;
+    if (gpt_model_load_from_memory(g_stop->fx.file.data(), g_stop->fx.file.size(), &mp, &g_stop->model) != GPT_OK) {
+        std::printf("load failed: %s\n", gpt_last_error());
+        return -1;
+    }
+    return 0;
+}
+int teardown_stop(void **) {
+    gpt_model_free(g_stop->model);
+    delete g_stop;
+    return 0;
+}
+
+std::string detokenize(const std::vector<int32_t> &t, size_t n) {
+    size_t len = 0;
+    gpt_detokenize(g_stop->model, t.data(), (uint32_t)n, GPT_DETOKENIZE_CONTINUE, nullptr, 0, &len);
+    std::string s(len + 1, '\0');
+    assert_int_equal(gpt_detokenize(g_stop->model, t.data(), (uint32_t)n, GPT_DETOKENIZE_CONTINUE, s.data(), s.size(), &len), GPT_OK);
+    s.resize(len);
+    return s;
+}
+
+// The text a streaming detokenizer has produced after the tokens (no flush: an incomplete
+// character at the end is not there yet), as gpt_generate matches against it.
+std::string streamed(const std::vector<int32_t> &t) {
+    gpt_detokenizer *d = nullptr;
+    assert_int_equal(gpt_detokenizer_create(g_stop->model, GPT_DETOKENIZE_CONTINUE, &d), GPT_OK);
+    std::string all;
+    char buf[256];
+    for (int32_t id : t) {
+        size_t n = 0;
+        assert_int_equal(gpt_detokenizer_push(d, id, buf, sizeof buf, &n), GPT_OK);
+        all.append(buf, n);
+    }
+    gpt_detokenizer_free(d);
+    return all;
+}
+
+struct Delivered {
+    std::vector<int32_t> tokens;
+};
+int record(int32_t token, void *user) {
+    static_cast<Delivered *>(user)->tokens.push_back(token);
+    return 0;
+}
+
+// Against the rule in gpt.h, computed naively from the whole run without stop strings (the
+// same seed samples the same tokens: held tokens are still run): the first token after which
+// the streamed text holds a stop string ends generation, at the earliest match in that text; exactly the tokens whose decoded text (incomplete UTF-8
+// counted) ends at or before the match's start are delivered, to on_token and out alike; the
+// cache keeps the prompt and the delivered tokens but the last.
+void test_stop_strings_naive(void **) {
+    std::mt19937_64 rng(reference::sub_seed("stop_strings_naive"));
+    const uint32_t V = g_stop->fx.config.vocab_size, cap = 48;
+    int matched = 0, unmatched = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        gpt_sampling_params sp = broad(rng());
+        sp.temperature = 1.0f;
+        std::vector<int32_t> prompt(1 + rng() % 4);
+        for (auto &t : prompt) t = (int32_t)(rng() % V);
+        gpt_ctx_params cp;
+        gpt_ctx_params_init(&cp);
+        cp.n_threads = 1;
+        gpt_ctx *ctx = nullptr;
+        assert_int_equal(gpt_ctx_create(g_stop->model, &cp, &ctx), GPT_OK);
+        std::vector<int32_t> all(cap);
+        uint32_t n_all = 0;
+        assert_int_equal(gpt_generate(ctx, prompt.data(), (uint32_t)prompt.size(), &sp, nullptr, nullptr, all.data(), cap, &n_all), GPT_OK);
+        assert_int_equal(n_all, cap);
+        const std::string text = streamed(all);
+        if (text.empty()) {
+            gpt_ctx_free(ctx);
+            continue;
+        }
+
+        // Stop strings: pieces of the text (some altered so they may not occur), or words of
+        // the tokenizer's pieces.
+        std::vector<std::string> stops(1 + rng() % 3);
+        for (auto &st : stops) {
+            const size_t at = rng() % text.size(), len = 1 + rng() % std::min<size_t>(8, text.size() - at);
+            st = text.substr(at, len);
+            if (rng() % 3 == 0) st.back() = (char)('a' + rng() % 3);
+            if (rng() % 5 == 0) st = "User:";
+            std::replace(st.begin(), st.end(), '\0', 'b'); // C strings
+        }
+        std::vector<const char *> ptrs;
+        for (const auto &st : stops) ptrs.push_back(st.c_str());
+        // The first token after which the streamed text holds a stop string ends the run; the
+        // match is the earliest one in that text.
+        size_t match = std::string::npos;
+        for (uint32_t k = 0; k < cap && match == std::string::npos; k++) {
+            const std::string upto = streamed(std::vector<int32_t>(all.begin(), all.begin() + k + 1));
+            for (const auto &st : stops) match = std::min(match, upto.find(st));
+        }
+        uint32_t want = cap;
+        if (match != std::string::npos) {
+            want = 0;
+            while (want < cap && detokenize(all, want + 1).size() <= match) want++;
+        }
+
+        sp.stop_strings = ptrs.data();
+        sp.n_stop_strings = (uint32_t)ptrs.size();
+        gpt_ctx_reset(ctx);
+        std::vector<int32_t> out(cap, -1);
+        uint32_t n = 0;
+        Delivered seen;
+        const gpt_status st = gpt_generate(ctx, prompt.data(), (uint32_t)prompt.size(), &sp, record, &seen, out.data(), cap, &n);
+        if (st != GPT_OK) fail_msg("trial %d: %s: %s", trial, gpt_status_str(st), gpt_ctx_last_error(ctx));
+        if (n != want)
+            fail_msg("trial %d: %u tokens delivered, the rule gives %u (match at byte %zu of %zu, %zu stop strings)", trial, n,
+                     want, match, text.size(), stops.size());
+        out.resize(n);
+        assert_true(out == std::vector<int32_t>(all.begin(), all.begin() + n));
+        assert_true(seen.tokens == out);
+        assert_int_equal(gpt_ctx_seq_len(ctx, 0), prompt.size() + (n ? n - 1 : 0));
+        if (match != std::string::npos) {
+            const std::string shown = detokenize(out, n);
+            for (const auto &s2 : stops) assert_true(shown.find(s2) == std::string::npos);
+            matched++;
+        } else {
+            unmatched++;
+        }
+        gpt_ctx_free(ctx);
+    }
+    std::printf("# %d runs stopped by a stop string, %d ran to the cap, each as the rule says\n", matched, unmatched);
+    assert_true(matched >= 100 && unmatched >= 20);
+}
+
+// A stop string never ends generation at an end-of-sequence token (matched against no text),
+// and held tokens are delivered before it.
+void test_stop_strings_with_cap_and_callback(void **) {
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    cp.n_threads = 1;
+    gpt_ctx *ctx = nullptr;
+    assert_int_equal(gpt_ctx_create(g_stop->model, &cp, &ctx), GPT_OK);
+    gpt_sampling_params sp = broad(7);
+    const std::vector<int32_t> prompt = {5, 6};
+    std::vector<int32_t> all(16);
+    uint32_t n_all = 0;
+    assert_int_equal(gpt_generate(ctx, prompt.data(), 2, &sp, nullptr, nullptr, all.data(), 16, &n_all), GPT_OK);
+    // The last token's text plus a byte that never follows (the run ends first): its tail is
+    // held to the end of the run, then delivered.
+    const std::string tail = streamed(all).substr(streamed(all).size() - 1) + "\x01\x02";
+    const char *stops[] = {tail.c_str()};
+    sp.stop_strings = stops;
+    sp.n_stop_strings = 1;
+    gpt_ctx_reset(ctx);
+    std::vector<int32_t> out(16);
+    uint32_t n = 0;
+    Delivered seen;
+    assert_int_equal(gpt_generate(ctx, prompt.data(), 2, &sp, record, &seen, out.data(), 16, &n), GPT_OK);
+    assert_int_equal(n, 16);
+    assert_true(out == all && seen.tokens == all);
+    // on_token stopping at the fifth delivered token: five delivered, the cache as gpt.h says
+    // (tokens held past it are dropped).
+    struct StopAt {
+        uint32_t n = 0;
+        static int fn(int32_t, void *user) { return ++static_cast<StopAt *>(user)->n == 5; }
+    } stop_at;
+    gpt_ctx_reset(ctx);
+    std::fill(out.begin(), out.end(), -1);
+    assert_int_equal(gpt_generate(ctx, prompt.data(), 2, &sp, StopAt::fn, &stop_at, out.data(), 16, &n), GPT_OK);
+    assert_int_equal(n, 5);
+    assert_true(std::vector<int32_t>(out.begin(), out.begin() + 5) == std::vector<int32_t>(all.begin(), all.begin() + 5));
+    assert_int_equal(gpt_ctx_seq_len(ctx, 0), 2 + 4);
+    gpt_ctx_free(ctx);
+}
+
 // Invalid sampling settings are refused with a message naming the field.
+const gpt_logit_bias kBadBias[] = {{-1, 0.0f}, {67, 1.0f}}; // 67: the vocabulary's size
+const gpt_logit_bias kNanBias[] = {{1, 0.5f}, {2, 1.0f}, {3, NAN}};
+const std::string kLongStop(GPT_MAX_STOP_STRING_BYTES + 1, 'x');
+const char *const kBadStops[] = {"ok", nullptr, "", kLongStop.c_str()};
 void test_sampling_params_validation(void **) {
     gpt_ctx *ctx = new_ctx();
     const int32_t prompt[2] = {1, 2};
@@ -591,6 +995,19 @@ void test_sampling_params_validation(void **) {
         {"window too long", [](gpt_sampling_params &p) { p.repetition_last_n = 1u << 20; }, "repetition_last_n"},
         {"stop tokens NULL", [](gpt_sampling_params &p) { p.n_stop_tokens = 2; }, "stop_tokens"},
         {"unknown flag", [](gpt_sampling_params &p) { p.flags = 0x80; }, "flags"},
+        {"frequency NaN", [](gpt_sampling_params &p) { p.frequency_penalty = NAN; }, "frequency_penalty"},
+        {"frequency huge", [](gpt_sampling_params &p) { p.frequency_penalty = 2e4f; }, "frequency_penalty"},
+        {"presence -inf", [](gpt_sampling_params &p) { p.presence_penalty = -INFINITY; }, "presence_penalty"},
+        {"bias NULL", [](gpt_sampling_params &p) { p.n_logit_bias = 1; }, "logit_bias is NULL"},
+        {"bias too many", [](gpt_sampling_params &p) { p.n_logit_bias = GPT_MAX_LOGIT_BIAS + 1; }, "n_logit_bias"},
+        {"bias token -1", [](gpt_sampling_params &p) { p.logit_bias = kBadBias; p.n_logit_bias = 1; }, "logit_bias[0].token"},
+        {"bias token = vocab", [](gpt_sampling_params &p) { p.logit_bias = kBadBias + 1; p.n_logit_bias = 1; }, "logit_bias[0].token"},
+        {"bias NaN", [](gpt_sampling_params &p) { p.logit_bias = kNanBias; p.n_logit_bias = 3; }, "logit_bias[2].bias"},
+        {"stop strings NULL", [](gpt_sampling_params &p) { p.n_stop_strings = 1; }, "stop_strings is NULL"},
+        {"stop strings too many", [](gpt_sampling_params &p) { p.n_stop_strings = GPT_MAX_STOP_STRINGS + 1; }, "n_stop_strings"},
+        {"stop string NULL", [](gpt_sampling_params &p) { p.stop_strings = kBadStops; p.n_stop_strings = 2; }, "stop_strings[1] is NULL"},
+        {"stop string empty", [](gpt_sampling_params &p) { p.stop_strings = kBadStops + 2; p.n_stop_strings = 1; }, "stop_strings[0] is empty"},
+        {"stop string long", [](gpt_sampling_params &p) { p.stop_strings = kBadStops + 3; p.n_stop_strings = 1; }, "longer than"},
     };
     for (const Case &c : cases) {
         gpt_sampling_params sp;
@@ -604,6 +1021,15 @@ void test_sampling_params_validation(void **) {
         assert_int_equal(n, 0);
         assert_int_equal(gpt_ctx_seq_len(ctx, 0), 0); // refused before the prompt ran
     }
+    // Valid stop strings on a model without a tokenizer: unsupported, said so.
+    gpt_sampling_params sp;
+    gpt_sampling_params_init(&sp);
+    sp.stop_strings = kBadStops;
+    sp.n_stop_strings = 1;
+    uint32_t n = 77;
+    assert_int_equal(gpt_generate(ctx, prompt, 2, &sp, nullptr, nullptr, out, 4, &n), GPT_ERR_UNSUPPORTED);
+    assert_non_null(std::strstr(gpt_ctx_last_error(ctx), "tokenizer"));
+    assert_int_equal(n, 0);
     gpt_ctx_free(ctx);
 }
 
@@ -658,14 +1084,22 @@ int main(void) {
         cmocka_unit_test(test_distribution),
         cmocka_unit_test(test_sample_row_deterministic),
         cmocka_unit_test(test_rng),
+        cmocka_unit_test(test_adjustments_match_brute_force),
+        cmocka_unit_test(test_token_adjust_naive),
     };
     const struct CMUnitTest generate_tests[] = {
         cmocka_unit_test(test_generate_deterministic),
         cmocka_unit_test(test_generate_replay),
+        cmocka_unit_test(test_generate_penalties_replay),
         cmocka_unit_test(test_sampling_params_validation),
         cmocka_unit_test(test_tiny_and_huge_temperatures),
     };
     int failed = cmocka_run_group_tests_name("sampler", sampler_tests, nullptr, nullptr);
     failed += cmocka_run_group_tests_name("sampler_generate", generate_tests, setup_gen, teardown_gen);
+    const struct CMUnitTest stop_tests[] = {
+        cmocka_unit_test(test_stop_strings_naive),
+        cmocka_unit_test(test_stop_strings_with_cap_and_callback),
+    };
+    failed += cmocka_run_group_tests_name("sampler_stop_strings", stop_tests, setup_stop, teardown_stop);
     return failed;
 }

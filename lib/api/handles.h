@@ -7,6 +7,7 @@
 #include "runtime/context.h"
 #include "runtime/model.h"
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -49,26 +50,36 @@ template <typename F> gpt_status guarded(gpt_ctx *ctx, F &&f) noexcept {
     }
 }
 
+// Sizes earlier versions of gpt.h gave a struct (0: none). A caller of such a size gets the
+// defaults for every field past it.
+template <typename T> constexpr uint32_t older_size() { return 0; }
+// gpt_sampling_params before issue #18 ended at `reserved`.
+template <> constexpr uint32_t older_size<gpt_sampling_params>() {
+    return offsetof(gpt_sampling_params, reserved) + sizeof(uint32_t);
+}
+static_assert(offsetof(gpt_sampling_params, stop_strings) >= offsetof(gpt_sampling_params, reserved) + sizeof(uint32_t),
+              "the fields added by issue #18 come after the old struct's end");
+
 // The struct_size values a caller may pass for a versioned struct T: a size some version of
-// gpt.h gave T (each struct has had one size so far, today's), or a larger one from a newer
-// header, whose extra fields are ignored. A larger size must be plausible (at most
-// kMaxStructSize, a multiple of T's alignment), so garbage such as 0xDEADBEEF is refused, and
-// no size may end inside a field: a torn pointer would be called.
+// gpt.h gave T (today's, older_size<T>()), or a larger one from a newer header, whose extra
+// fields are ignored. A larger size must be plausible (at most kMaxStructSize, a multiple of
+// T's alignment), so garbage such as 0xDEADBEEF is refused, and no size may end inside a
+// field: a torn pointer would be called.
 inline constexpr uint32_t kMaxStructSize = 4096;
 template <typename T> void check_struct_size(uint32_t size, const char *what) {
-    if (size == sizeof(T)) return;
+    if (size == sizeof(T) || (older_size<T>() != 0 && size == older_size<T>())) return;
     if (size > sizeof(T) && size <= kMaxStructSize && size % alignof(T) == 0) return;
     gpt::fail(GPT_ERR_INVALID_ARG, "%s.struct_size is %u, which no version of gpt.h has (this one: %zu): fill the struct with its _init function or set it to sizeof",
               what, size, sizeof(T));
 }
 
-// Copies a caller's versioned params struct over our defaults; a newer caller's extra fields
-// are ignored.
+// Copies a caller's versioned params struct over our defaults: an older caller's struct up to
+// its size (the newer fields keep their defaults), a newer caller's extra fields ignored.
 template <typename T> T read_params(const T *given, const T &defaults, const char *what) {
     T out = defaults;
     if (!given) return out;
     check_struct_size<T>(given->struct_size, what);
-    std::memcpy(&out, given, sizeof(T));
+    std::memcpy(&out, given, given->struct_size < sizeof(T) ? given->struct_size : sizeof(T));
     out.struct_size = sizeof(T);
     return out;
 }

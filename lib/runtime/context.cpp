@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "runtime/stop_strings.h"
 #include "sampler/rng.h"
 
 #include <algorithm>
@@ -54,12 +55,16 @@ MemoryPlan Context::estimate(const Model &m, const gpt_ctx_params &p) { return m
 
 MemoryPlan Context::memory_of(const Model &m, const ExecParams &e) {
     MemoryPlan plan = m.device().plan(m.shape(), e);
-    plan.host_bytes += own_host_bytes(e);
+    plan.host_bytes += own_host_bytes(m, e);
     return plan;
 }
 
 uint64_t Context::own_host_bytes(const ExecParams &e) {
     return 4ull * ((uint64_t)e.max_batch + (uint64_t)e.max_batch * e.max_seq + e.max_step_tokens + e.max_batch);
+}
+
+uint64_t Context::own_host_bytes(const Model &m, const ExecParams &e) {
+    return own_host_bytes(e) + TokenAdjust::bytes(m.config().vocab_size);
 }
 
 Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
@@ -82,12 +87,13 @@ Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
              e.max_seq, e.max_batch, mib(need.device_bytes), mib(have.device_bytes), m.device().name());
     // The executor first: its (much larger) allocation is the one likely to fail.
     exec_ = m.device().create_executor(m.shape(), params_);
-    own_ = host_alloc(own_host_bytes(params_), "the context's token history");
+    own_ = host_alloc(own_host_bytes(m, params_), "the context's token history");
     seq_len_ = static_cast<uint32_t *>(own_);
     history_ = reinterpret_cast<int32_t *>(seq_len_ + params_.max_batch);
     step_tokens_ = history_ + (uint64_t)params_.max_batch * params_.max_seq;
     step_pos_ = reinterpret_cast<uint32_t *>(step_tokens_ + params_.max_step_tokens);
     std::memset(seq_len_, 0, sizeof(uint32_t) * params_.max_batch);
+    adjust_.attach(static_cast<char *>(own_) + own_host_bytes(params_), m.config().vocab_size);
 }
 
 Context::~Context() { host_free(own_); }
@@ -152,11 +158,7 @@ void Context::forward(const int32_t *tokens, uint32_t batch, uint32_t n_tokens, 
     }
 }
 
-void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampling_params &s, gpt_token_fn on_token,
-                       void *user, int32_t *out, uint32_t cap, uint32_t *n_out) {
-    if (n_out) *n_out = 0;
-    if (!prompt || n_prompt == 0) fail(GPT_ERR_INVALID_ARG, "the prompt must hold at least one token");
-    if (!out && cap > 0) fail(GPT_ERR_INVALID_ARG, "out is NULL");
+void Context::check_sampling(const gpt_sampling_params &s) const {
     if (!(s.temperature == s.temperature) || !std::isfinite(s.temperature))
         fail(GPT_ERR_INVALID_ARG, "temperature %g is not finite", (double)s.temperature);
     if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) fail(GPT_ERR_INVALID_ARG, "top_p %g is outside (0, 1]", (double)s.top_p);
@@ -167,6 +169,45 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
         fail(GPT_ERR_INVALID_ARG, "repetition_last_n %u exceeds %u", s.repetition_last_n, kMaxRepetitionWindow);
     if (s.n_stop_tokens && !s.stop_tokens) fail(GPT_ERR_INVALID_ARG, "stop_tokens is NULL but n_stop_tokens is %u", s.n_stop_tokens);
     if (s.flags & ~GPT_SAMPLING_IGNORE_EOS) fail(GPT_ERR_INVALID_ARG, "unknown sampling flags 0x%x", s.flags);
+    auto bounded = [](float x) { return std::isfinite(x) && std::fabs(x) <= GPT_MAX_PENALTY; };
+    if (!bounded(s.frequency_penalty))
+        fail(GPT_ERR_INVALID_ARG, "frequency_penalty %g is not a finite number within +-%g", (double)s.frequency_penalty,
+             (double)GPT_MAX_PENALTY);
+    if (!bounded(s.presence_penalty))
+        fail(GPT_ERR_INVALID_ARG, "presence_penalty %g is not a finite number within +-%g", (double)s.presence_penalty,
+             (double)GPT_MAX_PENALTY);
+    if (s.n_logit_bias > GPT_MAX_LOGIT_BIAS)
+        fail(GPT_ERR_INVALID_ARG, "n_logit_bias %u exceeds %u", s.n_logit_bias, GPT_MAX_LOGIT_BIAS);
+    if (s.n_logit_bias && !s.logit_bias) fail(GPT_ERR_INVALID_ARG, "logit_bias is NULL but n_logit_bias is %u", s.n_logit_bias);
+    const uint32_t vocab = model_.config().vocab_size;
+    for (uint32_t i = 0; i < s.n_logit_bias; i++) {
+        if (s.logit_bias[i].token < 0 || (uint32_t)s.logit_bias[i].token >= vocab)
+            fail(GPT_ERR_INVALID_ARG, "logit_bias[%u].token %d is outside the vocabulary [0, %u)", i, s.logit_bias[i].token, vocab);
+        if (!bounded(s.logit_bias[i].bias))
+            fail(GPT_ERR_INVALID_ARG, "logit_bias[%u].bias %g is not a finite number within +-%g", i, (double)s.logit_bias[i].bias,
+                 (double)GPT_MAX_PENALTY);
+    }
+    if (s.n_stop_strings > GPT_MAX_STOP_STRINGS)
+        fail(GPT_ERR_INVALID_ARG, "n_stop_strings %u exceeds %u", s.n_stop_strings, GPT_MAX_STOP_STRINGS);
+    if (s.n_stop_strings && !s.stop_strings)
+        fail(GPT_ERR_INVALID_ARG, "stop_strings is NULL but n_stop_strings is %u", s.n_stop_strings);
+    for (uint32_t i = 0; i < s.n_stop_strings; i++) {
+        if (!s.stop_strings[i]) fail(GPT_ERR_INVALID_ARG, "stop_strings[%u] is NULL", i);
+        const size_t len = strnlen(s.stop_strings[i], GPT_MAX_STOP_STRING_BYTES + 1);
+        if (len == 0) fail(GPT_ERR_INVALID_ARG, "stop_strings[%u] is empty", i);
+        if (len > GPT_MAX_STOP_STRING_BYTES)
+            fail(GPT_ERR_INVALID_ARG, "stop_strings[%u] is longer than %u bytes", i, GPT_MAX_STOP_STRING_BYTES);
+    }
+    if (s.n_stop_strings && !model_.tokenizer())
+        fail(GPT_ERR_UNSUPPORTED, "stop_strings need the model's tokenizer, and this model file carries none");
+}
+
+void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampling_params &s, gpt_token_fn on_token,
+                       void *user, int32_t *out, uint32_t cap, uint32_t *n_out) {
+    if (n_out) *n_out = 0;
+    if (!prompt || n_prompt == 0) fail(GPT_ERR_INVALID_ARG, "the prompt must hold at least one token");
+    if (!out && cap > 0) fail(GPT_ERR_INVALID_ARG, "out is NULL");
+    check_sampling(s);
     check_tokens(prompt, n_prompt);
 
     SampleSpec spec;
@@ -178,8 +219,29 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
     const bool stop_at_eos = (s.flags & GPT_SAMPLING_IGNORE_EOS) == 0;
     const std::vector<int32_t> &eos_ids = model_.config().eos_ids;
     Rng rng(s.seed);
+    std::unique_ptr<StopMatcher> matcher; // only with stop strings: it keeps text (allocates)
+    if (s.n_stop_strings) matcher = std::make_unique<StopMatcher>(*model_.tokenizer(), s.stop_strings, s.n_stop_strings);
 
     forward(prompt, 1, n_prompt, 0, nullptr);
+    adjust_.begin(s.frequency_penalty, s.presence_penalty, s.logit_bias, s.n_logit_bias);
+    const uint32_t len0 = seq_len_[0];
+    uint32_t delivered = 0;
+    int32_t newest = 0; // generated token i, not yet in the cache; tokens before it are
+    auto generated = [&](uint32_t k, uint32_t i) { return k < i ? history_[len0 + k] : newest; };
+    // Shows generated tokens [delivered, upto) of the i + 1 so far; true when on_token says stop.
+    auto deliver = [&](uint32_t upto, uint32_t i) {
+        for (; delivered < upto; *n_out = delivered) {
+            const int32_t tok = generated(delivered, i);
+            out[delivered++] = tok;
+            if (on_token && on_token(tok, user)) {
+                *n_out = delivered;
+                return true;
+            }
+        }
+        return false;
+    };
+    // The cache then holds the prompt and the delivered tokens but the last (gpt.h).
+    auto end_cache = [&] { truncate(0, len0 + (delivered ? delivered - 1 : 0)); };
     for (uint32_t i = 0; i < cap; i++) {
         // No abort check here: forward() checks before each step, so an abort lands before
         // the previous token is cached and the cache keeps every generated token but the
@@ -190,17 +252,29 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
         const uint32_t window = std::min(len, s.repetition_last_n);
         row.recent = history_ + (len - window);
         row.n_recent = window;
-        int32_t tok = 0;
-        exec_->sample(spec, &row, &tok);
-        out[i] = tok;
-        *n_out = i + 1;
-        bool stop = stop_at_eos && std::find(eos_ids.begin(), eos_ids.end(), tok) != eos_ids.end();
-        for (uint32_t j = 0; j < s.n_stop_tokens && !stop; j++) stop = s.stop_tokens[j] == tok;
-        if (on_token && on_token(tok, user)) stop = true;
-        if (stop || i + 1 == cap) return;
-        if (seq_len_[0] + 1 > params_.max_seq)
-            fail(GPT_ERR_CONTEXT_FULL, "the context is full after %u generated tokens (max_seq %u)", i + 1, params_.max_seq);
-        forward(&tok, 1, 1, 0, nullptr);
+        row.adjust_tokens = adjust_.tokens();
+        row.adjust_deltas = adjust_.deltas();
+        row.n_adjust = adjust_.size();
+        exec_->sample(spec, &row, &newest);
+        adjust_.count(newest);
+        bool end = stop_at_eos && std::find(eos_ids.begin(), eos_ids.end(), newest) != eos_ids.end();
+        for (uint32_t j = 0; j < s.n_stop_tokens && !end; j++) end = s.stop_tokens[j] == newest;
+        StopMatcher::Verdict v{i + 1, false};
+        if (matcher && !end) v = matcher->push(newest);
+        const bool last = end || v.matched || i + 1 == cap || seq_len_[0] + 1 > params_.max_seq;
+        const bool asked_to_stop = deliver(last && !v.matched ? i + 1 : v.deliverable, i);
+        if (last || asked_to_stop) {
+            end_cache();
+            if (!end && !v.matched && !asked_to_stop && i + 1 < cap)
+                fail(GPT_ERR_CONTEXT_FULL, "the context is full after %u generated tokens (max_seq %u)", i + 1, params_.max_seq);
+            return;
+        }
+        try {
+            forward(&newest, 1, 1, 0, nullptr);
+        } catch (...) {
+            end_cache(); // held tokens are dropped with the failed call
+            throw;
+        }
     }
 }
 

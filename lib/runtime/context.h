@@ -6,6 +6,7 @@
 #include "gpt.h"
 #include "backend/backend.h"
 #include "runtime/model.h"
+#include "runtime/token_adjust.h"
 
 #include <memory>
 #include <string>
@@ -40,8 +41,11 @@ private:
     struct AbortHook;
     // The executor's plan plus the Context's own arrays, for resolved params.
     static MemoryPlan memory_of(const Model &m, const ExecParams &e);
-    // Host bytes the Context itself holds besides the executor.
+    // Host bytes the Context itself holds besides the executor: the arrays below, then the
+    // sampling adjustments.
     static uint64_t own_host_bytes(const ExecParams &e);
+    static uint64_t own_host_bytes(const Model &m, const ExecParams &e);
+    void check_sampling(const gpt_sampling_params &s) const;
     void check_tokens(const int32_t *tokens, uint64_t n) const;
     // Runs tokens [t0, t0 + nt) of every sequence as one step; commits nothing.
     void step(const int32_t *tokens, uint32_t batch, uint32_t n_total, uint32_t t0, uint32_t nt, bool all_logits,
@@ -59,6 +63,7 @@ private:
     int32_t *history_ = nullptr;        // [max_batch][max_seq] tokens in each sequence's cache
     int32_t *step_tokens_ = nullptr;    // [max_step_tokens] staging of one step's tokens
     uint32_t *step_pos_ = nullptr;      // [max_batch]
+    TokenAdjust adjust_;                // frequency/presence penalties and logit bias of a generate call
 };
 
 } // namespace gpt

@@ -21,9 +21,10 @@ int32_t sample_row(const float *logits, uint32_t vocab, const SampleSpec &spec, 
     // The logits are copied only when they are changed (penalty, temperature): plain greedy
     // reads them in place (the copy was 1-2% of a small model's step).
     const bool penalise = spec.repetition_penalty != 1.0f, greedy = spec.temperature <= 0.0f;
+    const bool adjust = row.n_adjust > 0;
     float *v = scratch.values;
     const float *scores = logits;
-    if (penalise || !greedy) {
+    if (penalise || adjust || !greedy) {
         for (uint32_t i = 0; i < vocab; i++) v[i] = logits[i];
         scores = v;
     }
@@ -36,6 +37,11 @@ int32_t sample_row(const float *logits, uint32_t vocab, const SampleSpec &spec, 
             for (uint32_t i = 0; i < j && !seen; i++) seen = row.recent[i] == t;
             if (!seen) v[t] = v[t] > 0 ? v[t] / spec.repetition_penalty : v[t] * spec.repetition_penalty;
         }
+    }
+
+    for (uint32_t j = 0; j < row.n_adjust; j++) {
+        const int32_t t = row.adjust_tokens[j];
+        if (t >= 0 && (uint32_t)t < vocab) v[t] += row.adjust_deltas[j];
     }
 
     if (greedy) {

@@ -87,6 +87,7 @@ void choose_file_access(FileAccess access, const std::string &path, gpt_model_pa
 
 int cmd_info(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 

@@ -7,6 +7,7 @@
 // to the run: prompt + -n tokens, at most the model's context length (--max-seq overrides).
 // Reaching the end of the context is the normal end of a long run (a notice, exit status 0).
 #include "cli.h"
+#include "sampling_options.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -58,13 +59,7 @@ void usage() {
                 "  --special            parse special-token strings in the prompt, print control tokens\n"
                 "  -n, --max-tokens N   tokens to generate (default 64); generation also stops when the\n"
                 "                       context is full (a notice on stderr, exit status 0)\n"
-                "  --temp T             temperature; 0 (or less) = greedy (default 0.8)\n"
-                "  --top-k K            (default 40; 0 = off)\n"
-                "  --top-p P            in (0, 1] (default 0.95; 1 = off)\n"
-                "  --min-p P            in [0, 1] (default 0.05; 0 = off)\n"
-                "  --repeat-penalty R   > 0 (default 1.0 = off)\n"
-                "  --seed S             0 to 2^64-1 (default: a random seed, printed on stderr)\n"
-                "  --ignore-eos         keep going past the end-of-sequence tokens\n"
+                "%s"
                 "  --device D           auto | cpu | cuda | cuda:N (default auto)\n"
                 "  --dtype T            GPU weights and compute: auto | f32 | f16 | bf16 (default auto)\n"
                 "  --threads N          CPU threads, 0 to 256 (default 0: all cores)\n"
@@ -74,7 +69,8 @@ void usage() {
                 "                       (faster start; the file must then not change while gpt runs)\n"
                 "  --no-mmap            on a GPU, read the file before copying it (default: mapped\n"
                 "                       while it loads)\n"
-                "Exit status: 0 on success, 1 when the run fails, 2 on a usage error.\n");
+                "Exit status: 0 on success, 1 when the run fails, 2 on a usage error.\n",
+                SamplingOptions::help());
 }
 
 uint64_t random_seed() {
@@ -92,11 +88,10 @@ int cmd_generate(int argc, char **argv) {
     const char *path = nullptr;
     std::vector<int32_t> prompt;
     std::string text;
-    bool have_text = false, have_tokens = false, special = false, seed_given = false;
+    bool have_text = false, have_tokens = false, special = false;
     FileAccess access = FileAccess::Default;
     uint32_t max_tokens = 64, max_seq_opt = 0;
-    gpt_sampling_params sp;
-    gpt_sampling_params_init(&sp);
+    SamplingOptions opts;
     gpt_model_params mp;
     gpt_model_params_init(&mp);
     gpt_ctx_params cp;
@@ -118,15 +113,7 @@ int cmd_generate(int argc, char **argv) {
             have_text = true;
         } else if (a == "--special") special = true;
         else if (a == "-n" || a == "--max-tokens") max_tokens = parse_u32(a, next());
-        else if (a == "--temp") sp.temperature = parse_float(a, next(), -FLT_MAX, FLT_MAX);
-        else if (a == "--top-k") sp.top_k = parse_u32(a, next());
-        else if (a == "--top-p") sp.top_p = parse_float(a, next(), 0, 1, true);
-        else if (a == "--min-p") sp.min_p = parse_float(a, next(), 0, 1);
-        else if (a == "--repeat-penalty") sp.repetition_penalty = parse_float(a, next(), 0, FLT_MAX, true);
-        else if (a == "--seed") {
-            sp.seed = parse_uint(a, next());
-            seed_given = true;
-        } else if (a == "--ignore-eos") sp.flags |= GPT_SAMPLING_IGNORE_EOS;
+        else if (opts.parse(argc, argv, i)) continue;
         else if (a == "--device") mp.device = parse_device(next());
         else if (a == "--dtype") mp.weight_dtype = parse_dtype(a, next());
         else if (a == "--threads") cp.n_threads = parse_u32(a, next(), 0, 256);
@@ -139,6 +126,8 @@ int cmd_generate(int argc, char **argv) {
         else throw UsageError("more than one MODEL given");
     }
     if (!path) throw UsageError("no MODEL given (see gpt generate --help)");
+    gpt_sampling_params sp = opts.finish();
+    const bool seed_given = opts.seed_given;
     if (have_text && have_tokens) throw UsageError("give the prompt either as text (-p) or as token ids (--tokens), not both");
     choose_file_access(access, path, mp); // read into memory when the weights stay on the CPU
 
@@ -148,6 +137,7 @@ int cmd_generate(int argc, char **argv) {
     info.struct_size = sizeof info;
     gpt_model_get_info(model.get(), &info);
     const bool has_tokenizer = info.flags & GPT_MODEL_INFO_HAS_TOKENIZER;
+    opts.check_vocabulary(info.vocab_size);
     if (have_text) {
         if (!has_tokenizer) throw UsageError("this model file carries no tokenizer: give the prompt with --tokens");
         const uint32_t flags = special ? GPT_TOKENIZE_PARSE_SPECIAL : 0;

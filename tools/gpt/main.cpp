@@ -181,6 +181,7 @@ static void usage(FILE *f) {
                  "commands:\n"
                  "  convert SRC OUT [options]  convert a Hugging Face model directory or llama2.c checkpoint\n"
                  "  generate MODEL [options]   generate text (or token ids) from a prompt\n"
+                 "  chat MODEL [options]       a conversation, one line per message (the model's chat template)\n"
                  "  info MODEL                 show a weight file's metadata, tensors and checksums\n"
                  "  bench MODEL|--synthetic N  measure load, prefill, decode and forward speed\n"
                  "\n"
@@ -198,6 +199,7 @@ int main(int argc, char **argv) {
     try {
         if (!std::strcmp(cmd, "info")) return cli::cmd_info(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "generate")) return cli::cmd_generate(argc - 1, argv + 1);
+        if (!std::strcmp(cmd, "chat")) return cli::cmd_chat(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "bench")) return cli::cmd_bench(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "convert")) return cli::cmd_convert(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "--version")) {

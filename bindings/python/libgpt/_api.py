@@ -5,7 +5,7 @@ import enum
 import queue
 import threading
 import weakref
-from ctypes import POINTER, byref, c_float, c_int32, c_size_t, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_float, c_int32, c_size_t, c_uint32, c_uint64, c_void_p
 
 from . import _capi as C
 
@@ -363,6 +363,22 @@ class Model(_Handle):
         return Detokenizer(self, render_special=render_special, continues=continues)
 
     # -- contexts
+    # -- chat
+    def chat_template_bytes(self, messages, add_generation_prompt=True):
+        """The model's chat template rendered over messages, as bytes (see chat_template)."""
+        arr, n, keep = _chat_messages(messages)
+        flags = C.GPT_CHAT_ADD_GENERATION_PROMPT if add_generation_prompt else 0
+        return _read_bytes(lambda buf, cap, n_ptr: C.fn("gpt_chat_apply_template")(self._h(), arr, n, flags, buf, cap,
+                                                                                    n_ptr))
+
+    def chat_template(self, messages, add_generation_prompt=True, errors="replace"):
+        """Renders a conversation with the model's chat template, as transformers'
+        apply_chat_template(messages, tokenize=False, add_generation_prompt=...) does.
+        messages: [{"role": "user", "content": "Hi"}, ...] or [("user", "Hi"), ...]. Tokenize the
+        result with parse_special=True. GptError (Status.ERR_UNSUPPORTED) for a model without a
+        template or one the library cannot render."""
+        return self.chat_template_bytes(messages, add_generation_prompt).decode("utf-8", errors)
+
     def context(self, **params):
         """Context(self, **params): see Context."""
         return Context(self, **params)
@@ -456,7 +472,9 @@ def _ctx_params(*, max_seq=None, max_batch=None, max_step_tokens=None, n_threads
 
 
 def _sampling_params(temperature=None, top_k=None, top_p=None, min_p=None, repetition_penalty=None,
-                     repetition_last_n=None, seed=None, ignore_eos=False, stop_tokens=None):
+                     repetition_last_n=None, seed=None, ignore_eos=False, stop_tokens=None, stop=None,
+                     frequency_penalty=None, presence_penalty=None, logit_bias=None):
+    """The C struct and the objects its pointers point into (keep them alive with it)."""
     s = C.init_struct(C.gpt_sampling_params, "gpt_sampling_params_init")
     if temperature is not None:
         s.temperature = temperature
@@ -472,14 +490,48 @@ def _sampling_params(temperature=None, top_k=None, top_p=None, min_p=None, repet
         s.repetition_last_n = repetition_last_n
     if seed is not None:
         s.seed = seed
+    if frequency_penalty is not None:
+        s.frequency_penalty = frequency_penalty
+    if presence_penalty is not None:
+        s.presence_penalty = presence_penalty
     if ignore_eos:
         s.flags |= C.GPT_SAMPLING_IGNORE_EOS
-    keep = None
+    keep = []
     if stop_tokens:
-        keep, n = _int_array(stop_tokens)
-        s.stop_tokens = keep
+        arr, n = _int_array(stop_tokens)
+        keep.append(arr)
+        s.stop_tokens = arr
         s.n_stop_tokens = n
+    if stop:
+        if isinstance(stop, (str, bytes)):
+            stop = [stop]
+        texts = [_as_bytes(t) for t in stop]
+        if any(b"\0" in t for t in texts):
+            raise ValueError("a stop string must not contain NUL")
+        arr = (c_char_p * len(texts))(*texts)
+        keep += [texts, arr]
+        s.stop_strings = arr
+        s.n_stop_strings = len(texts)
+    if logit_bias:
+        items = list(logit_bias.items()) if isinstance(logit_bias, dict) else list(logit_bias)
+        arr = (C.gpt_logit_bias * len(items))(*[C.gpt_logit_bias(int(t), float(b)) for t, b in items])
+        keep.append(arr)
+        s.logit_bias = arr
+        s.n_logit_bias = len(items)
     return s, keep
+
+
+def _chat_messages(messages):
+    """[{"role": ..., "content": ...}] or [(role, content)] -> a C array and the bytes it points to."""
+    pairs = []
+    for m in messages:
+        role, content = (m["role"], m["content"]) if isinstance(m, dict) else m
+        pairs.append((_as_bytes(role), _as_bytes(content)))
+    for role, content in pairs:
+        if b"\0" in role or b"\0" in content:
+            raise ValueError("a chat message must not contain NUL")
+    arr = (C.gpt_chat_message * max(1, len(pairs)))(*[C.gpt_chat_message(r, c) for r, c in pairs])
+    return arr, len(pairs), pairs
 
 
 _TOKEN, _DONE = object(), object()
@@ -794,7 +846,9 @@ class Context(_Handle):
         """Generates from prompt (text, or token ids) and returns a TokenStream: an iterator of
         token ids. max_tokens=None: until the context is full. Sampling keywords (unset ones keep
         gpt_sampling_params_init's defaults): temperature (<= 0: greedy), top_k, top_p, min_p,
-        repetition_penalty, repetition_last_n, seed, ignore_eos, stop_tokens."""
+        repetition_penalty, repetition_last_n, seed, ignore_eos, stop_tokens, stop (stop strings: a
+        str or a list; the matched text and the tokens that make it are not yielded),
+        frequency_penalty, presence_penalty, logit_bias ({token: bias} or [(token, bias)])."""
         self._idle()
         ids = self._prompt_ids(prompt, add_bos, parse_special)
         sp, keep = _sampling_params(**sampling)

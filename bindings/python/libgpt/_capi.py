@@ -36,6 +36,11 @@ GPT_CTX_NO_GRAPHS = 0x2
 GPT_FORWARD_ALL_LOGITS = 0x1
 
 GPT_SAMPLING_IGNORE_EOS = 0x1
+GPT_MAX_STOP_STRINGS = 16
+GPT_MAX_STOP_STRING_BYTES = 256
+GPT_MAX_LOGIT_BIAS = 1024
+
+GPT_CHAT_ADD_GENERATION_PROMPT = 0x1
 
 GPT_TOKENIZE_ADD_BOS = 0x1
 GPT_TOKENIZE_NO_BOS = 0x2
@@ -108,6 +113,14 @@ class gpt_ctx_params(Structure):
     ]
 
 
+class gpt_logit_bias(Structure):
+    _fields_ = [("token", c_int32), ("bias", c_float)]
+
+
+class gpt_chat_message(Structure):
+    _fields_ = [("role", c_char_p), ("content", c_char_p)]
+
+
 class gpt_sampling_params(Structure):
     _fields_ = [
         ("struct_size", c_uint32),
@@ -122,6 +135,12 @@ class gpt_sampling_params(Structure):
         ("stop_tokens", POINTER(c_int32)),
         ("n_stop_tokens", c_uint32),
         ("reserved", c_uint32),
+        ("stop_strings", POINTER(c_char_p)),
+        ("n_stop_strings", c_uint32),
+        ("frequency_penalty", c_float),
+        ("presence_penalty", c_float),
+        ("n_logit_bias", c_uint32),
+        ("logit_bias", POINTER(gpt_logit_bias)),
     ]
 
 
@@ -130,6 +149,8 @@ STRUCTS = {
     "gpt_model_info": gpt_model_info,
     "gpt_ctx_params": gpt_ctx_params,
     "gpt_sampling_params": gpt_sampling_params,
+    "gpt_logit_bias": gpt_logit_bias,
+    "gpt_chat_message": gpt_chat_message,
 }
 
 # ------------------------------------------------------------------ functions
@@ -176,8 +197,8 @@ FUNCTIONS = {
     "gpt_detokenizer_free": (None, [_handle]),
     "gpt_detokenizer_push": (_status, [_handle, c_int32, _charp, c_size_t, _sizep]),
     "gpt_detokenizer_flush": (_status, [_handle, _charp, c_size_t, _sizep]),
-    # messages: const gpt_chat_message * (pairs of char *), declared opaque until the chat helpers use it
-    "gpt_chat_apply_template": (_status, [_handle, c_void_p, c_size_t, c_uint32, _charp, c_size_t, _sizep]),
+    "gpt_chat_apply_template": (_status, [_handle, POINTER(gpt_chat_message), c_size_t, c_uint32, _charp, c_size_t,
+                                          _sizep]),
 }
 
 

@@ -65,5 +65,19 @@ int main(void) {
     FIELD(gpt_sampling_params, stop_tokens);
     FIELD(gpt_sampling_params, n_stop_tokens);
     FIELD(gpt_sampling_params, reserved);
+    FIELD(gpt_sampling_params, stop_strings);
+    FIELD(gpt_sampling_params, n_stop_strings);
+    FIELD(gpt_sampling_params, frequency_penalty);
+    FIELD(gpt_sampling_params, presence_penalty);
+    FIELD(gpt_sampling_params, n_logit_bias);
+    FIELD(gpt_sampling_params, logit_bias);
+
+    SIZE(gpt_logit_bias);
+    FIELD(gpt_logit_bias, token);
+    FIELD(gpt_logit_bias, bias);
+
+    SIZE(gpt_chat_message);
+    FIELD(gpt_chat_message, role);
+    FIELD(gpt_chat_message, content);
     return 0;
 }

@@ -468,6 +468,59 @@ class ContextTest(unittest.TestCase):
         if FIXTURE_EOS in toks:
             self.assertEqual(toks.index(FIXTURE_EOS), len(toks) - 1)
 
+    def test_stop_strings(self):
+        # Against the rule computed here from a run without them (same seed, same tokens): the
+        # first token after which the text holds a stop string ends the run; only the tokens
+        # whose text ends before the match are yielded.
+        args = dict(max_tokens=30, temperature=0.9, seed=5, ignore_eos=True)
+        with self.model.context(max_seq=64) as ctx:
+            full = list(ctx.generate_tokens("the", **args))
+        texts = [self.model.detokenize_bytes(full[:k + 1], continues=True) for k in range(len(full))]
+        stop = texts[-1][len(texts[-1]) // 2:len(texts[-1]) // 2 + 3].replace(b"\0", b"a")
+        if not stop:
+            self.skipTest("the run produced no text")
+        at = next(t.find(stop) for t in texts if stop in t)
+        want = sum(1 for t in texts if len(t) <= at)
+        with self.model.context(max_seq=64) as ctx:
+            got = list(ctx.generate_tokens("the", stop=stop, **args))
+        self.assertEqual(got, full[:want])
+        self.assertNotIn(stop, self.model.detokenize_bytes(got, continues=True))
+
+    def test_penalties_and_bias(self):
+        with self.model.context(max_seq=64) as ctx:
+            plain = list(ctx.generate_tokens("the", max_tokens=10, temperature=0, ignore_eos=True))
+            ctx.reset()
+            banned = list(ctx.generate_tokens("the", max_tokens=10, temperature=0, ignore_eos=True,
+                                              logit_bias={t: -1000.0 for t in set(plain)}))
+            self.assertFalse(set(banned) & set(plain))
+            ctx.reset()
+            forced = list(ctx.generate_tokens("the", max_tokens=5, temperature=0, ignore_eos=True,
+                                              logit_bias=[(42, 500.0)]))
+            self.assertEqual(forced, [42] * 5)
+            ctx.reset()
+            fresh = list(ctx.generate_tokens("the", max_tokens=20, temperature=0, ignore_eos=True,
+                                             presence_penalty=1000.0))
+            self.assertEqual(len(set(fresh)), 20)
+            ctx.reset()
+            with self.assertRaises(libgpt.GptError) as cm:
+                list(ctx.generate_tokens("the", max_tokens=3, frequency_penalty=float("nan")))
+            self.assertIn("frequency_penalty", cm.exception.message)
+            with self.assertRaises(libgpt.GptError) as cm:
+                list(ctx.generate_tokens("the", max_tokens=3, logit_bias={self.model.vocab_size: 1.0}))
+            self.assertIn("logit_bias[0].token", cm.exception.message)
+
+    def test_chat_template(self):
+        messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+        try:
+            text = self.model.chat_template(messages)
+        except libgpt.GptError as e:  # the fixture has no template (and the placeholder refuses all)
+            self.assertEqual(e.status, libgpt.Status.ERR_UNSUPPORTED)
+            self.assertIn("template", e.message)
+        else:
+            self.assertIn("Hi", text)
+        with self.assertRaises(ValueError):
+            self.model.chat_template([("user", "a\0b")])
+
     def test_context_full_during_generation(self):
         with self.model.context(max_seq=8) as ctx:
             stream = ctx.generate_tokens([1, 2, 3], max_tokens=20, temperature=0, ignore_eos=True)

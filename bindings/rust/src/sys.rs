@@ -51,6 +51,10 @@ pub const GPT_CTX_NO_GRAPHS: u32 = 0x2;
 pub const GPT_FORWARD_ALL_LOGITS: u32 = 0x1;
 
 pub const GPT_SAMPLING_IGNORE_EOS: u32 = 0x1;
+pub const GPT_MAX_STOP_STRINGS: u32 = 16;
+pub const GPT_MAX_STOP_STRING_BYTES: u32 = 256;
+pub const GPT_MAX_LOGIT_BIAS: u32 = 1024;
+pub const GPT_CHAT_ADD_GENERATION_PROMPT: u32 = 0x1;
 
 pub const GPT_TOKENIZE_ADD_BOS: u32 = 0x1;
 pub const GPT_TOKENIZE_NO_BOS: u32 = 0x2;
@@ -142,6 +146,26 @@ pub struct gpt_sampling_params {
     pub stop_tokens: *const i32,
     pub n_stop_tokens: u32,
     pub reserved: u32,
+    pub stop_strings: *const *const c_char,
+    pub n_stop_strings: u32,
+    pub frequency_penalty: f32,
+    pub presence_penalty: f32,
+    pub n_logit_bias: u32,
+    pub logit_bias: *const gpt_logit_bias,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct gpt_logit_bias {
+    pub token: i32,
+    pub bias: f32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct gpt_chat_message {
+    pub role: *const c_char,
+    pub content: *const c_char,
 }
 
 extern "C" {
@@ -235,6 +259,15 @@ extern "C" {
     pub fn gpt_detokenizer_push(
         d: *mut gpt_detokenizer,
         token: i32,
+        buf: *mut c_char,
+        cap: usize,
+        n_bytes: *mut usize,
+    ) -> gpt_status;
+    pub fn gpt_chat_apply_template(
+        model: *const gpt_model,
+        messages: *const gpt_chat_message,
+        n_messages: usize,
+        flags: u32,
         buf: *mut c_char,
         cap: usize,
         n_bytes: *mut usize,

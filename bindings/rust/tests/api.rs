@@ -4,7 +4,7 @@
 //! else a fixture written now with `python3 -m libgpt.fixture` from ../python; else the
 //! tests skip with a message. GPT_TEST_LAYOUT (bindings/python/tests/layout.c, built by
 //! meson) enables the field-offset check.
-use libgpt::{status, CtxParams, Device, Model, ModelParams, SamplingParams};
+use libgpt::{status, sys, CtxParams, Device, Model, ModelParams, SamplingParams};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -160,8 +160,16 @@ fn struct_layout_matches_c() {
         seed,
         stop_tokens,
         n_stop_tokens,
-        reserved
+        reserved,
+        stop_strings,
+        n_stop_strings,
+        frequency_penalty,
+        presence_penalty,
+        n_logit_bias,
+        logit_bias
     });
+    layout!(gpt_logit_bias { token, bias });
+    layout!(gpt_chat_message { role, content });
 }
 
 #[test]
@@ -203,6 +211,10 @@ fn errors_carry_status_and_message() {
     assert!(err.to_string().starts_with("GPT_ERR_IO: "));
     let err = Model::from_bytes(b"definitely not a model", &ModelParams::new()).unwrap_err();
     assert_eq!(err.status, status::FORMAT);
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[test]
@@ -267,6 +279,49 @@ fn forward_and_generate() {
     ctx.reset();
     let b = ctx.generate(&prompt, 16, &sampled, |_| true).unwrap();
     assert_eq!(a, b);
+
+    // Stop strings (against the rule, computed from the run above), penalties, bias.
+    let texts: Vec<Vec<u8>> = (0..toks.len())
+        .map(|k| {
+            model
+                .detokenize_bytes(&toks[..=k], sys::GPT_DETOKENIZE_CONTINUE)
+                .unwrap()
+        })
+        .collect();
+    let whole = texts.last().unwrap().clone();
+    if let Some(stop) = std::str::from_utf8(&whole[whole.len() / 2..])
+        .ok()
+        .and_then(|t| t.chars().next())
+        .map(|c| c.to_string())
+    {
+        let at = texts.iter().find_map(|t| find(t, stop.as_bytes())).unwrap();
+        let want = texts.iter().filter(|t| t.len() <= at).count();
+        ctx.reset();
+        let with_stop = greedy.clone().stop_strings(&[stop.as_str()]).unwrap();
+        let got = ctx.generate(&prompt, 8, &with_stop.clone(), |_| true).unwrap();
+        assert_eq!(got, toks[..want].to_vec());
+    }
+    assert!(greedy.clone().stop_strings(&["a\0b"]).is_err());
+    ctx.reset();
+    let forced = ctx
+        .generate(&prompt, 4, &greedy.clone().logit_bias(&[(42, 500.0)]), |_| true)
+        .unwrap();
+    assert_eq!(forced, vec![42; 4]);
+    ctx.reset();
+    let fresh = ctx
+        .generate(&prompt, 12, &greedy.clone().presence_penalty(1000.0), |_| true)
+        .unwrap();
+    let distinct: std::collections::HashSet<_> = fresh.iter().collect();
+    assert_eq!(distinct.len(), 12);
+    ctx.reset();
+    let err = ctx
+        .generate(&prompt, 4, &greedy.clone().frequency_penalty(f32::NAN), |_| true)
+        .unwrap_err();
+    assert!(err.message.contains("frequency_penalty"), "{}", err.message);
+    match model.chat_template(&[("user", "Hi")], true) {
+        Ok(text) => assert!(text.contains("Hi")),
+        Err(e) => assert_eq!(e.status, status::UNSUPPORTED, "{}", e.message),
+    }
 
     // Errors on a context: the context's message.
     let mut tiny = model.context(&CtxParams::new().max_seq(2)).unwrap();

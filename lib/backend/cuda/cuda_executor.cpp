@@ -319,6 +319,28 @@ public:
             nrec[b] = (int32_t)n;
             if (penalty && n) std::memcpy(rec + (uint64_t)b * kMaxRecent, rows[b].recent + (rows[b].n_recent - n), 4ull * n);
         }
+        // The adjustment lists, packed at a fixed stride; copied only when some row has one.
+        int32_t *adj_tok = host<int32_t>(plan_.h_adjust_tokens), *n_adj = host<int32_t>(plan_.h_n_adjust);
+        float *adj_delta = host<float>(plan_.h_adjust_deltas);
+        uint32_t most_adjust = 0;
+        for (uint32_t b = 0; b < B; b++) {
+            const uint32_t n = rows[b].n_adjust;
+            if (n > plan_.adjust_stride)
+                fail(GPT_ERR_INTERNAL, "%u sampling adjustments exceed the planned %u", n, plan_.adjust_stride);
+            n_adj[b] = (int32_t)n;
+            most_adjust = std::max(most_adjust, n);
+            if (n) {
+                std::memcpy(adj_tok + (uint64_t)b * plan_.adjust_stride, rows[b].adjust_tokens, 4ull * n);
+                std::memcpy(adj_delta + (uint64_t)b * plan_.adjust_stride, rows[b].adjust_deltas, 4ull * n);
+            }
+        }
+        if (most_adjust) {
+            // Rows 0 .. B-1 up to the longest list (the stride between rows is kept).
+            const uint64_t span = 4ull * ((uint64_t)(B - 1) * plan_.adjust_stride + most_adjust);
+            copy_in(plan_.adjust_tokens, plan_.h_adjust_tokens, span);
+            copy_in(plan_.adjust_deltas, plan_.h_adjust_deltas, span);
+            copy_in(plan_.n_adjust, plan_.h_n_adjust, 4ull * B);
+        }
         copy_in(plan_.uniform, plan_.h_uniform, 4ull * B);
         copy_in(plan_.n_recent, plan_.h_n_recent, 4ull * B);
         if (penalty) copy_in(plan_.recent, plan_.h_recent, 4ull * B * kMaxRecent);
@@ -331,6 +353,10 @@ public:
         a.recent = dev<int32_t>(plan_.recent);
         a.n_recent = dev<int32_t>(plan_.n_recent);
         a.recent_stride = kMaxRecent;
+        a.adjust_tokens = dev<int32_t>(plan_.adjust_tokens);
+        a.adjust_deltas = dev<float>(plan_.adjust_deltas);
+        a.n_adjust = most_adjust ? dev<int32_t>(plan_.n_adjust) : nullptr;
+        a.adjust_stride = plan_.adjust_stride;
         a.top_k = spec.top_k;
         a.top_p = spec.top_p;
         a.min_p = spec.min_p;

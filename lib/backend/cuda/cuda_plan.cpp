@@ -56,6 +56,10 @@ CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
     uniform = dev.take(4ull * p.max_batch);
     recent = dev.take(4ull * p.max_batch * kMaxRecent);
     n_recent = dev.take(4ull * p.max_batch);
+    adjust_stride = adjust_capacity(s.vocab_size, p.max_seq);
+    adjust_tokens = dev.take(4ull * p.max_batch * adjust_stride);
+    adjust_deltas = dev.take(4ull * p.max_batch * adjust_stride);
+    n_adjust = dev.take(4ull * p.max_batch);
     sampled = dev.take(4ull * p.max_batch);
     sample_ws = dev.take(sample_workspace_bytes(p.max_batch, s.vocab_size));
     cublas_ws = dev.take(kCublasWorkspace);
@@ -68,6 +72,9 @@ CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
     h_uniform = host.take(4ull * p.max_batch);
     h_recent = host.take(4ull * p.max_batch * kMaxRecent);
     h_n_recent = host.take(4ull * p.max_batch);
+    h_adjust_tokens = host.take(4ull * p.max_batch * adjust_stride);
+    h_adjust_deltas = host.take(4ull * p.max_batch * adjust_stride);
+    h_n_adjust = host.take(4ull * p.max_batch);
     h_sampled = host.take(4ull * p.max_batch);
     pinned_bytes = host.total;
 }

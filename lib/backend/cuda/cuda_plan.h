@@ -5,14 +5,21 @@
 // workspace, pinned staging) is the CUDA executor's own.
 #pragma once
 
+#include "gpt.h"
 #include "backend/backend.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 namespace gpt::cuda {
 
 inline constexpr uint32_t kMaxRecent = 4096;           // repetition window (gpt_generate's limit)
+// Per-token sampling adjustments a row can carry: one per distinct generated token (fewer than
+// max_seq) plus the logit-bias list, never more than the vocabulary.
+inline uint32_t adjust_capacity(uint32_t vocab, uint32_t max_seq) {
+    return (uint32_t)std::min<uint64_t>(vocab, (uint64_t)max_seq + GPT_MAX_LOGIT_BIAS);
+}
 inline constexpr uint64_t kCublasWorkspace = 32ull << 20; // cuBLAS on Hopper wants 32 MiB
 // Decode attention splits the keys until (rows x kv heads x splits) reaches this many blocks:
 // ~4 per SM on an H100/H200, so each block reads about one 64-key tile at long contexts.
@@ -30,10 +37,12 @@ struct CudaPlan {
     uint32_t n_kv_heads = 1;
     // Device regions.
     Region x, h, qkv, att, gu, ff, delta, logits, k_cache, v_cache, rope_cos, rope_sin, attn_o, attn_ml, tokens,
-        positions, seqs, uniform, recent, n_recent, sampled, sample_ws, cublas_ws;
+        positions, seqs, uniform, recent, n_recent, adjust_tokens, adjust_deltas, n_adjust, sampled, sample_ws, cublas_ws;
     uint64_t device_bytes = 0;
     // Pinned host regions.
-    Region h_tokens, h_positions, h_seqs, h_uniform, h_recent, h_n_recent, h_sampled;
+    Region h_tokens, h_positions, h_seqs, h_uniform, h_recent, h_n_recent, h_adjust_tokens, h_adjust_deltas, h_n_adjust,
+        h_sampled;
+    uint32_t adjust_stride = 0; // adjust_capacity of the model and params
     uint64_t pinned_bytes = 0;
     uint64_t kv_bytes_per_layer = 0; // one of K or V
     // RoPE tables: entries of all specs (rope_cos/rope_sin hold that many f32), and where
