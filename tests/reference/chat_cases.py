@@ -79,13 +79,15 @@ def compare(name, template, cases, reference, cli, require_supported):
     unsupported = set()
     failures = 0
     agree = 0
+    refused = 0
     for case, got in zip(cases, ours):
         kind, want = reference(template, case)
         if kind == "ok" and got["ok"] and got["text"] == want:
             agree += 1
             continue
         if kind == "error" and not got["ok"] and got["status"] != -5:
-            agree += 1  # both refuse (raise_exception, an undefined value, a type error)
+            agree += 1
+            refused += 1  # both refuse (raise_exception, an undefined value, a type error)
             continue
         if not got["ok"] and got["status"] == -5 and not require_supported:
             agree += 1  # a construct we document as unsupported, refused cleanly
@@ -97,7 +99,7 @@ def compare(name, template, cases, reference, cli, require_supported):
             print(f"    reference: {kind} {json.dumps(want, ensure_ascii=False)[:400]}")
             print(f"    ours:      {json.dumps(got, ensure_ascii=False)[:400]}")
     note = f" (refused as unsupported: {'; '.join(sorted(unsupported))})" if unsupported else ""
-    print(f"{'PASS' if failures == 0 else 'FAIL'} {name}: {agree}/{len(cases)} renderings agree{note}")
+    print(f"{'PASS' if failures == 0 else 'FAIL'} {name}: {agree}/{len(cases)} renderings agree ({refused} refused by both){note}")
     return failures
 
 
