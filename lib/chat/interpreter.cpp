@@ -199,7 +199,7 @@ private:
         if (items.empty()) return exec(s.else_body, scope);
         const int64_t n = (int64_t)items.size();
         for (int64_t k = 0; k < n; k++) {
-            charge(1);
+            charge(kStepsPerIteration);
             auto inner = std::make_shared<Scope>();
             inner->parent = scope;
             assign(s.targets, items[(size_t)k], *inner);

@@ -14,8 +14,11 @@
 
 namespace gpt::chat {
 
+inline constexpr uint64_t kStepsPerIteration = 20; // a scope and the loop object
+
 struct Limits {
-    uint64_t max_steps = 20'000'000;   // about a second of the slowest operations
+    uint64_t max_steps = 5'000'000;    // well under a second: a step is one expression node, a loop
+                                       // iteration costs kStepsPerIteration, 16 bytes built one
     size_t max_bytes = 16u << 20;      // the output, and any one string
     size_t max_items = 1u << 20;       // any one list (range(), split(), ...)
     int max_depth = 200;               // nested evaluation: expressions, blocks, macro calls

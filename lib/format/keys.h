@@ -33,5 +33,6 @@ inline constexpr const char *kTokUnk = "tokenizer.unk_id";          // i32, -1 n
 inline constexpr const char *kTokPad = "tokenizer.pad_id";          // i32, -1 none
 inline constexpr const char *kTokAddBos = "tokenizer.add_bos";      // u32 0/1
 inline constexpr const char *kTokAddSpacePrefix = "tokenizer.add_space_prefix"; // u32 0/1 (spm)
+inline constexpr const char *kChatTemplate = "tokenizer.chat_template"; // str, optional: the checkpoint's Jinja2 chat template
 
 } // namespace gpt::keys

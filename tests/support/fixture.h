@@ -25,6 +25,7 @@ struct Spec {
     float scale = 0.3f; // std of matrix entries (larger than trained models, to make logits spread)
     int32_t bos_id = -1, eos_id = -1;
     std::vector<int32_t> eos_ids; // tokenizer.eos_ids beyond eos_id (written when it says more)
+    std::string chat_template;    // tokenizer.chat_template when not empty
 };
 
 struct Model {
