@@ -501,7 +501,6 @@ bool apply_test(Runtime &rt, const std::string &name, const Value &in, CallArgs 
         }
         return cased;
     }
-    if (name == "filter" || name == "test") fail(GPT_ERR_UNSUPPORTED, "the test '%s'", name.c_str());
     fail(GPT_ERR_UNSUPPORTED, "the test '%s'", name.c_str());
 }
 
@@ -536,10 +535,11 @@ Value global_function(Runtime &rt, const std::string &name) {
         });
     }
     if (name == "namespace") {
-        return fn("namespace", [](CallArgs &a) {
+        return fn("namespace", [&rt](CallArgs &a) {
             Value v;
             v.kind = Kind::Namespace;
             v.ns = std::make_shared<Namespace>();
+            rt.track(v.ns);
             for (const Value &p : a.positional) {
                 if (p.kind != Kind::Dict) fail(GPT_ERR_FORMAT, "namespace() takes keyword arguments or a dict");
                 v.ns->attrs = *p.d;

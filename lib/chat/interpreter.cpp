@@ -45,11 +45,31 @@ public:
         for (const auto &kv : globals) globals_->vars[kv.first] = kv.second;
     }
 
+    // Every namespace still alive is held here first, then emptied: nothing is destroyed
+    // while emptying, so a chain of namespaces a million long is freed one by one, not by
+    // recursion, and cycles are broken. Runs before the scopes holding them go.
+    void release_namespaces() noexcept {
+        std::vector<std::shared_ptr<Namespace>> alive;
+        try {
+            alive.reserve(namespaces_.size());
+        } catch (...) {
+            return; // out of memory: leak rather than recurse (never reached in practice)
+        }
+        for (const auto &w : namespaces_)
+            if (auto ns = w.lock()) alive.push_back(std::move(ns));
+        for (const auto &ns : alive) ns->attrs.clear();
+        namespaces_.clear();
+    }
+
     std::string run(const Body &program) {
         std::string out;
         out_ = &out;
         auto root = std::make_shared<Scope>();
         root->parent = globals_;
+        struct Release { // declared after root, so it runs first
+            Interpreter &in;
+            ~Release() { in.release_namespaces(); }
+        } release{*this};
         try {
             exec(program, root);
         } catch (const Error &e) {
@@ -65,6 +85,10 @@ public:
         steps_ += n;
         if (steps_ > limits_.max_steps)
             fail(GPT_ERR_UNSUPPORTED, "the template ran over %llu steps (the renderer's limit)", (unsigned long long)limits_.max_steps);
+    }
+    void track(const std::shared_ptr<Namespace> &ns) override {
+        charge(kStepsPerIteration);
+        namespaces_.push_back(ns);
     }
     size_t max_bytes() const override { return limits_.max_bytes; }
     size_t max_items() const override { return limits_.max_items; }
@@ -89,7 +113,7 @@ private:
     };
 
     void emit(const std::string &s) {
-        charge(1 + s.size() / 16);
+        charge(1 + s.size() / 64); // an append: cheaper per byte than building a string
         if (s.size() > limits_.max_bytes - out_->size())
             fail(GPT_ERR_UNSUPPORTED, "output over %zu bytes (the renderer's limit)", limits_.max_bytes);
         out_->append(s);
@@ -465,6 +489,7 @@ private:
     Limits limits_;
     std::time_t now_;
     ScopePtr globals_;
+    std::vector<std::weak_ptr<Namespace>> namespaces_; // emptied at the end (cycles)
     std::string *out_ = nullptr;
     uint64_t steps_ = 0;
     int depth_ = 0;

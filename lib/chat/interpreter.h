@@ -17,7 +17,7 @@ namespace gpt::chat {
 inline constexpr uint64_t kStepsPerIteration = 20; // a scope and the loop object
 
 struct Limits {
-    uint64_t max_steps = 5'000'000;    // well under a second: a step is one expression node, a loop
+    uint64_t max_steps = 2'000'000;    // well under a second: a step is one expression node, a loop
                                        // iteration costs kStepsPerIteration, 16 bytes built one
     size_t max_bytes = 16u << 20;      // the output, and any one string
     size_t max_items = 1u << 20;       // any one list (range(), split(), ...)

@@ -46,9 +46,8 @@ public:
         while (pos_ < s_.size()) {
             const size_t tag = find_tag(pos_);
             std::string text = s_.substr(pos_, tag - pos_);
-            const size_t text_pos = pos_;
             if (tag == s_.size()) {
-                emit_text(std::move(text), text_pos);
+                emit_text(std::move(text));
                 break;
             }
             const char kind = s_[tag + 1]; // '{', '%' or '#'
@@ -58,7 +57,7 @@ public:
             } else if (mod != '+' && kind != '{') {
                 lstrip_line(text, line_starting);
             }
-            emit_text(std::move(text), text_pos);
+            emit_text(std::move(text));
             advance_to(tag);
             const size_t open_len = (mod == '-' || (mod == '+' && kind != '{')) ? 3 : 2;
             if (kind == '#') comment(open_len);
@@ -88,8 +87,7 @@ private:
         text.resize(start);
     }
 
-    void emit_text(std::string text, size_t at) {
-        (void)at;
+    void emit_text(std::string text) {
         if (text.empty()) return;
         Token t{Tok::Text, std::move(text), 0, 0, line_, col_};
         out_.push_back(std::move(t));

@@ -335,9 +335,7 @@ private:
 
     ExprPtr compare() {
         ExprPtr e = math1();
-        ExprPtr chain; // a < b < c is (a < b) and (b < c): the middle operand is parsed again? no:
-                       // jinja evaluates it once; chains are rare, so they are refused
-        int n = 0;
+        int n = 0; // a chain (a < b < c, with b evaluated once) is rare in templates: refused
         while (true) {
             const Token &tok = peek();
             std::string op;

@@ -6,6 +6,7 @@
 #include "chat/value.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace gpt::chat {
@@ -28,6 +29,9 @@ public:
     void check_items(size_t n) const;
     // The local time formatted as strftime does (strftime_now).
     virtual std::string now(const std::string &format) = 0;
+    // Registers a namespace() object; the interpreter empties every one when rendering ends,
+    // which breaks reference cycles a template can build ({% set ns.me = ns %}).
+    virtual void track(const std::shared_ptr<Namespace> &ns) = 0;
 };
 
 } // namespace gpt::chat
