@@ -8,6 +8,8 @@
 #include "core/error.h"
 
 #include <cmath>
+#include <locale.h>
+#include <time.h>
 #include <memory>
 #include <unordered_map>
 
@@ -97,7 +99,10 @@ public:
         std::tm tm{};
         localtime_r(&now_, &tm);
         std::string buf(64 + format.size() * 16, '\0');
-        const size_t n = std::strftime(&buf[0], buf.size(), format.c_str(), &tm);
+        // In the C locale, as Python formats it ("Nov", not the host program's LC_TIME).
+        static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+        const size_t n = c_locale ? strftime_l(&buf[0], buf.size(), format.c_str(), &tm, c_locale)
+                                  : std::strftime(&buf[0], buf.size(), format.c_str(), &tm);
         buf.resize(n);
         return buf;
     }
