@@ -12,6 +12,12 @@
 
 namespace gpt::chat {
 
+// Argument idx of a call, positional or by keyword name; nullptr when not given.
+inline const Value *arg(CallArgs &a, size_t idx, const char *name) {
+    if (idx < a.positional.size()) return &a.positional[idx];
+    return dict_find(a.keyword, name);
+}
+
 Value apply_filter(Runtime &rt, const std::string &name, const Value &in, CallArgs &args);
 bool apply_test(Runtime &rt, const std::string &name, const Value &in, CallArgs &args);
 // jinja2's getattr (x.name: attribute first, then item) and getitem (x[key]: item first,

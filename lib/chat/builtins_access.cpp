@@ -17,11 +17,6 @@ namespace {
     fail(GPT_ERR_FORMAT, "a value is undefined");
 }
 
-const Value *arg(CallArgs &a, size_t idx, const char *name) {
-    if (idx < a.positional.size()) return &a.positional[idx];
-    return dict_find(a.keyword, name);
-}
-
 std::string str_arg(CallArgs &a, size_t idx, const char *name, const char *what) {
     const Value *v = arg(a, idx, name);
     if (!v || !v->is_str()) fail(GPT_ERR_FORMAT, "%s: argument '%s' must be a string", what, name);

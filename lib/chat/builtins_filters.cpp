@@ -1,5 +1,4 @@
-// builtins_filters.cpp - jinja2's filters and tests, transformers' tojson, and the global
-// functions (see builtins.h).
+// builtins_filters.cpp - jinja2's filters, with transformers' tojson (see builtins.h).
 #include "chat/builtins.h"
 
 #include "chat/text.h"
@@ -14,11 +13,6 @@
 namespace gpt::chat {
 
 namespace {
-
-const Value *arg(CallArgs &a, size_t idx, const char *name) {
-    if (idx < a.positional.size()) return &a.positional[idx];
-    return dict_find(a.keyword, name);
-}
 
 bool bool_arg(CallArgs &a, size_t idx, const char *name, bool dflt) {
     const Value *v = arg(a, idx, name);
@@ -423,157 +417,6 @@ Value apply_filter(Runtime &rt, const std::string &name, const Value &in, CallAr
     }
     if (name == "escape" || name == "e" || name == "forceescape") return rt.make_str(html_escape(in).text());
     fail(GPT_ERR_UNSUPPORTED, "the filter '%s'", name.c_str());
-}
-
-bool apply_test(Runtime &rt, const std::string &name, const Value &in, CallArgs &a) {
-    rt.charge(1);
-    const Value *x = arg(a, 0, "other");
-    auto need = [&]() -> const Value & {
-        if (!x) fail(GPT_ERR_FORMAT, "the test '%s' needs an argument", name.c_str());
-        return *x;
-    };
-    if (name == "defined") return !in.is_undefined();
-    if (name == "undefined") return in.is_undefined();
-    if (name == "none") return in.kind == Kind::None;
-    if (name == "boolean") return in.kind == Kind::Bool;
-    if (name == "true") return in.kind == Kind::Bool && in.b;
-    if (name == "false") return in.kind == Kind::Bool && !in.b;
-    if (name == "integer") return in.kind == Kind::Int;
-    if (name == "float") return in.kind == Kind::Float;
-    if (name == "number") return in.is_number();
-    if (name == "string") return in.is_str();
-    if (name == "mapping") return in.kind == Kind::Dict;
-    if (name == "iterable") return in.kind == Kind::Str || in.kind == Kind::List || in.kind == Kind::Dict || in.is_undefined();
-    if (name == "sequence") return in.kind == Kind::Str || in.kind == Kind::List || in.kind == Kind::Dict || in.is_undefined();
-    if (name == "callable") return in.kind == Kind::Callable;
-    if (name == "escaped") return false;
-    if (name == "odd" || name == "even") {
-        if (in.kind != Kind::Int && in.kind != Kind::Bool) fail(GPT_ERR_FORMAT, "the test '%s' needs an integer", name.c_str());
-        const int64_t v = in.kind == Kind::Int ? in.i : in.b;
-        return (v % 2 != 0) == (name == "odd");
-    }
-    if (name == "divisibleby") {
-        const Value &d = need();
-        if ((in.kind != Kind::Int && in.kind != Kind::Bool) || d.kind != Kind::Int) fail(GPT_ERR_UNSUPPORTED, "divisibleby on non-integers");
-        if (d.i == 0) fail(GPT_ERR_FORMAT, "integer division or modulo by zero");
-        const int64_t v = in.kind == Kind::Int ? in.i : in.b;
-        return d.i == -1 || v % d.i == 0;
-    }
-    if (name == "eq" || name == "equalto" || name == "==") return equal(in, need());
-    if (name == "ne" || name == "!=") return !equal(in, need());
-    if (name == "lt" || name == "lessthan" || name == "<") return less(in, need());
-    if (name == "le" || name == "<=") return !less(need(), in);
-    if (name == "gt" || name == "greaterthan" || name == ">") return less(need(), in);
-    if (name == "ge" || name == ">=") return !less(in, need());
-    if (name == "sameas") {
-        const Value &o = need();
-        if (in.kind != o.kind) return false;
-        switch (in.kind) {
-        case Kind::None:
-        case Kind::Undefined: return true;
-        case Kind::Bool: return in.b == o.b;
-        case Kind::Str: return in.text() == o.text(); // equal literals are one interned object in CPython
-        case Kind::List: return in.l == o.l;
-        case Kind::Dict: return in.d == o.d;
-        case Kind::Namespace: return in.ns == o.ns;
-        case Kind::Callable: return in.fn == o.fn;
-        default: return equal(in, o) && in.kind == o.kind; // small ints are shared objects in CPython
-        }
-    }
-    if (name == "in") {
-        const Value &seq = need();
-        if (seq.is_str()) {
-            if (!in.is_str()) fail(GPT_ERR_FORMAT, "'in <string>' requires string as left operand, not %s", type_name(in));
-            return seq.text().find(in.text()) != std::string::npos;
-        }
-        for (const Value &v : iterate(rt, seq))
-            if (equal(v, in)) return true;
-        return false;
-    }
-    if (name == "lower" || name == "upper") {
-        if (!in.is_str()) return false;
-        bool cased = false;
-        for (char c : in.text()) {
-            if ((unsigned char)c >= 0x80) fail(GPT_ERR_UNSUPPORTED, "the test '%s' on non-ASCII text", name.c_str());
-            const bool up = c >= 'A' && c <= 'Z', lo = c >= 'a' && c <= 'z';
-            if ((name == "lower" && up) || (name == "upper" && lo)) return false;
-            cased = cased || up || lo;
-        }
-        return cased;
-    }
-    fail(GPT_ERR_UNSUPPORTED, "the test '%s'", name.c_str());
-}
-
-Value global_function(Runtime &rt, const std::string &name) {
-    auto fn = [](std::string n, std::function<Value(CallArgs &)> f) {
-        Value v;
-        v.kind = Kind::Callable;
-        v.fn = std::make_shared<const Callable>(Callable{std::move(n), std::move(f)});
-        return v;
-    };
-    if (name == "range") {
-        return fn("range", [&rt](CallArgs &a) {
-            int64_t v[3] = {0, 0, 1};
-            const size_t n = a.positional.size();
-            if (n < 1 || n > 3 || !a.keyword.empty()) fail(GPT_ERR_FORMAT, "range expects 1 to 3 integer arguments");
-            for (size_t k = 0; k < n; k++) {
-                const Value &x = a.positional[k];
-                if (x.kind != Kind::Int && x.kind != Kind::Bool) fail(GPT_ERR_FORMAT, "range: '%s' object cannot be interpreted as an integer", type_name(x));
-                v[n == 1 ? 1 : k] = x.kind == Kind::Int ? x.i : x.b;
-            }
-            const int64_t start = v[0], stop = v[1], step = v[2];
-            if (step == 0) fail(GPT_ERR_FORMAT, "range() arg 3 must not be zero");
-            const long double count_ld = step > 0 ? (stop > start ? ((long double)stop - start + step - 1) / step : 0)
-                                                  : (start > stop ? ((long double)start - stop - step - 1) / -step : 0);
-            rt.check_items((size_t)std::min<long double>(count_ld, (long double)SIZE_MAX / 2));
-            const int64_t count = (int64_t)count_ld;
-            rt.charge((uint64_t)count);
-            List out;
-            out.reserve((size_t)count);
-            for (int64_t k = 0; k < count; k++) out.push_back(Value::integer(start + k * step));
-            return Value::list(std::move(out));
-        });
-    }
-    if (name == "namespace") {
-        return fn("namespace", [&rt](CallArgs &a) {
-            Value v;
-            v.kind = Kind::Namespace;
-            v.ns = std::make_shared<Namespace>();
-            rt.track(v.ns);
-            for (const Value &p : a.positional) {
-                if (p.kind != Kind::Dict) fail(GPT_ERR_FORMAT, "namespace() takes keyword arguments or a dict");
-                v.ns->attrs = *p.d;
-            }
-            for (auto &kv : a.keyword) {
-                bool set = false;
-                for (auto &e : v.ns->attrs)
-                    if (e.first == kv.first) e.second = kv.second, set = true;
-                if (!set) v.ns->attrs.push_back(kv);
-            }
-            return v;
-        });
-    }
-    if (name == "dict") {
-        return fn("dict", [](CallArgs &a) {
-            if (!a.positional.empty()) fail(GPT_ERR_UNSUPPORTED, "dict() with positional arguments");
-            return Value::dict(a.keyword);
-        });
-    }
-    if (name == "raise_exception") {
-        return fn("raise_exception", [](CallArgs &a) -> Value {
-            const std::string msg = a.positional.empty() ? std::string() : to_str(a.positional[0]);
-            fail(GPT_ERR_INVALID_ARG, "the chat template refused the conversation: %s", msg.c_str());
-        });
-    }
-    if (name == "strftime_now") {
-        return fn("strftime_now", [&rt](CallArgs &a) {
-            if (a.positional.size() != 1 || !a.positional[0].is_str()) fail(GPT_ERR_FORMAT, "strftime_now takes one format string");
-            return rt.make_str(rt.now(a.positional[0].text()));
-        });
-    }
-    if (name == "lipsum" || name == "cycler" || name == "joiner")
-        return fn(name, [name](CallArgs &) -> Value { fail(GPT_ERR_UNSUPPORTED, "the global function %s()", name.c_str()); });
-    return Value::undefined(name);
 }
 
 } // namespace gpt::chat
