@@ -205,6 +205,7 @@ Value get_attr(Runtime &rt, const Value &obj, const std::string &name) {
             Value m = dict_method(rt, obj, name);
             return m.kind == Kind::Callable ? m : unsafe_method("dict", name);
         }
+        rt.charge(obj.d->size() / 8); // a linear lookup (dicts in templates are small)
         const Value *v = dict_find(*obj.d, name);
         return v ? *v : Value::undefined(name);
     }
@@ -236,6 +237,7 @@ Value get_item(Runtime &rt, const Value &obj, const Value &key) {
         return Value::str(obj.text().substr(off[(size_t)i], off[(size_t)i + 1] - off[(size_t)i]));
     }
     if (obj.kind == Kind::Dict && key.is_str()) {
+        rt.charge(obj.d->size() / 8);
         const Value *v = dict_find(*obj.d, key.text());
         if (v) return *v;
     }
@@ -291,7 +293,7 @@ Value get_slice(Runtime &rt, const Value &obj, const Value *start, const Value *
 List iterate(Runtime &rt, const Value &v) {
     switch (v.kind) {
     case Kind::Undefined: return {};
-    case Kind::List: return *v.l;
+    case Kind::List: rt.charge(v.l->size()); return *v.l;
     case Kind::Dict: {
         List out;
         rt.charge(v.d->size());

@@ -265,7 +265,7 @@ Value sort_like(Runtime &rt, const std::string &name, const Value &in, CallArgs 
     auto key = [&](const Value &v) { return fold_case(attr && attr->is_str() ? attr_path(rt, v, attr->text()) : v, case_sensitive); };
     if (sort) {
         std::stable_sort(items.begin(), items.end(), [&](const Value &x, const Value &y) {
-            return reverse ? less(key(y), key(x)) : less(key(x), key(y));
+            return reverse ? rt.lt(key(y), key(x)) : rt.lt(key(x), key(y));
         });
         return Value::list(std::move(items));
     }
@@ -274,7 +274,7 @@ Value sort_like(Runtime &rt, const std::string &name, const Value &in, CallArgs 
         for (const Value &v : items) {
             const Value k = key(v);
             rt.charge(seen.size());
-            if (std::none_of(seen.begin(), seen.end(), [&](const Value &s) { return equal(s, k); })) {
+            if (std::none_of(seen.begin(), seen.end(), [&](const Value &s) { return rt.eq(s, k); })) {
                 seen.push_back(k);
                 out.push_back(v);
             }
@@ -284,7 +284,7 @@ Value sort_like(Runtime &rt, const std::string &name, const Value &in, CallArgs 
     if (items.empty()) return Value::undefined();
     size_t best = 0;
     for (size_t k = 1; k < items.size(); k++) {
-        const bool better = name == "min" ? less(key(items[k]), key(items[best])) : less(key(items[best]), key(items[k]));
+        const bool better = name == "min" ? rt.lt(key(items[k]), key(items[best])) : rt.lt(key(items[best]), key(items[k]));
         if (better) best = k;
     }
     return items[best];

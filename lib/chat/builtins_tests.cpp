@@ -41,12 +41,12 @@ bool apply_test(Runtime &rt, const std::string &name, const Value &in, CallArgs 
         const int64_t v = in.kind == Kind::Int ? in.i : in.b;
         return d.i == -1 || v % d.i == 0;
     }
-    if (name == "eq" || name == "equalto" || name == "==") return equal(in, need());
-    if (name == "ne" || name == "!=") return !equal(in, need());
-    if (name == "lt" || name == "lessthan" || name == "<") return less(in, need());
-    if (name == "le" || name == "<=") return !less(need(), in);
-    if (name == "gt" || name == "greaterthan" || name == ">") return less(need(), in);
-    if (name == "ge" || name == ">=") return !less(in, need());
+    if (name == "eq" || name == "equalto" || name == "==") return rt.eq(in, need());
+    if (name == "ne" || name == "!=") return !rt.eq(in, need());
+    if (name == "lt" || name == "lessthan" || name == "<") return rt.lt(in, need());
+    if (name == "le" || name == "<=") return !rt.lt(need(), in);
+    if (name == "gt" || name == "greaterthan" || name == ">") return rt.lt(need(), in);
+    if (name == "ge" || name == ">=") return !rt.lt(in, need());
     if (name == "sameas") {
         const Value &o = need();
         if (in.kind != o.kind) return false;
@@ -59,7 +59,7 @@ bool apply_test(Runtime &rt, const std::string &name, const Value &in, CallArgs 
         case Kind::Dict: return in.d == o.d;
         case Kind::Namespace: return in.ns == o.ns;
         case Kind::Callable: return in.fn == o.fn;
-        default: return equal(in, o) && in.kind == o.kind; // small ints are shared objects in CPython
+        default: return rt.eq(in, o) && in.kind == o.kind; // small ints are shared objects in CPython
         }
     }
     if (name == "in") {
@@ -69,7 +69,7 @@ bool apply_test(Runtime &rt, const std::string &name, const Value &in, CallArgs 
             return seq.text().find(in.text()) != std::string::npos;
         }
         for (const Value &v : iterate(rt, seq))
-            if (equal(v, in)) return true;
+            if (rt.eq(v, in)) return true;
         return false;
     }
     if (name == "lower" || name == "upper") {

@@ -283,6 +283,7 @@ private:
         for (const auto &x : e.args) a.positional.push_back(eval(*x, scope));
         for (const auto &kw : e.kwargs) {
             Value v = eval(*kw.second, scope);
+            charge(a.keyword.size()); // the duplicate check
             bool dup = false;
             for (auto &k : a.keyword) dup = dup || k.first == kw.first;
             if (dup) fail(GPT_ERR_FORMAT, "keyword argument '%s' repeated", kw.first.c_str());
@@ -317,6 +318,7 @@ private:
                 const Value key = eval(*e.keys[k], scope);
                 if (!key.is_str()) fail(GPT_ERR_UNSUPPORTED, "a dict key of type %s (only strings)", type_name(key));
                 Value v = eval(*e.args[k], scope);
+                charge(out.size()); // the duplicate-key check
                 bool set = false;
                 for (auto &kv : out)
                     if (kv.first == key.text()) kv.second = v, set = true;
@@ -387,12 +389,12 @@ private:
     }
 
     Value binary(const std::string &op, const Value &a, const Value &b) {
-        if (op == "==") return Value::boolean(equal(a, b));
-        if (op == "!=") return Value::boolean(!equal(a, b));
-        if (op == "<") return Value::boolean(less(a, b));
-        if (op == ">") return Value::boolean(less(b, a));
-        if (op == "<=") return Value::boolean(!less(b, a));
-        if (op == ">=") return Value::boolean(!less(a, b));
+        if (op == "==") return Value::boolean(eq(a, b));
+        if (op == "!=") return Value::boolean(!eq(a, b));
+        if (op == "<") return Value::boolean(lt(a, b));
+        if (op == ">") return Value::boolean(lt(b, a));
+        if (op == "<=") return Value::boolean(!lt(b, a));
+        if (op == ">=") return Value::boolean(!lt(a, b));
         if (op == "in" || op == "not in") {
             CallArgs args;
             args.positional.push_back(b);

@@ -26,6 +26,19 @@ public:
         return Value::str(std::move(s));
     }
     void check_bytes(size_t n) const;
+    // equal() and less(), charged by the elements they visit.
+    bool eq(const Value &a, const Value &b) {
+        uint64_t work = 0;
+        const bool r = equal(a, b, &work);
+        charge(work);
+        return r;
+    }
+    bool lt(const Value &a, const Value &b) {
+        uint64_t work = 0;
+        const bool r = less(a, b, &work);
+        charge(work);
+        return r;
+    }
     void check_items(size_t n) const;
     // The local time formatted as strftime does (strftime_now).
     virtual std::string now(const std::string &format) = 0;

@@ -197,7 +197,8 @@ std::string to_repr(const Value &v) {
     return to_str(v);
 }
 
-bool equal(const Value &a, const Value &b) {
+bool equal(const Value &a, const Value &b, uint64_t *work) {
+    if (work) ++*work;
     if (a.is_number() && b.is_number()) {
         if (a.kind != Kind::Float && b.kind != Kind::Float) return as_int(a) == as_int(b);
         return as_double(a) == as_double(b);
@@ -210,13 +211,14 @@ bool equal(const Value &a, const Value &b) {
     case Kind::List:
         if (a.tuple != b.tuple || a.l->size() != b.l->size()) return false;
         for (size_t k = 0; k < a.l->size(); k++)
-            if (!equal((*a.l)[k], (*b.l)[k])) return false;
+            if (!equal((*a.l)[k], (*b.l)[k], work)) return false;
         return true;
     case Kind::Dict:
         if (a.d->size() != b.d->size()) return false;
         for (const auto &kv : *a.d) {
             const Value *o = dict_find(*b.d, kv.first);
-            if (!o || !equal(kv.second, *o)) return false;
+            if (work) *work += a.d->size(); // the key lookup
+            if (!o || !equal(kv.second, *o, work)) return false;
         }
         return true;
     case Kind::Namespace: return a.ns == b.ns;
@@ -225,7 +227,8 @@ bool equal(const Value &a, const Value &b) {
     }
 }
 
-bool less(const Value &a, const Value &b) {
+bool less(const Value &a, const Value &b, uint64_t *work) {
+    if (work) ++*work;
     if (a.is_number() && b.is_number()) {
         if (a.kind != Kind::Float && b.kind != Kind::Float) return as_int(a) < as_int(b);
         return as_double(a) < as_double(b);
@@ -234,8 +237,8 @@ bool less(const Value &a, const Value &b) {
     if (a.kind == Kind::List && b.kind == Kind::List && a.tuple == b.tuple) {
         const size_t n = std::min(a.l->size(), b.l->size());
         for (size_t k = 0; k < n; k++) {
-            if (equal((*a.l)[k], (*b.l)[k])) continue;
-            return less((*a.l)[k], (*b.l)[k]);
+            if (equal((*a.l)[k], (*b.l)[k], work)) continue;
+            return less((*a.l)[k], (*b.l)[k], work);
         }
         return a.l->size() < b.l->size();
     }

@@ -90,9 +90,10 @@ std::string to_str(const Value &v);
 // Python's repr(v).
 std::string to_repr(const Value &v);
 // Python's == (1 == 1.0 == True; lists and dicts element-wise; Undefined equals Undefined).
-bool equal(const Value &a, const Value &b);
+// work, when given, is increased by the elements visited (the interpreter charges them).
+bool equal(const Value &a, const Value &b, uint64_t *work = nullptr);
 // Python's <; throws gpt::Error (GPT_ERR_FORMAT) where Python raises TypeError.
-bool less(const Value &a, const Value &b);
+bool less(const Value &a, const Value &b, uint64_t *work = nullptr);
 // Python's float repr ("1.0", "1e-05", "inf").
 std::string float_repr(double x);
 // The type name Python would print in an error ("str", "int", "list", "dict", ...).
