@@ -461,7 +461,12 @@ typedef struct gpt_chat_message {
  * buffer with cap 0 is a size query, GPT_ERR_BUFFER_TOO_SMALL when short, a NUL after the
  * bytes when there is room. GPT_ERR_UNSUPPORTED (the message names the construct) for a
  * model without a template or a template the library cannot render; rendering is bounded in
- * time, memory and depth. */
+ * time, memory and depth. Roles and contents must be valid UTF-8 (GPT_ERR_INVALID_ARG names
+ * the message otherwise); a template that refuses the conversation (its raise_exception, e.g.
+ * "roles must alternate") gives GPT_ERR_INVALID_ARG with the template's message, and an
+ * error jinja2 would raise while rendering gives GPT_ERR_FORMAT naming the template line.
+ * The template sees messages, add_generation_prompt, bos_token/eos_token (the text of the
+ * model's special tokens), tools and documents (None), and strftime_now (the local clock). */
 GPT_API gpt_status gpt_chat_apply_template(const gpt_model *model, const gpt_chat_message *messages,
                                            size_t n_messages, uint32_t flags, char *buf, size_t cap,
                                            size_t *n_bytes);

@@ -18,6 +18,7 @@
 // and leave no file behind, temporary or not. The `gpt` binary runs once (GPT_TOOL).
 #include "gpt.h"
 
+#include "convert/chat_template_import.h"
 #include "convert/convert.h"
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
@@ -1302,6 +1303,82 @@ void test_convert_hf_tokenizer_padding(void **) {
     assert_string_equal((*tokens)[257].c_str(), "he");
 }
 
+// The chat template beside the tokenizer is kept (tokenizer_config.json's, unless a
+// chat_template.jinja overrides it, as transformers reads them) and gpt_chat_apply_template
+// renders it with the file's bos token.
+void test_convert_keeps_chat_template(void **) {
+    Scratch sc;
+    HfSpec s;
+    s.type = "gpt2", s.d = 16, s.heads = 2, s.ff = 32, s.vocab = 257, s.ctx = 8, s.tied = true, s.bos = 256, s.eos = {256};
+    const HfModel m = make_hf(s);
+    write_hf_dir(sc.src, m.config, m.entries(), 1);
+    json vocab = json::object();
+    for (int b = 0; b < 256; b++) vocab[std::string(1, (char)('!' + b % 90)) + std::to_string(b)] = b;
+    vocab["<|endoftext|>"] = 256;
+    write_text(sc.in_src("vocab.json"), vocab.dump());
+    write_text(sc.in_src("merges.txt"), "#version: 0.2\n");
+    const std::string from_config = "{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}";
+    write_text(sc.in_src("tokenizer_config.json"), json{{"chat_template", from_config}}.dump());
+    for (int pass = 0; pass < 2; pass++) {
+        const std::string want_template = pass == 0 ? from_config : "[{{ messages | length }}]";
+        if (pass == 1) write_text(sc.in_src("chat_template.jinja"), want_template);
+        const Run r = convert(sc.src, sc.in_out("m.gpt"), GPT_DTYPE_AUTO, true);
+        expect_ok(r, "gpt2 with a chat template");
+        gpt::format::ReadOptions ro;
+        auto f = gpt::format::WeightFile::open(sc.in_out("m.gpt"), ro);
+        std::string kept;
+        assert_true(f->metadata().get_str(gpt::keys::kChatTemplate, &kept));
+        assert_true(kept == want_template);
+        gpt_model_params mp;
+        gpt_model_params_init(&mp);
+        mp.device = GPT_DEVICE_CPU;
+        gpt_model *model = nullptr;
+        assert_int_equal(gpt_model_load(sc.in_out("m.gpt").c_str(), &mp, &model), GPT_OK);
+        const gpt_chat_message msgs[] = {{"user", "hi"}};
+        char buf[128];
+        size_t n = 0;
+        assert_int_equal(gpt_chat_apply_template(model, msgs, 1, 0, buf, sizeof buf, &n), GPT_OK);
+        assert_string_equal(buf, pass == 0 ? "<|endoftext|>user: hi\n" : "[1]");
+        gpt_model_free(model);
+    }
+}
+
+// Where the template comes from, as transformers reads it: chat_template.json; a list of
+// named templates (the "default" one, or none with a note); malformed files refused; a
+// template the renderer cannot render kept with a note.
+void test_import_chat_template_sources(void **) {
+    Scratch sc;
+    gpt::ImportNotes notes;
+    assert_true(gpt::import_chat_template(sc.src, &notes).text.empty()); // nothing there
+    write_text(sc.in_src("tokenizer_config.json"),
+               R"({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})");
+    assert_true(gpt::import_chat_template(sc.src, &notes).text == "D");
+    write_text(sc.in_src("tokenizer_config.json"), R"({"chat_template": [{"name": "rag", "template": "R"}]})");
+    notes.clear();
+    assert_true(gpt::import_chat_template(sc.src, &notes).text.empty());
+    assert_true(notes.size() == 1 && contains(notes[0], "no \"default\""));
+    write_text(sc.in_src("tokenizer_config.json"), R"({"chat_template": 5})");
+    try {
+        gpt::import_chat_template(sc.src, &notes);
+        fail_msg("a numeric chat_template was accepted");
+    } catch (const gpt::Error &e) {
+        assert_int_equal(e.status(), GPT_ERR_FORMAT);
+    }
+    write_text(sc.in_src("chat_template.json"), R"({"chat_template": "{% include 'x' %}"})");
+    notes.clear();
+    const gpt::FoundChatTemplate t = gpt::import_chat_template(sc.src, &notes);
+    assert_true(t.text == "{% include 'x' %}" && contains(t.file, "chat_template.json"));
+    assert_true(notes.size() == 1 && contains(notes[0], "cannot render"));
+    write_text(sc.in_src("chat_template.json"), "{");
+    try {
+        gpt::import_chat_template(sc.src, &notes);
+        fail_msg("malformed chat_template.json was accepted");
+    } catch (const gpt::Error &e) {
+        assert_int_equal(e.status(), GPT_ERR_FORMAT);
+        assert_true(contains(e.what(), "chat_template.json"));
+    }
+}
+
 // ----------------------------------------------------------------------- rejections
 
 // The Hugging Face checkpoint the rejection tests damage: llama 4q/2kv, d 32, vocab 40.
@@ -1747,6 +1824,8 @@ int main(void) {
         cmocka_unit_test(test_convert_llama2c_tokenizer_option),
         cmocka_unit_test(test_convert_llama2c_tokenizer_wrong_size),
         cmocka_unit_test(test_convert_hf_tokenizer_padding),
+        cmocka_unit_test(test_convert_keeps_chat_template),
+        cmocka_unit_test(test_import_chat_template_sources),
         cmocka_unit_test(test_convert_rejects_missing_tensor),
         cmocka_unit_test(test_convert_rejects_shape_mismatch),
         cmocka_unit_test(test_convert_rejects_unexpected_tensor),

@@ -59,5 +59,6 @@ inline constexpr const char *kTokIgnoreMerges = "tokenizer.ignore_merges"; // u3
 inline constexpr const char *kTokNormalizer = "tokenizer.normalizer"; // str: "none" | "nfc"
 inline constexpr const char *kTokLstripIds = "tokenizer.lstrip_ids";  // i32[]: added tokens that take the whitespace before them
 inline constexpr const char *kTokRstripIds = "tokenizer.rstrip_ids";  // i32[]: added tokens that take the whitespace after them
+inline constexpr const char *kChatTemplate = "tokenizer.chat_template"; // str, optional: the checkpoint's Jinja2 chat template
 
 } // namespace gpt::keys

@@ -4,6 +4,7 @@
 #include "runtime/model.h"
 
 #include "core/error.h"
+#include "format/keys.h"
 #include "tokenizer/tokenizer.h"
 
 #include <cstdio>
@@ -111,6 +112,7 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, con
     try {
         m->config_ = ModelConfig::from_metadata(file->metadata(), file->source());
         m->tok_data_ = TokenizerData::from_metadata(file->metadata(), m->config_.vocab_size, file->source());
+        file->metadata().get_str(keys::kChatTemplate, &m->chat_template_); // rendered (and checked) only when used
     } catch (const Error &e) {
         // Typed metadata getters ("key 'x' has type u64, expected u32", "... is missing") do
         // not know the file; name it like every other load error.

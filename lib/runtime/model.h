@@ -35,6 +35,8 @@ public:
     const Device &device() const { return *device_; }
     const TokenizerData &tokenizer_data() const { return tok_data_; }
     const Tokenizer *tokenizer() const { return tokenizer_.get(); } // nullptr when the file has none
+    // The checkpoint's chat template (tokenizer.chat_template); empty when the file has none.
+    const std::string &chat_template() const { return chat_template_; }
     DType weight_dtype() const { return weight_dtype_; }
     DType file_dtype() const { return file_dtype_; }
     uint64_t host_bytes() const;
@@ -57,6 +59,7 @@ private:
     DType weight_dtype_ = DType::F32;
     DType file_dtype_ = DType::F32;
     std::string source_;
+    std::string chat_template_;
 };
 
 // Resolves GPT_DEVICE_AUTO and checks an explicit device; throws on a bad request.

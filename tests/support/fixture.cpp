@@ -2,6 +2,7 @@
 #include "fixture.h"
 
 #include "dtype_values.h"
+#include "format/keys.h"
 #include "format/writer.h"
 #include "model/arch.h"
 
@@ -84,6 +85,7 @@ Model make(const Spec &s, const gpt::TokenizerData *tok) {
     gpt::format::Writer w;
     m.config.to_metadata(w.metadata());
     if (tok) tok->to_metadata(w.metadata());
+    if (!s.chat_template.empty()) w.metadata().set(gpt::keys::kChatTemplate, gpt::format::MetaValue::of_str(s.chat_template));
 
     for (const gpt::TensorSlot &slot : gpt::tensor_table(m.config)) {
         uint64_t n = 1;

@@ -35,6 +35,7 @@ struct Spec {
     std::vector<uint8_t> window_layers;
     float attn_softcap = 0, logit_softcap = 0, query_pre_attn_scalar = 0;
     float rope_theta_local = 10000.0f;
+    std::string chat_template;    // tokenizer.chat_template when not empty
 };
 
 struct Model {

@@ -8,6 +8,7 @@
 #include "convert/hf_model.h"
 #include "convert/llama2c.h"
 #include "convert/safetensors.h"
+#include "convert/chat_template_import.h"
 #include "convert/tokenizer_import.h"
 #include "core/error.h"
 #include "core/open_file.h"
@@ -304,6 +305,13 @@ ConvertResult convert_model(const ConvertOptions &opt) {
                  "; the file gets no tokenizer and works with token ids only");
         }
     }
+    // The chat template beside the tokenizer (a Hugging Face directory), else in SRC.
+    FoundChatTemplate chat;
+    if (tok.data.kind != TokenizerKind::NONE && !llama2c) {
+        const std::string tok_dir = is_directory(opt.tokenizer) ? opt.tokenizer : dir_name(tok.file);
+        chat = import_chat_template(is_directory(tok_dir) ? tok_dir : opt.src, &notes);
+        if (chat.text.empty() && is_directory(opt.src) && tok_dir != opt.src) chat = import_chat_template(opt.src, &notes);
+    }
     for (const std::string &n : notes) warn(n);
     if (tok.data.kind != TokenizerKind::NONE) {
         std::vector<std::string> w;
@@ -337,6 +345,7 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     c.to_metadata(w.metadata());
     tok.data.to_metadata(w.metadata());
     w.metadata().set(keys::kSource, format::MetaValue::of_str(plan.source));
+    if (!chat.text.empty()) w.metadata().set(keys::kChatTemplate, format::MetaValue::of_str(chat.text));
     for (const PlannedTensor &t : plan.tensors) {
         const PlannedTensor *tp = &t; // the plan outlives the writer
         const DType td = t.keep_f32 ? DType::F32 : dtype;
