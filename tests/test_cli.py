@@ -54,7 +54,8 @@ def run(*args, timeout=TIMEOUT):
 
 def run_input(args, text, timeout=TIMEOUT):
     """Runs gpt with args and text piped to stdin; returns (exit status, stdout, stderr)."""
-    p = subprocess.run([GPT] + [str(a) for a in args], input=text.encode(), stdout=subprocess.PIPE,
+    p = subprocess.run([GPT] + [str(a) for a in args], input=text if isinstance(text, bytes) else text.encode(),
+                       stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=timeout)
     err = p.stderr.decode("utf-8", "surrogateescape")
     no_sanitizer_report(args, err)
@@ -563,10 +564,9 @@ class Issue16(unittest.TestCase):
 TURN = re.compile(r"^gpt: turn (\d+): conversation (\d+) tokens, (\d+) reused from the cache, (\d+) run;", re.M)
 
 
-def chat_templates_supported():
-    """False while gpt_chat_apply_template is the placeholder that refuses every model."""
-    rc, out, err = run_input(["chat", KJV], "")
-    return "not supported by this build" not in err
+# ChatML, as a fixture model's template (its vocabulary has no ChatML tokens: they are text).
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
 class Chat(unittest.TestCase):
@@ -586,8 +586,7 @@ class Chat(unittest.TestCase):
         return out[len(transcript):-1]  # the continuation, without generate's final newline
 
     def test_no_template_refused(self):
-        if chat_templates_supported():
-            self.skipTest("the library renders chat templates now: see test_template_chat")
+        # The shipped model has no chat template: gpt chat says so and names --plain.
         rc, out, err = run_input(["chat", KJV], "Hello\n")
         self.assertEqual((rc, out), (1, ""), err)
         self.assertIn("chat template", err)
@@ -670,20 +669,23 @@ class Chat(unittest.TestCase):
         self.assertIn("outside the model's vocabulary", err)
 
     def test_template_chat(self):
-        # Enabled once gpt_chat_apply_template renders templates: the converted instruct-style
-        # model of tests/reference (or any file with a template) answers two turns, the second
-        # reusing the first from the cache.
-        if not chat_templates_supported():
-            self.skipTest("gpt_chat_apply_template is the placeholder: no template renders yet")
-        model = os.environ.get("GPT_TEST_CHAT_MODEL")
-        if not model:
-            self.skipTest("set GPT_TEST_CHAT_MODEL to a weight file with a chat template")
-        rc, out, err = run_input(["chat", model, "--verbose", "--temp", "0", "-n", "32"], "Hello!\nWhat is 2+2?\n",
-                                 timeout=300)
-        self.assertEqual(rc, 0, err)
-        turns = [tuple(map(int, m)) for m in TURN.findall(err)]
-        self.assertEqual(len(turns), 2, err)
-        self.assertGreater(turns[1][2], turns[0][1] - 1, err)
+        # A model whose file carries a chat template: three turns, each reusing the cache for
+        # everything before its new message; a line of invalid UTF-8 (and answers from random
+        # weights, which can be invalid UTF-8 too) does not stop the conversation.
+        with tempfile.TemporaryDirectory() as d:
+            model = Path(d) / "chat.gpt"
+            fixture.write_model(str(model), chat_template=CHATML, context_length=512)
+            said = b"Hello!\n\xff\xfe broken \xc3\n" + "What now, Grüße?\n".encode()
+            rc, out, err = run_input(["chat", model, "--verbose", "--temp", "0", "-n", "8", "--threads", "2",
+                                      "--system", "Be brief."], said)
+            self.assertEqual(rc, 0, err)
+            turns = [tuple(map(int, m)) for m in TURN.findall(err)]
+            self.assertEqual([t[0] for t in turns], [1, 2, 3], err)
+            for number, total, reused, ran in turns:
+                self.assertEqual(total, reused + ran)
+                if number > 1:  # the system prompt and every earlier user turn came from the cache
+                    self.assertGreater(reused, turns[0][1] // 2, err)
+                    self.assertLess(ran, total - reused + 1)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def check_rendering(build, gptfile, fast):
             want = fast.apply_chat_template(conv, tokenize=False, add_generation_prompt=gen)
             got = model.chat_template(conv, add_generation_prompt=gen)
             ids_want = fast.apply_chat_template(conv, tokenize=True, add_generation_prompt=gen)
-            if isinstance(ids_want, dict):
+            if not isinstance(ids_want, list):  # a BatchEncoding in transformers 5
                 ids_want = ids_want["input_ids"]
             ids_got = list(model.tokenize(got, add_bos=False, parse_special=True))
             same = got == want and ids_got == list(ids_want)
@@ -99,7 +99,10 @@ def chat_turns(gpt, gptfile, device, turns):
     for number, total, reused, ran, rest in rows:
         print(f"  turn {number:>2}: conversation {total:>5} tokens, reused {reused:>5}, run {ran:>3};{rest}")
     ok = r.returncode == 0 and len(rows) == turns
-    ok &= all(int(ran) < 40 for _, _, _, ran, _ in rows[1:])
+    # A turn runs its new message and the template's markers, plus the previous answer from
+    # where its re-tokenized text departs from the sampled tokens (random weights sample
+    # non-canonical token sequences): never the history before it.
+    ok &= all(int(ran) <= 24 + 40 for _, _, _, ran, _ in rows[1:])
     if not ok:
         print(err[-2000:])
     return ok

@@ -49,6 +49,38 @@ void usage() {
                 SamplingOptions::help());
 }
 
+// Length of the valid UTF-8 sequence at s[i], 0 when there is none (overlong forms,
+// surrogates and values past U+10FFFF are not UTF-8).
+size_t utf8_sequence_at(const std::string &s, size_t i) {
+    const unsigned char c = (unsigned char)s[i];
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return 0;
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1Fu) : n == 3 ? (c & 0x0Fu) : (c & 0x07u);
+    for (size_t k = 1; k < n; k++) {
+        const unsigned char cc = (unsigned char)s[i + k];
+        if ((cc & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (cc & 0x3Fu);
+    }
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+// The chat template takes UTF-8 only, but a typed line or an answer cut at the token cap can
+// hold invalid bytes: each becomes U+FFFD (the conversation goes on; the cache keeps what
+// still matches).
+std::string valid_utf8(const std::string &s) {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        const size_t n = utf8_sequence_at(s, i);
+        if (n) out.append(s, i, n), i += n;
+        else out += "\xEF\xBF\xBD", i++;
+    }
+    return out;
+}
+
 uint64_t random_seed() {
     try {
         std::random_device rd;
@@ -168,7 +200,7 @@ public:
             gpt_ctx_reset(ctx_);
             cached_.clear();
         }
-        messages.push_back(Message{"assistant", answer_});
+        messages.push_back(Message{"assistant", valid_utf8(answer_)});
         if (st == GPT_ERR_CONTEXT_FULL || (n_out == cap && cap < max_tokens))
             std::fprintf(stderr, "gpt chat: the context is full (%u tokens): the answer was cut; /reset to start over\n", max_seq_);
         if (verbose_) {
@@ -286,7 +318,7 @@ int cmd_chat(int argc, char **argv) {
     }
     Chat chat(model.get(), ctx.get(), cp.max_seq, plain, verbose);
     std::vector<Message> base;
-    if (have_system) base.push_back(Message{"system", system});
+    if (have_system) base.push_back(Message{"system", valid_utf8(system)});
     {
         // Refused up front when the model has no template this library can render.
         std::vector<Message> probe = base;
@@ -321,7 +353,7 @@ int cmd_chat(int argc, char **argv) {
             if (interactive) std::fprintf(stderr, "gpt chat: the conversation was cleared\n");
             continue;
         }
-        messages.push_back(Message{"user", line});
+        messages.push_back(Message{"user", valid_utf8(line)});
         if (chat.turn(messages, sp, max_tokens, number)) number++;
     }
     if (interactive) std::printf("\n");

@@ -155,8 +155,9 @@ def byte_level_tokenizer():
 
 
 def make_model(arch="llama", seed=1, n_layers=2, d_model=32, n_heads=4, n_kv_heads=2, d_ff=64,
-               context_length=256, name="fixture", tied_head=False):
-    """Returns the bytes of a random model with the byte-level tokenizer."""
+               context_length=256, name="fixture", tied_head=False, chat_template=None):
+    """Returns the bytes of a random model with the byte-level tokenizer (and chat_template, a
+    Jinja2 text, as tokenizer.chat_template when given)."""
     tokens, types, merges, eos = byte_level_tokenizer()
     vocab = len(tokens)
     gpt2 = arch == "gpt2"
@@ -189,6 +190,8 @@ def make_model(arch="llama", seed=1, n_layers=2, d_model=32, n_heads=4, n_kv_hea
         ("tokenizer.bos_id", I32, -1),
         ("tokenizer.eos_id", I32, eos),
     ]
+    if chat_template is not None:
+        meta.append(("tokenizer.chat_template", STR, chat_template))
     q, kv = n_heads * head_dim, n_kv_heads * head_dim
     shapes = [("tok_emb.weight", (vocab, d_model))]
     if gpt2:
