@@ -561,6 +561,41 @@ class Issue16(unittest.TestCase):
         self.assertGreater(j["weight_bytes"], 0)
 
 
+def nanogpt_params(n_layer, d, vocab, block, bias):
+    """nanoGPT model.py's parameter count (all of them): wte (lm_head tied to it), wpe, per block
+    ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc (4 d), mlp.c_proj, then ln_f; biases only with
+    bias=True."""
+    def linear(n_in, n_out):
+        return n_in * n_out + (n_out if bias else 0)
+    norm = d * (2 if bias else 1)
+    per_block = 2 * norm + linear(d, 3 * d) + linear(d, d) + linear(d, 4 * d) + linear(4 * d, d)
+    return vocab * d + block * d + n_layer * per_block + norm
+
+
+class CharacterShapes(unittest.TestCase):
+    """`gpt bench --synthetic` shapes of bench/compare_nanogpt.py (issue 21) against nanoGPT's
+    model: the parameter count of its GPT class and the context (block_size)."""
+
+    def test_nanogpt_count_matches_nanogpt(self):
+        # nanoGPT prints "number of parameters: 10.65M" for train_shakespeare_char.py (bias=False,
+        # wpe left out of the count).
+        self.assertEqual(round((nanogpt_params(6, 384, 65, 256, False) - 256 * 384) / 1e6, 2), 10.65)
+
+    def test_synthetic_character_shapes(self):
+        shapes = {"nanogpt-shakespeare-char": (6, 384, 65, 256), "char-dense-768": (12, 768, 95, 256)}
+        for name, (layers, d, vocab, block) in shapes.items():
+            with self.subTest(name=name):
+                rc, out, err = run("bench", "--synthetic", name, "--device", "cpu", "--threads", "1", "--reps", "1",
+                                   "--warmup", "0", "--prefill", "4", "--decode", "2", "--json")
+                self.assertEqual(rc, 0, err)
+                # A converted nanoGPT checkpoint with bias=False holds zero biases, so the file
+                # (and the synthetic shape) has nanoGPT's bias=True count.
+                self.assertEqual(json.loads(out)["params"], nanogpt_params(layers, d, vocab, block, True))
+                rc, out, err = run("bench", "--synthetic", name, "--device", "cpu", "--pos", str(block - 2), "--decode", "4")
+                self.assertEqual((rc, out), (2, ""), err)
+                self.assertIn("the context of %s is %d" % (name, block), err)
+
+
 TURN = re.compile(r"^gpt: turn (\d+): conversation (\d+) tokens, (\d+) reused from the cache, (\d+) run;", re.M)
 
 

@@ -29,6 +29,15 @@ const std::vector<SyntheticShape> &synthetic_shapes() {
         {"tile-small", "gpt2", 4, 64, 4, 4, 256, 50257, 1024, true, true, 0},
         {"tile-medium", "gpt2", 6, 128, 4, 4, 512, 50257, 1024, true, true, 0},
         {"tile-large", "gpt2", 8, 256, 8, 8, 1024, 50257, 1024, true, true, 0},
+        // Character-level models (issue 21), the shapes of bench/compare_nanogpt.py. nanoGPT's
+        // config/train_shakespeare_char.py: 6 layers, 6 heads, 384 wide, block_size 256, the 65
+        // characters of its Shakespeare; train.py's bias=False (a converted file holds zero
+        // biases, so the work is the same), tied head. nanoGPT's exact GELU is a metadata key
+        // of the .pt converter; here the tanh form (the same cost).
+        {"nanogpt-shakespeare-char", "gpt2", 6, 384, 6, 6, 1536, 65, 256, true, true, 0},
+        // The founding document's dense character-level transformer: 12 layers, 8 heads, 768
+        // wide, 95 characters; its context is not given there: 256, as shakespeare_char's.
+        {"char-dense-768", "gpt2", 12, 768, 8, 8, 3072, 95, 256, true, true, 0},
     };
     return shapes;
 }
