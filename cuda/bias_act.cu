@@ -9,6 +9,14 @@ __device__ __forceinline__ float gelu_tanh(float v) {
     return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
 }
 
+// The activation codes of backend.h's Activation: 1 GELU (tanh), 2 GELU (erf), 3 ReLU.
+__device__ __forceinline__ float activate(float v, int act) {
+    if (act == 1) return gelu_tanh(v);
+    if (act == 2) return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+    if (act == 3) return v > 0.0f ? v : 0.0f;
+    return v;
+}
+
 template <typename T>
 static __global__ void bias_act_kernel(T *y, const float *bias, int gelu, float *residual, uint64_t total, uint32_t n) {
     pdl_wait();
@@ -16,7 +24,7 @@ static __global__ void bias_act_kernel(T *y, const float *bias, int gelu, float 
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < total; i += (uint64_t)gridDim.x * blockDim.x) {
         float v = to_f32(y[i]);
         if (bias) v += bias[i % n];
-        if (gelu) v = gelu_tanh(v);
+        v = activate(v, gelu);
         if (residual) residual[i] += v;
         else y[i] = from_f32<T>(v);
     }

@@ -52,6 +52,14 @@ __device__ __forceinline__ float gelu_tanh(float v) {
     return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
 }
 
+// The activation codes of backend.h's Activation: 1 GELU (tanh), 2 GELU (erf), 3 ReLU.
+__device__ __forceinline__ float activate(float v, int act) {
+    if (act == 1) return gelu_tanh(v);
+    if (act == 2) return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+    if (act == 3) return v > 0.0f ? v : 0.0f;
+    return v;
+}
+
 // Eight (or four for f32) elements of a 16-byte vector, widened.
 template <typename T> struct Vec;
 template <> struct Vec<float> {
@@ -182,7 +190,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
                 const float g = to_f32(from_f32<T>(v)), up = to_f32(from_f32<T>(acc[1][r]));
                 v = g / (1.0f + __expf(-g)) * up;
             }
-            if (a.gelu) v = gelu_tanh(v);
+            v = activate(v, a.gelu);
             if (a.residual) a.residual[(uint64_t)r * a.n + col] += v;
             else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + col] = v;
             else ((T *)a.y)[(uint64_t)r * a.n + col] = from_f32<T>(v);

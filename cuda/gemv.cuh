@@ -17,7 +17,7 @@ struct GemvArgs {
     void *y;              // [rows][n] in dtype (f32 with y_f32; unused when residual is set)
     float *residual;      // [rows][n] f32: residual += result, or null
     uint32_t rows, n, k;
-    int gelu;             // apply GELU (tanh) after the bias
+    int gelu;             // activation after the bias: 0 none, 1 GELU (tanh), 2 GELU (erf), 3 ReLU
     int swiglu;           // y = silu(x . gate_row) * (x . up_row)
     int y_f32;            // y is f32 (logits) instead of dtype
     int dtype;

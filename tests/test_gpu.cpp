@@ -184,7 +184,7 @@ void test_gpu_gemm_bias_gelu(void **) {
     for (Case c : {Case{DType::F32, false, 1e-5}, Case{DType::F32, true, 5e-4}, Case{DType::F16, false, 1e-2},
                    Case{DType::BF16, false, 1e-2}})
         for (uint32_t rows : {1u, 7u, 130u})
-            for (int gelu : {0, 1}) {
+            for (int gelu : {0, 1, 2, 3}) { // Activation codes: none, GELU tanh, GELU erf, ReLU
                 const uint32_t k = 123, n = 77;
                 auto x = randn(rows * k), w = randn(n * k, 0.2f), b = randn(n, 0.5f);
                 round_to(x, c.t);
@@ -207,8 +207,7 @@ void test_gpu_gemm_bias_gelu(void **) {
                 Wh.dtype = DType::F32;
                 std::vector<float> want(rows * n), scratch(k);
                 gpt::cpu::matmul_block(x.data(), rows, Wh, b.data(), 0, n, want.data(), n, scratch.data());
-                if (gelu)
-                    for (auto &v : want) v = gpt::cpu::gelu_tanh(v);
+                for (auto &v : want) v = gpt::cpu::activate((gpt::Activation)gelu, v);
                 std::string what = std::string("gemm ") + dname(c.t) + (c.tf32 ? "+tf32" : "") + " rows=" + std::to_string(rows);
                 expect_close(what.c_str(), dy.download(), want, c.tol);
             }
@@ -224,9 +223,10 @@ void test_gpu_gemv(void **) {
     uint32_t splits_seen = 0;
     for (DType t : {DType::F32, DType::F16, DType::BF16})
         for (uint32_t rows = 1; rows <= kGemvMaxRows; rows++)
-            for (int mode = 0; mode < 5; mode++) {
-                const bool bias = mode == 1 || mode == 3, gelu = mode == 1, residual = mode == 3, f32_out = mode == 2,
-                           swiglu = mode == 4;
+            for (int mode = 0; mode < 7; mode++) {
+                // Modes 5 and 6: bias with GELU (erf) and with ReLU.
+                const bool bias = mode == 1 || mode == 3 || mode >= 5, residual = mode == 3, f32_out = mode == 2, swiglu = mode == 4;
+                const int gelu = mode == 1 ? 1 : mode == 5 ? 2 : mode == 6 ? 3 : 0;
                 // k: several pipelined chunks (6144), a partial last chunk (1160), under one chunk (136);
                 // with n = 77 columns the rows are split over 1 to 8 warps (checked below).
                 const uint32_t k = mode == 3 ? 6144 : mode == 4 ? 1160 : mode == 1 ? 2048 : 136, n = mode == 2 ? 1003 : 77;
@@ -275,7 +275,7 @@ void test_gpu_gemv(void **) {
                             round_to(gu, t);
                             v = gpt::cpu::silu(gu[0]) * gu[1];
                         }
-                        if (gelu) v = gpt::cpu::gelu_tanh(v);
+                        v = gpt::cpu::activate((gpt::Activation)gelu, v);
                         want[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
                     }
                 char what[96];

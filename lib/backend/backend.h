@@ -13,7 +13,7 @@
 //                   with out == X the result is added to the residual stream instead
 //   attention       QKV -> RoPE, append K/V to the cache, causal attention -> ATT
 //   matmul_swiglu   FF[rows, d_ff] = silu(in @ gate^T) * (in @ up^T), w = [gate rows | up rows]
-//   logits          LOGITS[selected rows, vocab] = H[selected] @ head^T        f32
+//   logits          LOGITS[selected rows, vocab] = H[selected] @ head^T (+ b)  f32
 // Activation dtypes other than X and LOGITS are the executor's compute dtype.
 #pragma once
 
@@ -30,7 +30,8 @@ namespace gpt {
 
 enum class Act : uint8_t { X, H, QKV, ATT, FF };
 enum class NormKind : uint8_t { LAYER, RMS };
-enum class Activation : uint8_t { NONE, GELU_TANH };
+// Values are the activation codes the CUDA kernels take (gemv.cuh, bias_act.cuh).
+enum class Activation : uint8_t { NONE = 0, GELU_TANH = 1, GELU_ERF = 2, RELU = 3 };
 
 // What a backend knows of a model: its dimensions, and the features that decide which
 // buffers an executor needs. Per-op features (norm kind, biases, activation) come with the ops.
@@ -104,8 +105,8 @@ public:
     virtual void matmul_swiglu(Act in, const Weight &w, Act out) = 0;
     // Projects the selected rows of H onto the vocabulary. all_logits with a host buffer
     // writes every row's logits there ([rows][vocab]); otherwise the last-row logits stay in
-    // the executor for read_logits / sample.
-    virtual void logits(const Weight &head, float *host_all_logits) = 0;
+    // the executor for read_logits / sample. bias: [vocab] f32 added to every row, or null.
+    virtual void logits(const Weight &head, float *host_all_logits, const Weight *bias = nullptr) = 0;
 
     // After run(): copy each sequence's last-row logits to host [batch][vocab].
     virtual void read_logits(float *host) = 0;

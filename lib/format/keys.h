@@ -19,8 +19,10 @@ inline constexpr const char *kNormEps = "model.norm_eps";           // f32
 inline constexpr const char *kRopeTheta = "model.rope_theta";       // f32 (llama)
 inline constexpr const char *kTiedHead = "model.tied_head";         // u32 0/1
 inline constexpr const char *kQkvBias = "model.qkv_bias";           // u32 0/1 (llama; gpt2 always has biases)
+inline constexpr const char *kFfnActivation = "model.ffn_activation"; // str, optional (gpt2): "gelu_tanh" (default) | "gelu_erf" | "relu"
+inline constexpr const char *kHeadBias = "model.head_bias";         // u32 0/1, optional (gpt2): the file holds lm_head.bias
 
-inline constexpr const char *kTokModel = "tokenizer.model";         // str: "none" | "bpe" | "spm"
+inline constexpr const char *kTokModel = "tokenizer.model";         // str: "none" | "bpe" | "spm" | "char"
 inline constexpr const char *kTokPre = "tokenizer.pre";             // str: "gpt2" | "llama3" | "none"
 inline constexpr const char *kTokTokens = "tokenizer.tokens";       // str[] (vocab_size entries)
 inline constexpr const char *kTokScores = "tokenizer.scores";       // f32[] (spm)

@@ -11,6 +11,11 @@
 
 namespace gpt {
 
+// The feed-forward activation of gpt2-shaped models (model.ffn_activation): GPT-2 and minGPT
+// use the tanh approximation, nanoGPT's nn.GELU() the exact erf form, the lecture's gpt.py ReLU.
+enum class FfnActivation : uint8_t { GELU_TANH, GELU_ERF, RELU };
+const char *ffn_activation_name(FfnActivation a); // "gelu_tanh" | "gelu_erf" | "relu"
+
 struct ModelConfig {
     gpt_arch arch = GPT_ARCH_GPT2;
     std::string name;
@@ -26,6 +31,8 @@ struct ModelConfig {
     float rope_theta = 10000.0f; // llama only
     bool tied_head = false;
     bool qkv_bias = false;        // gpt2: always true
+    FfnActivation ffn_activation = FfnActivation::GELU_TANH; // gpt2 only
+    bool head_bias = false;       // gpt2 only: lm_head.bias [vocab] added to the logits
     int32_t bos_id = -1;
     int32_t eos_id = -1;
     // Every id that ends generation (tokenizer.eos_ids, else eos_id alone), eos_id first when

@@ -11,6 +11,7 @@ const char *tokenizer_kind_name(TokenizerKind k) {
     case TokenizerKind::NONE: return "none";
     case TokenizerKind::BPE: return "bpe";
     case TokenizerKind::SPM: return "spm";
+    case TokenizerKind::CHAR: return "char";
     }
     return "?";
 }
@@ -33,6 +34,7 @@ TokenizerData TokenizerData::from_metadata(const format::Metadata &m, uint32_t v
     if (kind == "none") return t;
     if (kind == "bpe") t.kind = TokenizerKind::BPE;
     else if (kind == "spm") t.kind = TokenizerKind::SPM;
+    else if (kind == "char") t.kind = TokenizerKind::CHAR;
     else fail(GPT_ERR_UNSUPPORTED, "%s: unknown tokenizer.model '%s'", src, kind.c_str());
 
     std::string pre = "none";

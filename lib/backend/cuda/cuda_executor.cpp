@@ -112,7 +112,8 @@ public:
             return;
         }
         GPT_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-        if (in_.all_logits && in_.host_all_logits) all_logits(g.head, in_.host_all_logits);
+        if (in_.all_logits && in_.host_all_logits)
+            all_logits(g.head, in_.host_all_logits, g.head_bias ? static_cast<const float *>(g.head_bias.data) : nullptr);
         else have_last_ = true;
     }
 
@@ -138,7 +139,7 @@ public:
         g.bias = bias;
         g.y = residual ? nullptr : buf(out);
         g.residual = residual ? dev<float>(plan_.x) : nullptr;
-        g.gelu = act == Activation::GELU_TANH;
+        g.gelu = (int)act; // the kernels' activation code (backend.h)
         if (try_gemv(in, w, g)) return;
         void *y = residual ? dev(plan_.delta) : buf(out);
         gemm(cublas_, w, buf(in), p_.compute, w.cols, y, p_.compute, rows_, p_.allow_tf32);
@@ -204,17 +205,19 @@ public:
         GPT_CUDA_CHECK(launch_attention(a, stream_));
     }
 
-    void logits(const Weight &head, float *host_all) override {
+    void logits(const Weight &head, float *host_all, const Weight *bias_w) override {
         const uint64_t d = shape_.d_model, a = dtype_bytes(p_.compute);
+        const float *bias = bias_w && *bias_w ? static_cast<const float *>(bias_w->data) : nullptr;
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
         if (in_.all_logits && host_all) {
             flush_delta();
             if (capturing_) { // the caller's buffer changes between calls: run the head after the graph
                 captured_head_ = head;
+                captured_head_bias_ = bias ? *bias_w : Weight{};
                 return;
             }
-            all_logits(head, host_all);
+            all_logits(head, host_all, bias);
             return;
         }
         flush_delta();
@@ -228,6 +231,7 @@ public:
             g.w = head.data;
             g.y = lg;
             g.y_f32 = 1;
+            g.bias = bias;
             g.rows = in_.batch;
             g.n = (uint32_t)head.rows;
             g.k = (uint32_t)head.cols;
@@ -235,12 +239,14 @@ public:
             GPT_CUDA_CHECK(launch_gemv(g, stream_));
         } else {
             gemm(cublas_, head, last, p_.compute, ld, lg, DType::F32, in_.batch, p_.allow_tf32);
+            if (bias)
+                GPT_CUDA_CHECK(launch_bias_act(lg, bias, 0, nullptr, in_.batch, (uint32_t)head.rows, (int)DType::F32, stream_));
         }
         have_last_ = true;
     }
 
     // Every row's logits, to host or device memory.
-    void all_logits(const Weight &head, float *host_all) {
+    void all_logits(const Weight &head, float *host_all, const float *bias) {
         const uint64_t d = shape_.d_model, v = shape_.vocab_size, a = dtype_bytes(p_.compute);
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
@@ -251,9 +257,12 @@ public:
                                    attr.type == cudaMemoryTypeDevice && attr.device == device_;
             cudaGetLastError();
             if (on_device) {
-                for (uint32_t b = 0; b < in_.batch; b++)
-                    gemm(cublas_, head, h + (uint64_t)b * in_.n_tokens * d * a, p_.compute, d,
-                         host_all + (uint64_t)b * in_.logits_seq_stride * v, DType::F32, in_.n_tokens, p_.allow_tf32);
+                for (uint32_t b = 0; b < in_.batch; b++) {
+                    float *y = host_all + (uint64_t)b * in_.logits_seq_stride * v;
+                    gemm(cublas_, head, h + (uint64_t)b * in_.n_tokens * d * a, p_.compute, d, y, DType::F32, in_.n_tokens,
+                         p_.allow_tf32);
+                    if (bias) GPT_CUDA_CHECK(launch_bias_act(y, bias, 0, nullptr, in_.n_tokens, (uint32_t)v, (int)DType::F32, stream_));
+                }
                 GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
                 have_last_ = false;
                 return;
@@ -264,6 +273,7 @@ public:
                     const uint32_t n = std::min(plan_.logits_rows, in_.n_tokens - t0);
                     gemm(cublas_, head, h + ((uint64_t)b * in_.n_tokens + t0) * d * a, p_.compute, d, lg, DType::F32, n,
                          p_.allow_tf32);
+                    if (bias) GPT_CUDA_CHECK(launch_bias_act(lg, bias, 0, nullptr, n, (uint32_t)v, (int)DType::F32, stream_));
                     // cudaMemcpyDefault: the caller's buffer may be host or device memory.
                     GPT_CUDA_CHECK(cudaMemcpyAsync(host_all + ((uint64_t)b * in_.logits_seq_stride + t0) * v, lg, 4 * n * v,
                                                    cudaMemcpyDefault, stream_));
@@ -345,6 +355,7 @@ private:
         uint64_t last_use = 0;
         cudaGraphExec_t exec = nullptr;
         Weight head; // for a full-logits shape: the head the graph leaves to run afterwards
+        Weight head_bias; // and its bias (empty: none)
     };
 
     Graph &graph_for(uint32_t batch, uint32_t n_tokens, bool all) {
@@ -401,6 +412,7 @@ private:
         if (e != cudaSuccess) g.exec = nullptr;
         GPT_CUDA_CHECK(e);
         g.head = captured_head_;
+        g.head_bias = captured_head_bias_;
         return true;
     }
 
@@ -460,6 +472,7 @@ private:
     uint64_t clock_ = 0;
     bool capturing_ = false;
     Weight captured_head_;
+    Weight captured_head_bias_;
     uint64_t allocations_ = 0;
     StepInput in_{};
     uint32_t rows_ = 0;
