@@ -458,8 +458,31 @@ def meta_pkl(chars, protocol=4):
     return pickle.dumps({"vocab_size": len(chars), "itos": itos, "stoi": stoi}, protocol=protocol)
 
 
+def write_corpus(directory):
+    """Seeds of tests/fuzz/corpus/fuzz_pt: tiny files of every layout (kept small so the
+    fuzzer's executions stay fast)."""
+    import os
+
+    os.makedirs(directory, exist_ok=True)
+    tiny = dict(n_layer=1, n_head=1, n_embd=4, block=4, vocab=5)
+    files = {
+        "nanogpt.pt": F_save(make_nanogpt(random.Random(1), **tiny)[0], "ckpt"),
+        "nanogpt_compiled_bf16.pt": F_save(make_nanogpt(random.Random(2), dtype="bf16", compiled=True, optimizer=False, **tiny)[0], "ckpt"),
+        "nanogpt_nobias_views.pt": F_save(make_nanogpt(random.Random(3), bias=False, layouts=True, masks=True, tied=False, **tiny)[0], "ckpt", zip64=True),
+        "mingpt.pt": F_save(make_mingpt(random.Random(4), **tiny)[0], "model", variant="torch1"),
+        "lecture_f16.pt": F_save(make_lecture(random.Random(5), dtype="f16", **tiny)[0], "archive"),
+        "meta_p4.pkl": meta_pkl("\n ab\u00e9\U0001F600", 4),
+        "meta_p2.pkl": meta_pkl("xyz", 2),
+    }
+    for name, data in files.items():
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data)
+
+
+def F_save(obj, folder, **kw):
+    return torch_save(obj, folder, **kw)
+
+
 if __name__ == "__main__":
-    # Smoke: write one nanoGPT checkpoint to argv[1].
-    ckpt, _, _ = make_nanogpt(random.Random(1))
-    with open(sys.argv[1], "wb") as f:
-        f.write(torch_save(ckpt, "ckpt"))
+    # python3 tests/pt_fixture.py DIR: writes the fuzz_pt seed corpus into DIR.
+    write_corpus(sys.argv[1])
