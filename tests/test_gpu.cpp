@@ -567,6 +567,13 @@ std::vector<fixture::Spec> model_specs() {
     g.d_ff = 100;
     g.tied_head = true;
     v.push_back(g);
+    // The PyTorch scripts' variants: exact GELU (nanoGPT), ReLU with a head bias (the lecture).
+    g.ffn_activation = gpt::FfnActivation::GELU_ERF;
+    v.push_back(g);
+    g.ffn_activation = gpt::FfnActivation::RELU;
+    g.tied_head = false;
+    g.head_bias = true;
+    v.push_back(g);
     fixture::Spec l;
     l.arch = GPT_ARCH_LLAMA;
     l.d_model = 40;

@@ -65,6 +65,16 @@ double gelu_tanh(double x) {
 
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
+// gpt2's feed-forward activation (model.ffn_activation).
+double ffn_act(gpt::FfnActivation a, double x) {
+    switch (a) {
+    case gpt::FfnActivation::GELU_TANH: return gelu_tanh(x);
+    case gpt::FfnActivation::GELU_ERF: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case gpt::FfnActivation::RELU: return x > 0 ? x : 0.0;
+    }
+    return x;
+}
+
 // RoPE on one head vector at position pos: pair i is (i, i + hd/2) (rotate-half, Hugging
 // Face) or (2i, 2i + 1) (interleaved, llama2.c).
 void rope(double *v, uint32_t hd, uint32_t pos, double theta, bool interleaved) {
@@ -149,7 +159,7 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
             if (gpt2) {
                 const Vec h = layer_norm(x[i], tensor(t, p + "ffn_norm.weight"), tensor(t, p + "ffn_norm.bias"), eps);
                 const Vec up = linear(tensor(t, p + "ffn_up.weight"), &tensor(t, p + "ffn_up.bias"), h, ff, layout.conv1d);
-                for (size_t j = 0; j < ff; j++) f[j] = gelu_tanh(up[j]);
+                for (size_t j = 0; j < ff; j++) f[j] = ffn_act(c.ffn_activation, up[j]);
             } else {
                 const Vec h = rms_norm(x[i], tensor(t, p + "ffn_norm.weight"), eps);
                 const Vec gu = linear(tensor(t, p + "ffn_gate_up.weight"), nullptr, h, 2 * ff);
@@ -166,7 +176,7 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
     for (size_t i = 0; i < T; i++) {
         const Vec h = gpt2 ? layer_norm(x[i], tensor(t, "out_norm.weight"), tensor(t, "out_norm.bias"), eps)
                            : rms_norm(x[i], tensor(t, "out_norm.weight"), eps);
-        const Vec y = linear(head, nullptr, h, V);
+        const Vec y = linear(head, c.head_bias ? &tensor(t, "lm_head.bias") : nullptr, h, V);
         for (size_t j = 0; j < V; j++) logits[i * V + j] = y[j];
     }
     return logits;
