@@ -308,6 +308,10 @@ class Hostile(unittest.TestCase):
             ("memo_miss", zip_with_pickle(b"\x80\x02h\x07."), "memo entry 7"),
             ("no_stop", zip_with_pickle(b"\x80\x02N"), "without STOP"),
         ]
+        # A broadcast view (stride 0) of a small storage as a whole embedding.
+        bc, _, _ = F.make_nanogpt(random.Random(22))
+        bc["model"]["transformer.wte.weight"] = t(F.Storage("99", "f32", bytes(64)), 0, (23, 16), (0, 1))
+        cases.append(("broadcast", F.torch_save(bc), "broadcast view"))
         good = self.good()
         # Two central entries pointing at the same local header; a size past the data area.
         second = patch_central(good, 1, 42, struct.unpack("<I", good[good.index(b"PK\x01\x02") + 42:][:4])[0])

@@ -140,7 +140,11 @@ private:
             m.transposed = transposed;
             return m;
         }
-        // Any other view (a slice with gaps, a broadcast): gathered into a row-major copy.
+        // Any other view (a slice with gaps): gathered into a row-major copy, never larger than
+        // the storage (a broadcast view, stride 0, could otherwise ask for any size).
+        if (rows * cols > s.numel)
+            fail(GPT_ERR_UNSUPPORTED, "%s: tensor '%s' has more elements (%llu) than its storage (%llu): a broadcast view",
+                 src_.c_str(), name.c_str(), (unsigned long long)(rows * cols), (unsigned long long)s.numel);
         auto buf = std::make_shared<std::vector<uint8_t>>(rows * cols * es);
         plan_.keep_alive.push_back(buf);
         for (uint64_t r = 0; r < rows; r++)
