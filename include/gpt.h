@@ -308,8 +308,9 @@ GPT_API gpt_status gpt_forward(gpt_ctx *ctx, const int32_t *tokens, uint32_t bat
  * the context (a prefill of max_seq tokens per generated token: with learned positions
  * nothing cached can be reused), so generation past the context is much slower than inside
  * it. A prompt longer than the room left likewise keeps only its last max_seq tokens (with
- * earlier cache contents before them when they fit). Without the flag a full context ends
- * generation with GPT_ERR_CONTEXT_FULL. */
+ * earlier cache contents before them when they fit). A failure or abort during such a
+ * re-encoding leaves sequence 0 empty. Without the flag a full context ends generation with
+ * GPT_ERR_CONTEXT_FULL. */
 #define GPT_SAMPLING_CONTEXT_SHIFT 0x2u
 
 typedef struct gpt_sampling_params {
