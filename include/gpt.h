@@ -355,7 +355,9 @@ GPT_API gpt_status gpt_generate(gpt_ctx *ctx, const int32_t *prompt, uint32_t n_
  * token_to_piece alike: the needed count is always written to the OUT count; a NULL buffer
  * with capacity 0 is a size query (GPT_OK); a buffer too small gives
  * GPT_ERR_BUFFER_TOO_SMALL (its contents are then unspecified). Text is UTF-8; any bytes are
- * accepted. */
+ * accepted, except by a character-level vocabulary (tokenizer "char"), where gpt_tokenize
+ * fails with GPT_ERR_INVALID_ARG naming a character outside the vocabulary (or a byte that
+ * is not UTF-8) and its byte offset. */
 
 /* gpt_tokenize flags */
 #define GPT_TOKENIZE_ADD_BOS 0x1u       /* prepend the BOS token */

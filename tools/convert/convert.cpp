@@ -404,7 +404,8 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     r.eos_ids = plan.eos_ids;
     if (tok.data.kind == TokenizerKind::NONE) r.tokenizer = "none";
     else
-        r.tokenizer = std::string(tokenizer_kind_name(tok.data.kind)) + " (pre " + pretokenizer_name(tok.data.pre) + "), " +
+        r.tokenizer = std::string(tokenizer_kind_name(tok.data.kind)) +
+                      (tok.data.kind == TokenizerKind::CHAR ? std::string() : std::string(" (pre ") + pretokenizer_name(tok.data.pre) + ")") + ", " +
                       std::to_string(tok.data.tokens.size()) + " tokens, from " + tok.file;
     r.seconds = now_s() - t0;
     return r;
