@@ -308,6 +308,16 @@ GPT_API gpt_status gpt_forward(gpt_ctx *ctx, const int32_t *tokens, uint32_t bat
 
 /* gpt_sampling_params.flags */
 #define GPT_SAMPLING_IGNORE_EOS 0x1u /* do not stop at the model's end-of-sequence tokens */
+/* Keep generating when sequence 0 fills max_seq, as the generate() of nanoGPT, minGPT and
+ * the "Let's build GPT" lecture do: each new token is conditioned on the last max_seq
+ * tokens only. The cache is cleared and those tokens are encoded again for every token past
+ * the context (a prefill of max_seq tokens per generated token: with learned positions
+ * nothing cached can be reused), so generation past the context is much slower than inside
+ * it. A prompt longer than the room left likewise keeps only its last max_seq tokens (with
+ * earlier cache contents before them when they fit). A failure or abort during such a
+ * re-encoding leaves sequence 0 empty. Without the flag a full context ends generation with
+ * GPT_ERR_CONTEXT_FULL. */
+#define GPT_SAMPLING_CONTEXT_SHIFT 0x2u
 
 typedef struct gpt_sampling_params {
     uint32_t struct_size;          /* sizeof(gpt_sampling_params), set by gpt_sampling_params_init */
@@ -337,7 +347,8 @@ typedef int (*gpt_token_fn)(int32_t token, void *user);
  * *n_out receives the number of tokens written, also when the call fails part way
  * (GPT_ERR_CONTEXT_FULL when the cache fills up, GPT_ERR_ABORTED).
  * The cache then holds the prompt and every generated token but the last, so a following
- * call continues the text when given that last token as its prompt.
+ * call continues the text when given that last token as its prompt (with
+ * GPT_SAMPLING_CONTEXT_SHIFT: the last max_seq of those tokens).
  * sampling may be NULL for the defaults. */
 GPT_API gpt_status gpt_generate(gpt_ctx *ctx, const int32_t *prompt, uint32_t n_prompt,
                                 const gpt_sampling_params *sampling, gpt_token_fn on_token, void *user,
@@ -350,7 +361,9 @@ GPT_API gpt_status gpt_generate(gpt_ctx *ctx, const int32_t *prompt, uint32_t n_
  * token_to_piece alike: the needed count is always written to the OUT count; a NULL buffer
  * with capacity 0 is a size query (GPT_OK); a buffer too small gives
  * GPT_ERR_BUFFER_TOO_SMALL (its contents are then unspecified). Text is UTF-8; any bytes are
- * accepted. */
+ * accepted, except by a character-level vocabulary (tokenizer "char"), where gpt_tokenize
+ * fails with GPT_ERR_INVALID_ARG naming a character outside the vocabulary (or a byte that
+ * is not UTF-8) and its byte offset. */
 
 /* gpt_tokenize flags */
 #define GPT_TOKENIZE_ADD_BOS 0x1u       /* prepend the BOS token */

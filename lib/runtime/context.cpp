@@ -145,8 +145,9 @@ void Context::forward(const int32_t *tokens, uint32_t batch, uint32_t n_tokens, 
     if (logits && !all) exec_->read_logits(logits);
     // Success: the new tokens now belong to the sequences.
     for (uint32_t b = 0; b < batch; b++) {
-        std::memcpy(history_ + (uint64_t)b * params_.max_seq + seq_len_[b], tokens + (uint64_t)b * n_tokens,
-                    n_tokens * sizeof(int32_t));
+        // memmove: refill_window passes the history itself.
+        std::memmove(history_ + (uint64_t)b * params_.max_seq + seq_len_[b], tokens + (uint64_t)b * n_tokens,
+                     n_tokens * sizeof(int32_t));
         seq_len_[b] += n_tokens;
         exec_->set_seq_len(b, seq_len_[b]);
     }
@@ -166,7 +167,9 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
     if (s.repetition_last_n > kMaxRepetitionWindow)
         fail(GPT_ERR_INVALID_ARG, "repetition_last_n %u exceeds %u", s.repetition_last_n, kMaxRepetitionWindow);
     if (s.n_stop_tokens && !s.stop_tokens) fail(GPT_ERR_INVALID_ARG, "stop_tokens is NULL but n_stop_tokens is %u", s.n_stop_tokens);
-    if (s.flags & ~GPT_SAMPLING_IGNORE_EOS) fail(GPT_ERR_INVALID_ARG, "unknown sampling flags 0x%x", s.flags);
+    const uint32_t known = GPT_SAMPLING_IGNORE_EOS | GPT_SAMPLING_CONTEXT_SHIFT;
+    if (s.flags & ~known) fail(GPT_ERR_INVALID_ARG, "unknown sampling flags 0x%x", s.flags & ~known);
+    const bool shift = (s.flags & GPT_SAMPLING_CONTEXT_SHIFT) != 0;
     check_tokens(prompt, n_prompt);
 
     SampleSpec spec;
@@ -179,7 +182,8 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
     const std::vector<int32_t> &eos_ids = model_.config().eos_ids;
     Rng rng(s.seed);
 
-    forward(prompt, 1, n_prompt, 0, nullptr);
+    if (shift && (uint64_t)seq_len_[0] + n_prompt > params_.max_seq) refill_window(prompt, n_prompt);
+    else forward(prompt, 1, n_prompt, 0, nullptr);
     for (uint32_t i = 0; i < cap; i++) {
         // No abort check here: forward() checks before each step, so an abort lands before
         // the previous token is cached and the cache keeps every generated token but the
@@ -198,8 +202,13 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
         for (uint32_t j = 0; j < s.n_stop_tokens && !stop; j++) stop = s.stop_tokens[j] == tok;
         if (on_token && on_token(tok, user)) stop = true;
         if (stop || i + 1 == cap) return;
-        if (seq_len_[0] + 1 > params_.max_seq)
-            fail(GPT_ERR_CONTEXT_FULL, "the context is full after %u generated tokens (max_seq %u)", i + 1, params_.max_seq);
+        if (seq_len_[0] + 1 > params_.max_seq) {
+            if (!shift)
+                fail(GPT_ERR_CONTEXT_FULL, "the context is full after %u generated tokens (max_seq %u; "
+                     "GPT_SAMPLING_CONTEXT_SHIFT keeps going on the last max_seq tokens)", i + 1, params_.max_seq);
+            refill_window(&tok, 1);
+            continue;
+        }
         forward(&tok, 1, 1, 0, nullptr);
     }
 }
@@ -209,6 +218,19 @@ void Context::reset() {
         seq_len_[b] = 0;
         exec_->set_seq_len(b, 0);
     }
+}
+
+// Sequence 0 becomes the last max_seq tokens of (its tokens + extra), encoded afresh. The
+// window is assembled in place in the history (extra may not point into it), so nothing is
+// allocated; forward() then copies it onto itself.
+void Context::refill_window(const int32_t *extra, uint32_t n_extra) {
+    check_tokens(extra, n_extra);
+    const uint32_t w = params_.max_seq, len = seq_len_[0];
+    const uint32_t from_extra = std::min(n_extra, w), keep = std::min(len, w - from_extra);
+    std::memmove(history_, history_ + (len - keep), keep * sizeof(int32_t));
+    std::memcpy(history_ + keep, extra + (n_extra - from_extra), from_extra * sizeof(int32_t));
+    truncate(0, 0);
+    forward(history_, 1, keep + from_extra, 0, nullptr);
 }
 
 void Context::truncate(uint32_t seq, uint32_t n) {

@@ -456,7 +456,7 @@ def _ctx_params(*, max_seq=None, max_batch=None, max_step_tokens=None, n_threads
 
 
 def _sampling_params(temperature=None, top_k=None, top_p=None, min_p=None, repetition_penalty=None,
-                     repetition_last_n=None, seed=None, ignore_eos=False, stop_tokens=None):
+                     repetition_last_n=None, seed=None, ignore_eos=False, stop_tokens=None, context_shift=False):
     s = C.init_struct(C.gpt_sampling_params, "gpt_sampling_params_init")
     if temperature is not None:
         s.temperature = temperature
@@ -474,6 +474,8 @@ def _sampling_params(temperature=None, top_k=None, top_p=None, min_p=None, repet
         s.seed = seed
     if ignore_eos:
         s.flags |= C.GPT_SAMPLING_IGNORE_EOS
+    if context_shift:  # past max_seq, condition on the last max_seq tokens (gpt.h)
+        s.flags |= C.GPT_SAMPLING_CONTEXT_SHIFT
     keep = None
     if stop_tokens:
         keep, n = _int_array(stop_tokens)
@@ -794,7 +796,7 @@ class Context(_Handle):
         """Generates from prompt (text, or token ids) and returns a TokenStream: an iterator of
         token ids. max_tokens=None: until the context is full. Sampling keywords (unset ones keep
         gpt_sampling_params_init's defaults): temperature (<= 0: greedy), top_k, top_p, min_p,
-        repetition_penalty, repetition_last_n, seed, ignore_eos, stop_tokens."""
+        repetition_penalty, repetition_last_n, seed, ignore_eos, stop_tokens, context_shift."""
         self._idle()
         ids = self._prompt_ids(prompt, add_bos, parse_special)
         sp, keep = _sampling_params(**sampling)

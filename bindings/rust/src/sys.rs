@@ -51,6 +51,7 @@ pub const GPT_CTX_NO_GRAPHS: u32 = 0x2;
 pub const GPT_FORWARD_ALL_LOGITS: u32 = 0x1;
 
 pub const GPT_SAMPLING_IGNORE_EOS: u32 = 0x1;
+pub const GPT_SAMPLING_CONTEXT_SHIFT: u32 = 0x2;
 
 pub const GPT_TOKENIZE_ADD_BOS: u32 = 0x1;
 pub const GPT_TOKENIZE_NO_BOS: u32 = 0x2;
