@@ -404,7 +404,7 @@ private:
         } else if (lru->exec) {
             GPT_CUDA_CHECK(cudaGraphExecDestroy(lru->exec)); // not running: begin_step synchronised
         }
-        *lru = Graph{batch, n_tokens, all, 0, ++clock_, nullptr, Weight{}, 0.0f};
+        *lru = Graph{batch, n_tokens, all, 0, ++clock_, nullptr, Weight{}, 0.0f, Weight{}};
         return *lru;
     }
 
