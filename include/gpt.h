@@ -122,10 +122,15 @@ typedef enum gpt_dtype {
     GPT_DTYPE_AUTO = 0,
     GPT_DTYPE_F32 = 1,
     GPT_DTYPE_F16 = 2,
-    GPT_DTYPE_BF16 = 3
+    GPT_DTYPE_BF16 = 3,
+    /* Weight-only quantized matrices (weight files and gpt_model_info only, never a compute or
+     * KV dtype): symmetric integers in groups along each row, one f16 scale per group
+     * (docs/FORMAT.md, section 5.1). */
+    GPT_DTYPE_Q8 = 4,
+    GPT_DTYPE_Q4 = 5
 } gpt_dtype;
 
-/* "f32", "f16", "bf16", "auto"; "?" for anything else. */
+/* "f32", "f16", "bf16", "q8", "q4", "auto"; "?" for anything else. */
 GPT_API const char *gpt_dtype_name(int dtype);
 
 typedef enum gpt_arch {

@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_plan.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/quant.h"
 #include "core/system_memory.h"
 
 #include <cuda_runtime.h>
@@ -29,11 +30,15 @@ void convert(const void *src, DType from, void *dst, DType to, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) {
         float v = 0;
         switch (from) {
+        case DType::Q8:
+        case DType::Q4: break; // quantized rows go through dequantize_row (place_weights)
         case DType::F32: v = static_cast<const float *>(src)[i]; break;
         case DType::F16: v = f16_to_f32(static_cast<const uint16_t *>(src)[i]); break;
         case DType::BF16: v = bf16_to_f32(static_cast<const uint16_t *>(src)[i]); break;
         }
         switch (to) {
+        case DType::Q8:
+        case DType::Q4: break; // never a target: place_weights holds quantized files in f16
         case DType::F32: static_cast<float *>(dst)[i] = v; break;
         case DType::F16: static_cast<uint16_t *>(dst)[i] = f32_to_f16(v); break;
         case DType::BF16: static_cast<uint16_t *>(dst)[i] = f32_to_bf16(v); break;
@@ -61,9 +66,12 @@ public:
     bool keeps_host_weights() const override { return false; }
     uint64_t weight_bytes() const override { return bytes_; }
 
-    // Matrices in `want`, vectors in f32, each 256-byte aligned in one allocation.
+    // Matrices in `want`, vectors in f32, each 256-byte aligned in one allocation. Quantized
+    // files (q8, q4) are dequantized to f16 here for now: the CUDA kernels read float weights
+    // only, so a quantized model runs at f16 speed and size on the GPU.
     DType place_weights(const std::vector<Weight *> &weights, DType want) override {
         GPT_CUDA_CHECK(cudaSetDevice(ordinal_));
+        if (is_quantized(want)) want = DType::F16;
         auto target = [&](const Weight &w) { return w.is_vector() ? DType::F32 : want; };
         uint64_t total = 0;
         for (const Weight *w : weights) total += (w->numel() * dtype_bytes(target(*w)) + 255) & ~(uint64_t)255;
@@ -83,6 +91,15 @@ public:
             uint8_t *dst = weights_ + off;
             if (w->dtype == to) {
                 upload(dst, w->data, nbytes);
+            } else if (is_quantized(w->dtype)) {
+                // Row by row: dequantized (exactly) to f32, then rounded to `to`.
+                std::vector<float> row(w->cols);
+                staging.resize(w->cols * dtype_bytes(to));
+                for (uint64_t r = 0; r < w->rows; r++) {
+                    dequantize_row(*w, r, row.data());
+                    convert(row.data(), DType::F32, staging.data(), to, w->cols);
+                    upload(dst + r * w->cols * dtype_bytes(to), staging.data(), w->cols * dtype_bytes(to));
+                }
             } else {
                 const uint64_t chunk = 1ull << 22; // elements per conversion pass
                 staging.resize(std::min(w->numel(), chunk) * dtype_bytes(to));
@@ -94,6 +111,7 @@ public:
             }
             w->data = dst;
             w->dtype = to;
+            w->group = 0;
             off += (nbytes + 255) & ~(uint64_t)255;
         }
         weight_dtype_ = want;

@@ -13,6 +13,8 @@ static cudaDataType_t cuda_type(DType t) {
     case DType::F32: return CUDA_R_32F;
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
+    case DType::Q8:
+    case DType::Q4: break; // never here: the CUDA device holds quantized files in f16
     }
     return CUDA_R_32F;
 }
