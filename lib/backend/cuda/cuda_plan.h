@@ -30,7 +30,7 @@ struct CudaPlan {
     uint32_t n_kv_heads = 1;
     // Device regions.
     Region x, h, qkv, att, gu, ff, delta, logits, k_cache, v_cache, rope_cos, rope_sin, attn_o, attn_ml, tokens,
-        positions, seqs, uniform, recent, n_recent, sampled, sample_ws, cublas_ws;
+        positions, seqs, uniform, recent, n_recent, sampled, sample_ws, cublas_ws, dequant;
     uint64_t device_bytes = 0;
     // Pinned host regions.
     Region h_tokens, h_positions, h_seqs, h_uniform, h_recent, h_n_recent, h_sampled;
