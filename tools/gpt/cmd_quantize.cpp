@@ -1,12 +1,14 @@
 // cmd_quantize.cpp - `gpt quantize IN OUT --dtype q8|q4 [--group N]`: a weight file's matrices
 // quantized (weight-only, round to nearest, format/quantize.h decides which), everything else
-// copied as it is. Written atomically, then loaded back on the CPU (checksums and the NaN/Inf
-// scan on) and run for one token before the command reports success.
+// copied as it is. Staged beside OUT, loaded back from there on the CPU (checksums and the
+// NaN/Inf scan on) and run for one token, and only then moved onto OUT: a failure leaves no
+// OUT (and an existing one untouched).
 #include "cli.h"
 
 #include "core/error.h"
 #include "core/printable.h"
 #include "core/quant.h"
+#include "core/staged_file.h"
 #include "format/quantize.h"
 #include "format/reader.h"
 #include "format/writer.h"
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -28,16 +31,18 @@ void usage(FILE *f) {
                     "  to nearest, one f16 scale per group of columns; default group 32), every other tensor\n"
                     "  and all metadata unchanged. IN may itself be quantized (its values are dequantized first).\n"
                     "  OUT is loaded back and run for one token on the CPU before the command succeeds.\n"
-                    "  --force replaces an existing OUT.\n");
+                    "  --force replaces an existing OUT; on any failure OUT is not written.\n");
 }
 
 // One forward token on the CPU from the file as written: it loads (checksums, NaN/Inf scan of
 // the scales) and gives finite logits.
-void check_loads(const std::string &path) {
+void check_loads(const std::string &path, const std::string &shown) {
     gpt_model_params mp;
     gpt_model_params_init(&mp);
     mp.device = GPT_DEVICE_CPU;
-    ModelPtr m = load_model(path.c_str(), mp);
+    gpt_model *raw = nullptr;
+    if (gpt_model_load(path.c_str(), &mp, &raw) != GPT_OK) throw Failure(shown + " as written does not load: " + gpt_last_error());
+    ModelPtr m(raw);
     gpt_model_info info;
     std::memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
@@ -119,9 +124,13 @@ int cmd_quantize(int argc, char **argv) {
             gpt::format::add_quantized_or_keep(w, t.name, shape, q, group, values, t.dtype, copy);
             n_quantized++;
         }
-        gpt::format::Writer::FileOptions wo;
-        wo.overwrite = force;
-        w.write_file(out, wo);
+        if (!force && ::access(out.c_str(), F_OK) == 0)
+            gpt::fail(GPT_ERR_IO, "%s: already exists (not overwritten; pass --force to replace it)", out.c_str());
+        gpt::StagedFile stage(out);
+        w.write_to(stage.fd(), out, nullptr);
+        stage.finish();
+        check_loads(stage.path(), out);
+        stage.commit(force);
         std::printf("quantized   %zu of %zu tensors to %s, group %u; the rest unchanged\n", n_quantized, f->tensors().size(),
                     gpt::dtype_name(q), group);
         std::printf("file        %s: %llu bytes (from %llu)\n", gpt::printable(out).c_str(), (unsigned long long)w.file_size(),
@@ -131,7 +140,6 @@ int cmd_quantize(int argc, char **argv) {
         std::fprintf(stderr, "gpt quantize: %s\n  %s\n", gpt_status_str(e.status()), gpt::printable(e.what()).c_str());
         return 1;
     }
-    check_loads(out);
     std::printf("verified    loaded back with checksums, one token on the CPU\n");
     return 0;
 }

@@ -184,6 +184,7 @@ static void usage(FILE *f) {
                  "  convert SRC OUT [options]  convert a Hugging Face model directory or llama2.c checkpoint\n"
                  "  generate MODEL [options]   generate text (or token ids) from a prompt\n"
                  "  quantize IN OUT --dtype q8|q4  quantize a weight file's matrices (weight-only)\n"
+                 "  perplexity MODEL TEXT      perplexity on a text file; --compare REF: KL and top-1 vs REF\n"
                  "  info MODEL                 show a weight file's metadata, tensors and checksums\n"
                  "  bench MODEL|--synthetic N  measure load, prefill, decode and forward speed\n"
                  "\n"
@@ -204,6 +205,7 @@ int main(int argc, char **argv) {
         if (!std::strcmp(cmd, "bench")) return cli::cmd_bench(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "convert")) return cli::cmd_convert(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "quantize")) return cli::cmd_quantize(argc - 1, argv + 1);
+        if (!std::strcmp(cmd, "perplexity")) return cli::cmd_perplexity(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "--version")) {
             std::printf("%s\n", gpt_build_info());
             return 0;
