@@ -586,6 +586,17 @@ class Quantize(unittest.TestCase):
         self.assertIn("mean KL     0.000000", so)
         self.assertIn("top-1       100.00% agreement", so)
 
+    def test_quantize_keep_embeddings(self):
+        out = Path(Fixtures.dir.name) / "kjv-keep.gpt"
+        rc, so, err = run("quantize", KJV, out, "--dtype", "q4", "--keep-embeddings")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("quantized   18 of 39 tensors to q4, group 32", so)  # 20 less tok_emb and lm_head
+        rc, so, err = run("info", out)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(so, r"tok_emb\.weight\s+f16\s")
+        self.assertRegex(so, r"lm_head\.weight\s+f16\s")
+        self.assertRegex(so, r"blk\.0\.attn_qkv\.weight\s+q4/32\s")
+
     def test_quantize_refusals(self):
         d = Path(Fixtures.dir.name)
         for args, needle in ((["--group", "32"], "--dtype q8 or --dtype q4"), (["--dtype", "f16"], "--dtype q8 or --dtype q4"),

@@ -26,11 +26,12 @@ namespace cli {
 namespace {
 
 void usage(FILE *f) {
-    std::fprintf(f, "usage: gpt quantize IN OUT --dtype q8|q4 [--group 32|64|128] [--force]\n"
+    std::fprintf(f, "usage: gpt quantize IN OUT --dtype q8|q4 [--group 32|64|128] [--keep-embeddings] [--force]\n"
                     "  Writes OUT: IN's matrices whose width the group divides as q8 or q4 (symmetric, round\n"
                     "  to nearest, one f16 scale per group of columns; default group 32), every other tensor\n"
                     "  and all metadata unchanged. IN may itself be quantized (its values are dequantized first).\n"
                     "  OUT is loaded back and run for one token on the CPU before the command succeeds.\n"
+                    "  --keep-embeddings keeps the token and position tables and the head as they are.\n"
                     "  --force replaces an existing OUT; on any failure OUT is not written.\n");
 }
 
@@ -64,7 +65,7 @@ void check_loads(const std::string &path, const std::string &shown) {
 
 int cmd_quantize(int argc, char **argv) {
     uint32_t dtype = GPT_DTYPE_AUTO, group = gpt::format::kDefaultGroup;
-    bool force = false;
+    bool force = false, keep_embeddings = false;
     std::vector<const char *> positional;
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
@@ -79,6 +80,7 @@ int cmd_quantize(int argc, char **argv) {
         if (a == "--dtype") dtype = parse_dtype(a, value(), true);
         else if (a == "--group") group = parse_u32(a, value(), 32, 128);
         else if (a == "--force" || a == "-f") force = true;
+        else if (a == "--keep-embeddings") keep_embeddings = true;
         else if (a.size() > 1 && a[0] == '-') throw UsageError("unknown option " + a + " (see gpt quantize --help)");
         else positional.push_back(argv[i]);
     }
@@ -107,7 +109,8 @@ int cmd_quantize(int argc, char **argv) {
                 if (n != nbytes) gpt::fail(GPT_ERR_INTERNAL, "copy of %llu bytes into %llu", (unsigned long long)nbytes, (unsigned long long)n);
                 std::memcpy(dst, bytes, n);
             };
-            if (!gpt::format::quantizable(shape, group)) { // kept exactly as it is
+            const bool embedding = t.name == "tok_emb.weight" || t.name == "pos_emb.weight" || t.name == "lm_head.weight";
+            if (!gpt::format::quantizable(shape, group) || (keep_embeddings && embedding)) { // kept exactly as it is
                 if (gpt::is_quantized(t.dtype)) w.add_quantized(t.name, t.dtype, shape, t.group, copy);
                 else w.add_tensor(t.name, t.dtype, shape, copy);
                 continue;
