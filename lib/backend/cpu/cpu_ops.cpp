@@ -231,6 +231,34 @@ GPT_MULTIVERSION static void quant_rows(const float *x, uint32_t n_rows, const W
     }
 }
 
+// q8 with one or two rows (decode): each group's integer products summed straight from the
+// int8 weights (16 partial sums the compiler keeps in vector registers), then scaled once per
+// group - no dequantized row written and read back.
+GPT_MULTIVERSION static void q8_rows_fused(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
+                                           uint64_t o_end, float *y, uint64_t y_stride) {
+    const uint64_t k = w.cols, g = w.group, groups = k / g;
+    const uint16_t *all_scales = quant_scales(w);
+    for (uint64_t o = o_begin; o < o_end; o++) {
+        const int8_t *q = static_cast<const int8_t *>(w.data) + o * k;
+        const uint16_t *scales = all_scales + o * groups;
+        for (uint32_t r = 0; r < n_rows; r++) {
+            const float *xr = x + (uint64_t)r * k;
+            float total = 0;
+            for (uint64_t gi = 0; gi < groups; gi++) {
+                float acc[16] = {0};
+                const int8_t *qg = q + gi * g;
+                const float *xg = xr + gi * g;
+                for (uint64_t c0 = 0; c0 < g; c0 += 16)
+                    for (int j = 0; j < 16; j++) acc[j] += (float)qg[c0 + j] * xg[c0 + j];
+                for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
+                for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
+                total += f16_to_f32(scales[gi]) * ((acc[0] + acc[2]) + (acc[1] + acc[3]));
+            }
+            y[r * y_stride + o] = total + (bias ? bias[o] : 0.0f);
+        }
+    }
+}
+
 void embedding_row(const Weight &w, uint64_t row, float *out) {
     if (is_quantized(w.dtype)) dequantize_row(w, row, out);
     else widen(static_cast<const uint8_t *>(w.data) + row * w.cols * dtype_bytes(w.dtype), w.dtype, w.cols, out);
@@ -239,6 +267,7 @@ void embedding_row(const Weight &w, uint64_t row, float *out) {
 void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
                   uint64_t o_end, float *y, uint64_t y_stride, float *scratch) {
     const uint64_t k = w.cols;
+    if (w.dtype == DType::Q8 && n_rows <= 2) return q8_rows_fused(x, n_rows, w, bias, o_begin, o_end, y, y_stride);
     if (is_quantized(w.dtype)) return quant_rows(x, n_rows, w, bias, o_begin, o_end, y, y_stride, scratch);
 #if GPT_X86_SIMD
     // Few rows (decode): dot products on the 16-bit weights directly, no widening pass.
