@@ -195,6 +195,144 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
     }
 }
 
+
+// Quantized weights (Q8, Q4) with f16 activations: one warp per unit (a column, or a GLU
+// column's gate and up rows), each lane taking 16-byte chunks of the packed row (16 q8 or 32
+// q4 values, inside one group since groups are multiples of 32), kUnroll in flight; each
+// chunk's products are summed, then scaled by its group's f16 scale, in fp32. The epilogue is
+// the float kernels'. Q8 or Q4 is a run-time flag: four kernels in all (rows 1 or 2, GLU or not).
+template <int R, bool PAIR> __global__ void __launch_bounds__(kWarps * 32) gemv_quant_kernel(GemvArgs a) {
+    constexpr int W = PAIR ? 2 : 1;
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const uint32_t unit = blockIdx.x * kWarps + warp;
+    const bool q4 = a.wq == Q4;
+    const uint64_t row_bytes = q4 ? a.k / 2 : a.k;
+    const uint32_t chunks = (uint32_t)(row_bytes / 16), per_chunk = q4 ? 32 : 16, groups = a.k / a.group;
+    const uint64_t total_rows = PAIR ? 2ull * a.n : a.n;
+    const uint8_t *base = static_cast<const uint8_t *>(a.w);
+    const __half *scales = reinterpret_cast<const __half *>(base + total_rows * row_bytes);
+    const uint32_t c = min(unit, a.n - 1); // past n: a valid row, nothing written
+    const uint4 *wrow[W];
+    const __half *srow[W];
+#pragma unroll
+    for (int j = 0; j < W; j++) {
+        const uint64_t row = PAIR ? (uint64_t)c + (uint64_t)j * a.n : c;
+        wrow[j] = reinterpret_cast<const uint4 *>(base + row * row_bytes);
+        srow[j] = scales + row * groups;
+    }
+    float acc[W][R];
+#pragma unroll
+    for (int j = 0; j < W; j++)
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[j][r] = 0.0f;
+    pdl_wait();
+    pdl_launch_dependents();
+    const __half *x = static_cast<const __half *>(a.x);
+    for (uint32_t i0 = lane; i0 < chunks; i0 += 32 * kUnroll) {
+        uint4 wv[W][kUnroll];
+#pragma unroll
+        for (int j = 0; j < W; j++)
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const uint32_t i = i0 + 32 * u;
+                wv[j][u] = i < chunks ? __ldcs(wrow[j] + i) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t i = i0 + 32 * u;
+            if (i >= chunks) break;
+            const uint32_t e0 = i * per_chunk;
+            float s[W];
+#pragma unroll
+            for (int j = 0; j < W; j++) s[j] = __half2float(srow[j][e0 / a.group]);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint4 *xr = reinterpret_cast<const uint4 *>(x + (uint64_t)r * a.ldx + e0);
+                float part[W];
+#pragma unroll
+                for (int j = 0; j < W; j++) part[j] = 0.0f;
+                if (q4) {
+                    // Word v of the chunk holds elements 8v .. 8v + 7, element e in bits 4e .. 4e + 3.
+#pragma unroll
+                    for (int v = 0; v < 4; v++) {
+                        float xf[8];
+                        Vec<__half>::widen(xr[v], xf);
+#pragma unroll
+                        for (int j = 0; j < W; j++) {
+                            const uint32_t word = (&wv[j][u].x)[v];
+#pragma unroll
+                            for (int e = 0; e < 8; e++) part[j] += (float)((int)((word >> (4 * e)) & 15u) - 8) * xf[e];
+                        }
+                    }
+                } else {
+                    // Words 2v and 2v + 1 hold elements 8v .. 8v + 7, one signed byte each.
+#pragma unroll
+                    for (int v = 0; v < 2; v++) {
+                        float xf[8];
+                        Vec<__half>::widen(xr[v], xf);
+#pragma unroll
+                        for (int j = 0; j < W; j++) {
+                            const uint32_t lo = (&wv[j][u].x)[2 * v], hi = (&wv[j][u].x)[2 * v + 1];
+#pragma unroll
+                            for (int e = 0; e < 4; e++) {
+                                part[j] += (float)(int8_t)(lo >> (8 * e)) * xf[e];
+                                part[j] += (float)(int8_t)(hi >> (8 * e)) * xf[4 + e];
+                            }
+                        }
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < W; j++) acc[j][r] += s[j] * part[j];
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < W; j++)
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[j][r] = warp_sum(acc[j][r]);
+    if (lane != 0 || unit >= a.n) return;
+    const float b = a.bias ? a.bias[unit] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float v = acc[0][r] + b;
+        if (PAIR) v = epilogue(to_f32(from_f32<__half>(v)), to_f32(from_f32<__half>(acc[W - 1][r])), true, a.gelu, a.softcap);
+        else if (a.gelu || a.softcap > 0.0f) v = epilogue(v, 0.0f, false, a.gelu, a.softcap);
+        if (a.residual) a.residual[(uint64_t)r * a.n + unit] += v;
+        else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + unit] = v;
+        else ((__half *)a.y)[(uint64_t)r * a.n + unit] = from_f32<__half>(v);
+    }
+}
+
+template <bool PAIR> cudaError_t launch_quant(const GemvArgs &a, cudaStream_t s) {
+    const dim3 grid(ceil_div(a.n, (uint32_t)kWarps));
+    if (a.rows == 1) return launch_pdl(gemv_quant_kernel<1, PAIR>, grid, kWarps * 32, 0, s, a);
+    return launch_pdl(gemv_quant_kernel<2, PAIR>, grid, kWarps * 32, 0, s, a);
+}
+
+// One thread per 16-byte chunk of packed integers: 16 (q8) or 32 (q4) f16 values out.
+__global__ void dequant_f16_kernel(const uint8_t *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row0,
+                                   uint64_t n_rows, uint32_t k, __half *out) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const bool q4 = wq == Q4;
+    const uint64_t row_bytes = q4 ? k / 2 : k, chunks = row_bytes / 16, per_chunk = q4 ? 32 : 16;
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_rows * chunks) return;
+    const uint64_t r = t / chunks, i = t % chunks, row = row0 + r, e0 = i * per_chunk;
+    const uint4 v = *reinterpret_cast<const uint4 *>(w + row * row_bytes + 16 * i);
+    const __half *scales = reinterpret_cast<const __half *>(w + total_rows * row_bytes);
+    const float s = __half2float(scales[row * (k / group) + e0 / group]);
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+    __half *o = out + r * k + e0;
+    if (q4) {
+#pragma unroll
+        for (int e = 0; e < 32; e++) o[e] = __float2half_rn((float)((int)((words[e / 8] >> (4 * (e % 8))) & 15u) - 8) * s);
+    } else {
+#pragma unroll
+        for (int e = 0; e < 16; e++) o[e] = __float2half_rn((float)(int8_t)(words[e / 4] >> (8 * (e % 4))) * s);
+    }
+}
+
 template <typename T, int W, bool PAIR> cudaError_t launch_split(const GemvArgs &a, cudaStream_t s) {
     const uint32_t units = PAIR ? a.n : ceil_div(a.n, (uint32_t)W);
     const uint32_t splits = gemv_row_splits(units, a.k, a.dtype), log_s = splits >= 8 ? 3 : splits >= 4 ? 2 : splits >= 2 ? 1 : 0;
@@ -221,18 +359,32 @@ uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype) {
     return s;
 }
 
-bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype) {
+bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype, int wq) {
+    if (wq) return rows >= 1 && rows <= kGemvMaxRows && dtype == F16 && (wq == Q8 || wq == Q4) && k % 32 == 0 && ldx % 8 == 0;
     const uint32_t per16 = 16 / dtype_size(dtype);
     return rows >= 1 && rows <= kGemvMaxRows && k % per16 == 0 && ldx % per16 == 0;
 }
 
 cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream) {
     if (a.n == 0 || a.rows == 0) return cudaSuccess;
-    if (!gemv_supported(a.rows, a.k, a.ldx, a.dtype)) return cudaErrorInvalidValue;
+    if (!gemv_supported(a.rows, a.k, a.ldx, a.dtype, a.wq)) return cudaErrorInvalidValue;
+    if (a.wq) {
+        if (a.group == 0 || a.group % 32 != 0 || a.k % a.group != 0) return cudaErrorInvalidValue;
+        return a.glu ? launch_quant<true>(a, stream) : launch_quant<false>(a, stream);
+    }
     switch (a.dtype) {
     case F32: return launch_typed<float>(a, stream);
     case F16: return launch_typed<__half>(a, stream);
     case BF16: return launch_typed<__nv_bfloat16>(a, stream);
     }
     return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_dequant_f16(const void *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row0, uint64_t n_rows,
+                               uint32_t k, void *out, cudaStream_t stream) {
+    if (n_rows == 0) return cudaSuccess;
+    if ((wq != Q8 && wq != Q4) || k % 32 != 0 || group == 0 || k % group != 0) return cudaErrorInvalidValue;
+    const uint64_t threads = n_rows * ((wq == Q4 ? k / 2 : k) / 16);
+    return launch_pdl(dequant_f16_kernel, (uint32_t)((threads + 255) / 256), 256, 0, stream, static_cast<const uint8_t *>(w), wq,
+                      group, total_rows, row0, n_rows, k, static_cast<__half *>(out));
 }
