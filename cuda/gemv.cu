@@ -201,13 +201,24 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
 // q4 values, inside one group since groups are multiples of 32), kUnroll in flight; each
 // chunk's products are summed, then scaled by its group's f16 scale, in fp32. The epilogue is
 // the float kernels'. Q8 or Q4 is a run-time flag: four kernels in all (rows 1 or 2, GLU or not).
+// Integers to exact floats without I2F (a quarter-rate instruction): 2^23 + n has n in its
+// low mantissa bits, so OR-ing n in and subtracting 2^23 + offset gives n - offset.
+__device__ __forceinline__ float nibble_value(uint32_t word, int e) { // element e of 8: q4, stored q + 8
+    return __int_as_float(0x4B000000u | ((word >> (4 * e)) & 15u)) - 8388616.0f;
+}
+__device__ __forceinline__ float byte_value(uint32_t flipped, int e) { // byte e of 4: q8, flipped = word ^ 0x80808080
+    return __int_as_float(0x4B000000u | ((flipped >> (8 * e)) & 255u)) - 8388736.0f;
+}
+
 template <int R, bool PAIR> __global__ void __launch_bounds__(kWarps * 32) gemv_quant_kernel(GemvArgs a) {
     constexpr int W = PAIR ? 2 : 1;
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const uint32_t unit = blockIdx.x * kWarps + warp;
     const bool q4 = a.wq == Q4;
     const uint64_t row_bytes = q4 ? a.k / 2 : a.k;
-    const uint32_t chunks = (uint32_t)(row_bytes / 16), per_chunk = q4 ? 32 : 16, groups = a.k / a.group;
+    const uint32_t chunks = (uint32_t)(row_bytes / 16), groups = a.k / a.group;
+    // Chunk i starts at element i << cshift, in group (i << cshift) >> gshift.
+    const uint32_t cshift = q4 ? 5 : 4, gshift = a.group == 32 ? 5 : a.group == 64 ? 6 : 7;
     const uint64_t total_rows = PAIR ? 2ull * a.n : a.n;
     const uint8_t *base = static_cast<const uint8_t *>(a.w);
     const __half *scales = reinterpret_cast<const __half *>(base + total_rows * row_bytes);
@@ -225,26 +236,32 @@ template <int R, bool PAIR> __global__ void __launch_bounds__(kWarps * 32) gemv_
     for (int j = 0; j < W; j++)
 #pragma unroll
         for (int r = 0; r < R; r++) acc[j][r] = 0.0f;
-    pdl_wait();
-    pdl_launch_dependents();
-    const __half *x = static_cast<const __half *>(a.x);
-    for (uint32_t i0 = lane; i0 < chunks; i0 += 32 * kUnroll) {
-        uint4 wv[W][kUnroll];
+    // Weight chunks and their scales, all in flight together (a scale fetched only when its
+    // chunk is used would cost a memory round trip per chunk).
+    uint4 wv[W][kUnroll];
+    float sv[W][kUnroll];
+    auto load = [&](uint32_t i0) {
 #pragma unroll
         for (int j = 0; j < W; j++)
 #pragma unroll
             for (int u = 0; u < kUnroll; u++) {
                 const uint32_t i = i0 + 32 * u;
-                wv[j][u] = i < chunks ? __ldcs(wrow[j] + i) : make_uint4(0, 0, 0, 0);
+                const bool in = i < chunks;
+                wv[j][u] = in ? __ldcs(wrow[j] + i) : make_uint4(0, 0, 0, 0);
+                sv[j][u] = in ? __half2float(__ldg(srow[j] + ((i << cshift) >> gshift))) : 0.0f;
             }
+    };
+    load(lane); // weights are never written: before waiting on the previous kernel
+    pdl_wait();
+    pdl_launch_dependents();
+    const __half *x = static_cast<const __half *>(a.x);
+    for (uint32_t i0 = lane; i0 < chunks; i0 += 32 * kUnroll) {
+        if (i0 != lane) load(i0);
 #pragma unroll
         for (int u = 0; u < kUnroll; u++) {
             const uint32_t i = i0 + 32 * u;
             if (i >= chunks) break;
-            const uint32_t e0 = i * per_chunk;
-            float s[W];
-#pragma unroll
-            for (int j = 0; j < W; j++) s[j] = __half2float(srow[j][e0 / a.group]);
+            const uint32_t e0 = i << cshift;
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 const uint4 *xr = reinterpret_cast<const uint4 *>(x + (uint64_t)r * a.ldx + e0);
@@ -261,7 +278,7 @@ template <int R, bool PAIR> __global__ void __launch_bounds__(kWarps * 32) gemv_
                         for (int j = 0; j < W; j++) {
                             const uint32_t word = (&wv[j][u].x)[v];
 #pragma unroll
-                            for (int e = 0; e < 8; e++) part[j] += (float)((int)((word >> (4 * e)) & 15u) - 8) * xf[e];
+                            for (int e = 0; e < 8; e++) part[j] += nibble_value(word, e) * xf[e];
                         }
                     }
                 } else {
@@ -272,17 +289,17 @@ template <int R, bool PAIR> __global__ void __launch_bounds__(kWarps * 32) gemv_
                         Vec<__half>::widen(xr[v], xf);
 #pragma unroll
                         for (int j = 0; j < W; j++) {
-                            const uint32_t lo = (&wv[j][u].x)[2 * v], hi = (&wv[j][u].x)[2 * v + 1];
+                            const uint32_t lo = (&wv[j][u].x)[2 * v] ^ 0x80808080u, hi = (&wv[j][u].x)[2 * v + 1] ^ 0x80808080u;
 #pragma unroll
                             for (int e = 0; e < 4; e++) {
-                                part[j] += (float)(int8_t)(lo >> (8 * e)) * xf[e];
-                                part[j] += (float)(int8_t)(hi >> (8 * e)) * xf[4 + e];
+                                part[j] += byte_value(lo, e) * xf[e];
+                                part[j] += byte_value(hi, e) * xf[4 + e];
                             }
                         }
                     }
                 }
 #pragma unroll
-                for (int j = 0; j < W; j++) acc[j][r] += s[j] * part[j];
+                for (int j = 0; j < W; j++) acc[j][r] += sv[j][u] * part[j];
             }
         }
     }
@@ -319,17 +336,30 @@ __global__ void dequant_f16_kernel(const uint8_t *w, int wq, uint32_t group, uin
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_rows * chunks) return;
     const uint64_t r = t / chunks, i = t % chunks, row = row0 + r, e0 = i * per_chunk;
-    const uint4 v = *reinterpret_cast<const uint4 *>(w + row * row_bytes + 16 * i);
+    const uint4 chunk = *reinterpret_cast<const uint4 *>(w + row * row_bytes + 16 * i);
     const __half *scales = reinterpret_cast<const __half *>(w + total_rows * row_bytes);
     const float s = __half2float(scales[row * (k / group) + e0 / group]);
-    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-    __half *o = out + r * k + e0;
-    if (q4) {
+    const uint32_t words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
+    // 16-byte stores of 8 halves: q4 word v gives elements 8v .. 8v + 7; q8 words 2v, 2v + 1.
+    uint4 *o = reinterpret_cast<uint4 *>(out + r * k + e0);
 #pragma unroll
-        for (int e = 0; e < 32; e++) o[e] = __float2half_rn((float)((int)((words[e / 8] >> (4 * (e % 8))) & 15u) - 8) * s);
-    } else {
+    for (int v = 0; v < (q4 ? 4 : 2); v++) {
+        uint4 packed;
+        __half2 *h = reinterpret_cast<__half2 *>(&packed);
 #pragma unroll
-        for (int e = 0; e < 16; e++) o[e] = __float2half_rn((float)(int8_t)(words[e / 4] >> (8 * (e % 4))) * s);
+        for (int p = 0; p < 4; p++) {
+            float lo, hi;
+            if (q4) {
+                lo = nibble_value(words[v], 2 * p);
+                hi = nibble_value(words[v], 2 * p + 1);
+            } else {
+                const uint32_t flipped = words[2 * v + p / 2] ^ 0x80808080u;
+                lo = byte_value(flipped, 2 * (p % 2));
+                hi = byte_value(flipped, 2 * (p % 2) + 1);
+            }
+            h[p] = __floats2half2_rn(lo * s, hi * s);
+        }
+        o[v] = packed;
     }
 }
 
