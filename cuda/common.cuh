@@ -31,6 +31,16 @@ __device__ __forceinline__ float gelu_tanh(float v) {
     return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
 }
 __device__ __forceinline__ float silu(float v) { return v / (1.0f + __expf(-v)); }
+// act: an ActCode (dtype.cuh). GELU erf: 0.5 v (1 + erf(v / sqrt(2))) (PyTorch's default nn.GELU: nanoGPT, minGPT).
+__device__ __forceinline__ float activate(float v, int act) {
+    switch (act) {
+    case ACT_GELU_TANH: return gelu_tanh(v);
+    case ACT_GELU_ERF: return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+    case ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case ACT_SILU: return silu(v);
+    default: return v;
+    }
+}
 // cap * tanh(v / cap): Gemma-2's soft-capping of scores and logits (callers test cap > 0).
 __device__ __forceinline__ float soft_cap(float v, float cap) { return cap * tanhf(v / cap); }
 

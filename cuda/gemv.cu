@@ -1,16 +1,17 @@
 // gemv.cu - memory-bound matrix-vector products. S warps of a block own one unit of output:
 // two adjacent columns for rows of 4 KB or more (one below), or one column over its paired
-// gate and up rows with SwiGLU or GeGLU (the gate's activation is a run-time flag, so GeGLU
-// adds no kernel); with two weight rows each x vector loaded serves two weight
-// vectors. Each warp walks every S-th 2 KB stretch of the row(s) with 16-byte loads,
-// kUnroll loads in flight per lane; their sums meet in shared memory in a fixed order (S is
-// a launch argument: one kernel per dtype, kind of unit and row count, 18 in all, keeps the
-// library small). S > 1 for matrices with few, long rows (Qwen2-7B's down projection: 3,584
-// rows of 37 KB), which with one warp per row keep too few loads in flight to reach the
-// DRAM bandwidth. The same x chunks are read for both rows of a two-row batch, so they cost
-// one pass over the weights (more rows go to cuBLAS: the executor's measured crossover). The
-// first weight loads are issued before waiting on the previous kernel (weights are never
-// written), so with programmatic dependent launch the weight stream overlaps that kernel's tail.
+// gate and up rows with SwiGLU or GeGLU (every activation, the GLU gate's or the plain
+// GELU / ReLU after a bias, is a run-time code, so none adds a kernel); with two weight
+// rows each x vector loaded serves two weight vectors. Each warp walks every S-th 2 KB
+// stretch of the row(s) with 16-byte loads, kUnroll loads in flight per lane; their sums
+// meet in shared memory in a fixed order (S is a launch argument: one kernel per dtype, kind
+// of unit and row count, 18 in all, keeps the library small). S > 1 for matrices with few,
+// long rows (Qwen2-7B's down projection: 3,584 rows of 37 KB), which with one warp per row
+// keep too few loads in flight to reach the DRAM bandwidth. The same x chunks are read for
+// both rows of a two-row batch, so they cost one pass over the weights (more rows go to
+// cuBLAS: the executor's measured crossover). The first weight loads are issued before
+// waiting on the previous kernel (weights are never written), so with programmatic dependent
+// launch the weight stream overlaps that kernel's tail.
 #include "gemv.cuh"
 #include "common.cuh"
 
@@ -80,11 +81,12 @@ template <> struct Vec<__nv_bfloat16> {
 };
 
 // The activations after the sums, out of line: one copy of their code serves all 18 kernels
-// (it runs once per output, in one lane). pair: act(v) * up with act = GELU or SiLU (GLU);
-// else GELU when asked; then the soft-cap when softcap > 0.
-__device__ __noinline__ float epilogue(float v, float up, bool pair, int gelu, float softcap) {
-    if (pair) v = (gelu ? gelu_tanh(v) : silu(v)) * up;
-    else if (gelu) v = gelu_tanh(v);
+// (it runs once per output, in one lane). act is a run-time code (GELU tanh or erf, ReLU,
+// SiLU), so no activation adds a kernel. pair: act(v) * up (the GLU's gate); else act(v);
+// then the soft-cap when softcap > 0.
+__device__ __noinline__ float epilogue(float v, float up, bool pair, int act, float softcap) {
+    v = activate(v, act);
+    if (pair) v *= up;
     if (softcap > 0.0f) v = soft_cap(v, softcap);
     return v;
 }
@@ -184,9 +186,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
         for (int r = 0; r < R; r++) {
             float v = acc[j][r] + b;
             if (PAIR) { // gate and up are rounded to dtype first, as the unfused path stores them
-                v = epilogue(to_f32(from_f32<T>(v)), to_f32(from_f32<T>(acc[1][r])), true, a.gelu, a.softcap);
-            } else if (a.gelu || a.softcap > 0.0f) {
-                v = epilogue(v, 0.0f, false, a.gelu, a.softcap);
+                v = epilogue(to_f32(from_f32<T>(v)), to_f32(from_f32<T>(acc[1][r])), true, a.act, a.softcap);
+            } else if (a.act || a.softcap > 0.0f) {
+                v = epilogue(v, 0.0f, false, a.act, a.softcap);
             }
             if (a.residual) a.residual[(uint64_t)r * a.n + col] += v;
             else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + col] = v;
@@ -312,8 +314,8 @@ template <int R, bool PAIR> __global__ void __launch_bounds__(kWarps * 32) gemv_
 #pragma unroll
     for (int r = 0; r < R; r++) {
         float v = acc[0][r] + b;
-        if (PAIR) v = epilogue(to_f32(from_f32<__half>(v)), to_f32(from_f32<__half>(acc[W - 1][r])), true, a.gelu, a.softcap);
-        else if (a.gelu || a.softcap > 0.0f) v = epilogue(v, 0.0f, false, a.gelu, a.softcap);
+        if (PAIR) v = epilogue(to_f32(from_f32<__half>(v)), to_f32(from_f32<__half>(acc[W - 1][r])), true, a.act, a.softcap);
+        else if (a.act || a.softcap > 0.0f) v = epilogue(v, 0.0f, false, a.act, a.softcap);
         if (a.residual) a.residual[(uint64_t)r * a.n + unit] += v;
         else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + unit] = v;
         else ((__half *)a.y)[(uint64_t)r * a.n + unit] = from_f32<__half>(v);

@@ -17,8 +17,8 @@ struct GemvArgs {
     void *y;              // [rows][n] in dtype (f32 with y_f32; unused when residual is set)
     float *residual;      // [rows][n] f32: residual += result, or null
     uint32_t rows, n, k;
-    int gelu;             // apply GELU (tanh) after the bias; with glu: the gate's activation
-    int glu;              // y = act(x . gate_row) * (x . up_row), act = gelu ? GELU (tanh) : SiLU
+    int act;              // activation code (dtype.cuh's ActCode) after the bias; with glu: the gate's
+    int glu;              // y = act(x . gate_row) * (x . up_row) (SiLU: SwiGLU, GELU tanh: GeGLU)
     int y_f32;            // y is f32 (logits) instead of dtype
     float softcap;        // > 0: y = softcap * tanh(y / softcap) last (Gemma-2's logits); 0: none
     int dtype;            // of x and y (and w unless wq)

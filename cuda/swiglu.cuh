@@ -4,5 +4,6 @@
 #include <cstdint>
 
 // gu: [rows][2 * f] (gate columns then up columns); ff: [rows][f]; both act_dtype.
-// act = gelu ? GELU (tanh approximation, GeGLU) : SiLU (SwiGLU).
-cudaError_t launch_swiglu(const void *gu, void *ff, uint32_t rows, uint32_t f, int gelu, int act_dtype, cudaStream_t stream);
+// act: the gate's activation code (dtype.cuh's ActCode): ACT_SILU (SwiGLU) or
+// ACT_GELU_TANH (GeGLU).
+cudaError_t launch_swiglu(const void *gu, void *ff, uint32_t rows, uint32_t f, int act, int act_dtype, cudaStream_t stream);

@@ -15,6 +15,7 @@
 #include "fixture.h"
 #include "reference.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <climits>
 #include <cmath>
@@ -961,6 +962,46 @@ void test_generate_context_full(void **) {
     }
 }
 
+// GPT_SAMPLING_CONTEXT_SHIFT: past max_seq each token is the argmax of the logits of the last
+// max_seq tokens, computed here afresh through gpt_forward on a cleared context (as the
+// training scripts' generate() crops to block_size); a prompt longer than max_seq too.
+void test_generate_context_shift(void **) {
+    const uint32_t W = 6, cap = 3 * W, V = g->fx.config.vocab_size;
+    std::mt19937_64 rng(reference::sub_seed("context shift"));
+    for (uint32_t P : {4u, 9u}) {
+        const std::vector<int32_t> prompt = random_tokens(rng, P);
+        // The reference: crop, forward the window from an empty cache, argmax.
+        gpt_ctx *ref = make_ctx(1, W);
+        std::vector<int32_t> seq = prompt, want;
+        std::vector<float> logits(V);
+        for (uint32_t i = 0; i < cap; i++) {
+            gpt_ctx_reset(ref);
+            const uint32_t n = std::min<uint32_t>((uint32_t)seq.size(), W);
+            CHECK_OK(gpt_forward(ref, seq.data() + seq.size() - n, 1, n, 0, logits.data()));
+            const int32_t tok = (int32_t)(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            want.push_back(tok);
+            seq.push_back(tok);
+        }
+        gpt_ctx_free(ref);
+        gpt_ctx *ctx = make_ctx(1, W);
+        gpt_sampling_params sp = greedy_params();
+        sp.flags = GPT_SAMPLING_CONTEXT_SHIFT | GPT_SAMPLING_IGNORE_EOS;
+        std::vector<int32_t> out(cap, -77);
+        uint32_t n_out = 0;
+        CHECK_OK(gpt_generate(ctx, prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n_out));
+        assert_int_equal(n_out, cap);
+        for (uint32_t i = 0; i < cap; i++) assert_int_equal(out[i], want[i]);
+        assert_int_equal(gpt_ctx_seq_len(ctx, 0), W); // the last window, every token but the last
+        // Without the flag the same context fills up; an unknown flag bit is refused.
+        gpt_ctx_reset(ctx);
+        sp.flags = GPT_SAMPLING_IGNORE_EOS;
+        if (P < W) CHECK_FAILS(gpt_generate(ctx, prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n_out), GPT_ERR_CONTEXT_FULL, "full", ctx);
+        sp.flags = 0x4;
+        CHECK_FAILS(gpt_generate(ctx, prompt.data(), P, &sp, nullptr, nullptr, out.data(), cap, &n_out), GPT_ERR_INVALID_ARG, "flags", ctx);
+        gpt_ctx_free(ctx);
+    }
+}
+
 // EOS: a model whose eos is a token greedy decoding produces (same weights: the same seed
 // draws the same tensors) stops there, unless IGNORE_EOS.
 void test_generate_eos(void **) {
@@ -1341,6 +1382,7 @@ int main(void) {
         cmocka_unit_test(test_generate_stop_tokens),
         cmocka_unit_test(test_generate_token_callback),
         cmocka_unit_test(test_generate_context_full),
+        cmocka_unit_test(test_generate_context_shift),
         cmocka_unit_test(test_generate_eos),
         cmocka_unit_test(test_generate_eos_ids),
         cmocka_unit_test(test_abort_forward),

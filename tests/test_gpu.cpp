@@ -236,7 +236,7 @@ void test_gpu_gemm_bias_gelu(void **) {
     for (Case c : {Case{DType::F32, false, 1e-5}, Case{DType::F32, true, 5e-4}, Case{DType::F16, false, 1e-2},
                    Case{DType::BF16, false, 1e-2}})
         for (uint32_t rows : {1u, 7u, 130u})
-            for (int gelu : {0, 1}) {
+            for (int gelu : {0, 1, 2, 3, 4}) { // Activation codes: none, GELU tanh, GELU erf, ReLU, SiLU
                 const uint32_t k = 123, n = 77;
                 auto x = randn(rows * k), w = randn(n * k, 0.2f), b = randn(n, 0.5f);
                 round_to(x, c.t);
@@ -259,27 +259,33 @@ void test_gpu_gemm_bias_gelu(void **) {
                 Wh.dtype = DType::F32;
                 std::vector<float> want(rows * n), scratch(k);
                 gpt::cpu::matmul_block(x.data(), rows, Wh, b.data(), 0, n, want.data(), n, scratch.data());
-                if (gelu)
-                    for (auto &v : want) v = gpt::cpu::gelu_tanh(v);
+                for (auto &v : want) v = gpt::cpu::activate((gpt::Activation)gelu, v);
                 std::string what = std::string("gemm ") + dname(c.t) + (c.tf32 ? "+tf32" : "") + " rows=" + std::to_string(rows);
                 expect_close(what.c_str(), dy.download(), want, c.tol);
             }
     gpt::cuda::cublas().destroy(h);
 }
 
-// The decode GEMV for 1..8 rows in every mode: plain, bias+GELU, f32 output over strided
-// rows, residual accumulation, SwiGLU and GeGLU over paired gate/up rows, soft-capped f32
-// output (Gemma-2's logits); rows split over 1-8 warps;
-// without SwiGLU one column per warp (rows under 4 KB: modes 0 and 2) or two (modes 1
-// and 3, with an odd column count, so the last warp's second column lies past the end).
+// The decode GEMV for 1..8 rows in every mode: 0 plain, 1 bias + GELU (tanh), 2 f32 output
+// over strided rows, 3 residual accumulation, 4 SwiGLU and 5 GeGLU over paired gate/up rows,
+// 6 soft-capped f32 output (Gemma-2's logits), 7 bias + GELU (erf), 8 bias + ReLU; rows split
+// over 1-8 warps; without a GLU one column per warp (rows under 4 KB: modes 0, 2, 7, 8) or
+// two (modes 1 and 3, with an odd column count, so the last warp's second column lies past
+// the end).
 void test_gpu_gemv(void **) {
     SKIP_WITHOUT_GPU();
     uint32_t splits_seen = 0;
     for (DType t : {DType::F32, DType::F16, DType::BF16})
         for (uint32_t rows = 1; rows <= kGemvMaxRows; rows++)
-            for (int mode = 0; mode < 7; mode++) {
-                const bool bias = mode == 1 || mode == 3, gelu = mode == 1 || mode == 5, residual = mode == 3,
+            for (int mode = 0; mode < 9; mode++) {
+                using gpt::Activation;
+                const bool bias = mode == 1 || mode == 3 || mode >= 7, residual = mode == 3,
                            f32_out = mode == 2 || mode == 6, glu = mode == 4 || mode == 5;
+                const Activation act = mode == 1 || mode == 5 ? Activation::GELU_TANH
+                                       : mode == 4            ? Activation::SILU
+                                       : mode == 7            ? Activation::GELU_ERF
+                                       : mode == 8            ? Activation::RELU
+                                                              : Activation::NONE;
                 const float softcap = mode == 6 ? 1.5f : 0.0f; // scores of about +-3 here: the cap bites
                 // k: several pipelined chunks (6144), a partial last chunk (1160), under one chunk (136);
                 // with n = 77 columns the rows are split over 1 to 8 warps (checked below).
@@ -307,7 +313,7 @@ void test_gpu_gemv(void **) {
                 g.rows = rows;
                 g.n = n;
                 g.k = k;
-                g.gelu = gelu;
+                g.act = (int)act;
                 g.glu = glu;
                 g.y_f32 = f32_out;
                 g.softcap = softcap;
@@ -329,9 +335,9 @@ void test_gpu_gemv(void **) {
                         if (glu) { // gate and up rounded to dtype first, as the unfused path stores them
                             std::vector<float> gu = {v, full[r * wrows + n + i]};
                             round_to(gu, t);
-                            v = (gelu ? gpt::cpu::gelu_tanh(gu[0]) : gpt::cpu::silu(gu[0])) * gu[1];
-                        } else if (gelu) {
-                            v = gpt::cpu::gelu_tanh(v);
+                            v = gpt::cpu::activate(act, gu[0]) * gu[1];
+                        } else {
+                            v = gpt::cpu::activate(act, v);
                         }
                         if (softcap > 0) v = softcap * std::tanh(v / softcap);
                         want[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
@@ -350,20 +356,20 @@ void test_gpu_swiglu_embed(void **) {
     SKIP_WITHOUT_GPU();
     for (DType t : {DType::F32, DType::F16, DType::BF16}) {
         const uint32_t rows = 9, f = 173;
-        for (int gelu : {0, 1}) {
+        for (gpt::Activation act : {gpt::Activation::SILU, gpt::Activation::GELU_TANH}) {
             auto gu = randn(rows * 2 * f, 2.0f);
             round_to(gu, t);
             DevBuf dgu(rows * 2 * f, t), dff(rows * f, t);
             dgu.upload(gu);
-            CK(launch_swiglu(dgu.p, dff.p, rows, f, gelu, (int)t, 0));
+            CK(launch_swiglu(dgu.p, dff.p, rows, f, (int)act, (int)t, 0));
             CK(cudaDeviceSynchronize());
             std::vector<float> want(rows * f);
             for (uint32_t r = 0; r < rows; r++)
                 for (uint32_t i = 0; i < f; i++) {
                     const float g = gu[r * 2 * f + i];
-                    want[r * f + i] = (gelu ? gpt::cpu::gelu_tanh(g) : gpt::cpu::silu(g)) * gu[r * 2 * f + f + i];
+                    want[r * f + i] = gpt::cpu::activate(act, g) * gu[r * 2 * f + f + i];
                 }
-            expect_close((std::string(gelu ? "geglu " : "swiglu ") + dname(t)).c_str(), dff.download(), want, tol_of(t));
+            expect_close((std::string(act == gpt::Activation::GELU_TANH ? "geglu " : "swiglu ") + dname(t)).c_str(), dff.download(), want, tol_of(t));
         }
 
         const uint32_t vocab = 53, ctx = 31, d = 45;
@@ -717,7 +723,7 @@ struct FeatureModel {
             ex.norm_add(post, Act::H, L(ws, l, POST2), eps);
         }
         ex.norm(NormKind::RMS, ws[2], nullptr, eps);
-        ex.logits(ws[1], host_all, 3.0f);
+        ex.logits(ws[1], host_all, 3.0f, nullptr);
     }
 };
 
@@ -970,6 +976,13 @@ std::vector<fixture::Spec> model_specs() {
     g.d_ff = 100;
     g.tied_head = true;
     v.push_back(g);
+    // The PyTorch scripts' variants: exact GELU (nanoGPT), ReLU with a head bias (the lecture).
+    g.ffn_activation = gpt::FfnActivation::GELU_ERF;
+    v.push_back(g);
+    g.ffn_activation = gpt::FfnActivation::RELU;
+    g.tied_head = false;
+    g.head_bias = true;
+    v.push_back(g);
     fixture::Spec l;
     l.arch = GPT_ARCH_LLAMA;
     l.d_model = 40;
@@ -1180,7 +1193,7 @@ void test_gpu_quant_kernels(void **) {
                     a.rows = rows;
                     a.n = n;
                     a.k = k;
-                    a.gelu = gelu;
+                    a.act = (int)(glu ? gpt::Activation::SILU : gelu ? gpt::Activation::GELU_TANH : gpt::Activation::NONE);
                     a.glu = glu;
                     a.y_f32 = f32_out;
                     a.softcap = softcap;

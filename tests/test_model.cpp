@@ -97,6 +97,15 @@ fixture::Spec base_spec(const std::string &name) {
         s.arch = GPT_ARCH_GPT2;
         s.n_layers = 3, s.d_model = 40, s.n_heads = 5, s.d_ff = 56, s.vocab_size = 53, s.tied_head = false;
         s.norm_eps = 1e-3f;
+    } else if (name == "gpt2_erf") { // nanoGPT's exact GELU
+        s.arch = GPT_ARCH_GPT2;
+        s.n_layers = 2, s.d_model = 32, s.n_heads = 2, s.d_ff = 128, s.vocab_size = 65, s.tied_head = true;
+        s.ffn_activation = gpt::FfnActivation::GELU_ERF;
+    } else if (name == "gpt2_relu_head_bias") { // the lecture's ReLU and lm_head bias
+        s.arch = GPT_ARCH_GPT2;
+        s.n_layers = 2, s.d_model = 32, s.n_heads = 4, s.d_ff = 128, s.vocab_size = 65, s.tied_head = false;
+        s.ffn_activation = gpt::FfnActivation::RELU;
+        s.head_bias = true;
     } else if (name == "llama_mha") {
         s.arch = GPT_ARCH_LLAMA;
         s.n_layers = 2, s.d_model = 48, s.n_heads = 4, s.n_kv_heads = 4, s.head_dim = 12, s.d_ff = 80;
@@ -164,9 +173,10 @@ fixture::Spec base_spec(const std::string &name) {
     return s;
 }
 
-const char *kModelNames[] = {"gpt2_tied",         "gpt2_untied",  "llama_mha", "llama_gqa_tied",    "qwen2_like",
-                             "llama3_scaled_tied", "llama_linear", "qwen3_gqa", "phi3_window_short", "phi3_partial_long",
-                             "mistral_window",     "qwen2_window_upper", "gemma2", "gemma3"};
+const char *kModelNames[] = {"gpt2_tied",         "gpt2_untied",  "gpt2_erf",  "gpt2_relu_head_bias",
+                             "llama_mha",         "llama_gqa_tied", "qwen2_like", "llama3_scaled_tied",
+                             "llama_linear",      "qwen3_gqa",    "phi3_window_short", "phi3_partial_long",
+                             "mistral_window",    "qwen2_window_upper", "gemma2", "gemma3"};
 
 int setup_models(void **) {
     g_models = new std::vector<TestModel>();

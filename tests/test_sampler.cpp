@@ -968,6 +968,155 @@ void test_stop_strings_with_cap_and_callback(void **) {
     gpt_ctx_free(ctx);
 }
 
+// ------------------------------------------------- context shift, stop strings, penalties
+
+// The naive reference for GPT_SAMPLING_CONTEXT_SHIFT with greedy decoding, penalties and logit
+// bias (gpt.h's sampler steps): token i is the argmax, lowest id on ties, of the logits of the
+// last W tokens of prompt + tokens so far, run through gpt_forward on a cleared context, each
+// plus B(t) - fmaf(count(t), frequency, presence) over the tokens generated before it.
+std::vector<int32_t> naive_shifted_run(gpt_ctx *ref, const std::vector<int32_t> &prompt, uint32_t W, uint32_t cap,
+                                       const gpt_sampling_params &sp) {
+    const uint32_t V = g_stop->fx.config.vocab_size;
+    std::vector<float> bias(V, 0.0f), logits(V);
+    for (uint32_t j = 0; j < sp.n_logit_bias; j++) bias[sp.logit_bias[j].token] += sp.logit_bias[j].bias;
+    std::vector<uint32_t> count(V, 0);
+    std::vector<int32_t> seq = prompt, run;
+    for (uint32_t i = 0; i < cap; i++) {
+        gpt_ctx_reset(ref);
+        const uint32_t n = std::min<uint32_t>((uint32_t)seq.size(), W);
+        assert_int_equal(gpt_forward(ref, seq.data() + seq.size() - n, 1, n, 0, logits.data()), GPT_OK);
+        for (uint32_t t = 0; t < V; t++) {
+            const float penalty = count[t] ? std::fma((float)count[t], sp.frequency_penalty, sp.presence_penalty) : 0.0f;
+            logits[t] += bias[t] - penalty;
+        }
+        const int32_t tok = (int32_t)(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        count[tok]++;
+        run.push_back(tok);
+        seq.push_back(tok);
+    }
+    return run;
+}
+
+// Context shift with penalties and stop strings together, against the naive loop above and
+// gpt.h's stop rule (as in test_stop_strings_naive): the tokens and their count, on_token,
+// the cache's length (the window less the tokens not kept, taken from its end) and its
+// contents (the next token's logits equal those of a fresh context given what gpt.h says
+// the cache holds). Small windows, so held tokens are often re-encoded by a shift and
+// sometimes more of them are held than the window holds.
+void test_context_shift_with_stops_and_penalties(void **) {
+    std::mt19937_64 rng(reference::sub_seed("context shift stops penalties"));
+    const uint32_t V = g_stop->fx.config.vocab_size, cap = 24;
+    int matched = 0, shifted_matches = 0, held_past_window = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        const uint32_t W = 3 + (uint32_t)(rng() % 6);
+        gpt_ctx_params cp;
+        gpt_ctx_params_init(&cp);
+        cp.n_threads = 1;
+        cp.max_seq = W;
+        gpt_ctx *ctx = nullptr, *ref = nullptr;
+        assert_int_equal(gpt_ctx_create(g_stop->model, &cp, &ctx), GPT_OK);
+        assert_int_equal(gpt_ctx_create(g_stop->model, &cp, &ref), GPT_OK);
+        std::vector<int32_t> prompt(1 + rng() % (W + 3)); // sometimes longer than the window
+        for (auto &t : prompt) t = (int32_t)(rng() % V);
+        std::uniform_real_distribution<float> u(0.0f, 1.0f);
+        gpt_sampling_params sp;
+        gpt_sampling_params_init(&sp);
+        sp.temperature = 0.0f;
+        sp.flags = GPT_SAMPLING_CONTEXT_SHIFT | GPT_SAMPLING_IGNORE_EOS;
+        sp.frequency_penalty = 2.0f * u(rng) - 0.5f;
+        sp.presence_penalty = 2.0f * u(rng);
+        std::vector<gpt_logit_bias> bias(rng() % 4);
+        for (auto &b : bias) b = {(int32_t)(rng() % V), 6.0f * u(rng) - 3.0f};
+        sp.logit_bias = bias.empty() ? nullptr : bias.data();
+        sp.n_logit_bias = (uint32_t)bias.size();
+        const std::vector<int32_t> all = naive_shifted_run(ref, prompt, W, cap, sp);
+
+        // No stop strings: every token, the cache the last window but the last token.
+        std::vector<int32_t> out(cap, -1);
+        uint32_t n = 0;
+        assert_int_equal(gpt_generate(ctx, prompt.data(), (uint32_t)prompt.size(), &sp, nullptr, nullptr, out.data(), cap, &n), GPT_OK);
+        assert_int_equal(n, cap);
+        if (out != all) fail_msg("trial %d (window %u, prompt %zu): the shifted run differs from the naive loop", trial, W, prompt.size());
+        assert_int_equal(gpt_ctx_seq_len(ctx, 0), std::min<size_t>(W, prompt.size() + cap - 1));
+
+        const std::string text = streamed(all);
+        if (text.empty()) {
+            gpt_ctx_free(ctx);
+            gpt_ctx_free(ref);
+            continue;
+        }
+        std::vector<std::string> stops(1 + rng() % 2);
+        for (auto &st : stops) {
+            const size_t at = rng() % text.size(), len = 1 + rng() % std::min<size_t>(12, text.size() - at);
+            st = text.substr(at, len);
+            if (rng() % 3 == 0) st.back() = (char)('a' + rng() % 3);
+            std::replace(st.begin(), st.end(), '\0', 'b');
+        }
+        std::vector<const char *> ptrs;
+        for (const auto &st : stops) ptrs.push_back(st.c_str());
+        // gpt.h's rule on the naive run: the token k after which the streamed text first holds
+        // a stop string ends it; the tokens whose text ends by the match's start are delivered.
+        size_t match = std::string::npos;
+        uint32_t k = 0;
+        for (; k < cap; k++) {
+            const std::string upto = streamed(std::vector<int32_t>(all.begin(), all.begin() + k + 1));
+            for (const auto &st : stops) match = std::min(match, upto.find(st));
+            if (match != std::string::npos) break;
+        }
+        uint32_t want = cap;
+        if (match != std::string::npos) {
+            want = 0;
+            while (want < cap && detokenize(all, want + 1).size() <= match) want++;
+        } else {
+            k = cap - 1;
+        }
+
+        sp.stop_strings = ptrs.data();
+        sp.n_stop_strings = (uint32_t)ptrs.size();
+        gpt_ctx_reset(ctx);
+        std::fill(out.begin(), out.end(), -1);
+        Delivered seen;
+        const gpt_status st = gpt_generate(ctx, prompt.data(), (uint32_t)prompt.size(), &sp, record, &seen, out.data(), cap, &n);
+        if (st != GPT_OK) fail_msg("trial %d: %s: %s", trial, gpt_status_str(st), gpt_ctx_last_error(ctx));
+        if (n != want) fail_msg("trial %d (window %u): %u tokens delivered, the rule gives %u", trial, W, n, want);
+        out.resize(n);
+        assert_true(out == std::vector<int32_t>(all.begin(), all.begin() + n));
+        assert_true(seen.tokens == out);
+
+        // The cache: of the last min(W, P + k) tokens of prompt + all[0, k), the k - kept
+        // generated tokens after the kept ones (the delivered but the last) leave its end.
+        const uint32_t kept = n ? n - 1 : 0, cached = std::min<uint32_t>(W, (uint32_t)prompt.size() + k), drop = k - kept;
+        const uint32_t S = cached - std::min(cached, drop);
+        assert_int_equal(gpt_ctx_seq_len(ctx, 0), S);
+        if (S > 0) {
+            std::vector<int32_t> seq = prompt;
+            seq.insert(seq.end(), all.begin(), all.begin() + kept);
+            const std::vector<int32_t> window(seq.end() - S, seq.end());
+            std::vector<float> want_logits(V), got(V);
+            gpt_ctx_reset(ref);
+            assert_int_equal(gpt_forward(ref, window.data(), 1, S, 0, want_logits.data()), GPT_OK);
+            assert_int_equal(gpt_ctx_truncate(ctx, 0, S - 1), GPT_OK); // then run its last token again
+            assert_int_equal(gpt_forward(ctx, &window[S - 1], 1, 1, 0, got.data()), GPT_OK);
+            float scale = 0.0f, diff = 0.0f;
+            for (uint32_t t = 0; t < V; t++) {
+                scale = std::max(scale, std::fabs(want_logits[t]));
+                diff = std::max(diff, std::fabs(want_logits[t] - got[t]));
+            }
+            if (diff > 1e-4f * scale) fail_msg("trial %d: the cache holds other tokens than gpt.h says (logits differ by %g)", trial, (double)diff);
+        }
+        if (match != std::string::npos) {
+            matched++;
+            if (prompt.size() + k > W) shifted_matches++;
+            if (k + 1 - n > W) held_past_window++;
+        }
+        gpt_ctx_free(ctx);
+        gpt_ctx_free(ref);
+    }
+    std::printf("# %d runs stopped by a stop string, %d of them after a shift, %d holding more tokens than the window\n",
+                matched, shifted_matches, held_past_window);
+    assert_true(matched >= 20 && shifted_matches >= 10);
+}
+
 // Invalid sampling settings are refused with a message naming the field.
 const gpt_logit_bias kBadBias[] = {{-1, 0.0f}, {67, 1.0f}}; // 67: the vocabulary's size
 const gpt_logit_bias kNanBias[] = {{1, 0.5f}, {2, 1.0f}, {3, NAN}};
@@ -1099,6 +1248,7 @@ int main(void) {
     const struct CMUnitTest stop_tests[] = {
         cmocka_unit_test(test_stop_strings_naive),
         cmocka_unit_test(test_stop_strings_with_cap_and_callback),
+        cmocka_unit_test(test_context_shift_with_stops_and_penalties),
     };
     failed += cmocka_run_group_tests_name("sampler_stop_strings", stop_tests, setup_stop, teardown_stop);
     return failed;

@@ -641,6 +641,13 @@ void test_metadata_round_trip(void **) {
         bad = m;
         bad.set(gpt::keys::kTokSpacePrefixRule, gpt::format::MetaValue::of_str("middle"));
         expect_error(GPT_ERR_UNSUPPORTED, "'middle'", [&] { TokenizerData::from_metadata(bad, 3, "x"); });
+        bad = m; // NFC would change a character vocabulary's characters
+        bad.set(gpt::keys::kTokModel, gpt::format::MetaValue::of_str("char"));
+        bad.set(gpt::keys::kTokPre, gpt::format::MetaValue::of_str("none"));
+        expect_error(GPT_ERR_UNSUPPORTED, "tokenizer.normalizer 'nfc' with a character vocabulary",
+                     [&] { TokenizerData::from_metadata(bad, 3, "x"); });
+        bad.set(gpt::keys::kTokNormalizer, gpt::format::MetaValue::of_str("none"));
+        assert_int_equal((int)TokenizerData::from_metadata(bad, 3, "x").kind, (int)gpt::TokenizerKind::CHAR);
         TokenizerData direct = d;
         direct.lstrip_ids = {-3};
         expect_error(GPT_ERR_FORMAT, "lstrip_ids holds id -3", [&] { gpt::Tokenizer::create(direct, "x"); });

@@ -14,7 +14,7 @@
 //                   with out == X the result is added to the residual stream instead
 //   attention       QKV -> q/k norm, RoPE, append K/V to the cache, causal attention -> ATT
 //   matmul_glu      FF[rows, d_ff] = act(in @ gate^T) * (in @ up^T), w = [gate rows | up rows]
-//   logits          LOGITS[selected rows, vocab] = H[selected] @ head^T (soft-capped)   f32
+//   logits          LOGITS[selected rows, vocab] = H[selected] @ head^T (+ b) (soft-capped) f32
 // Activation dtypes other than X and LOGITS are the executor's compute dtype.
 #pragma once
 
@@ -32,8 +32,10 @@ namespace gpt {
 
 enum class Act : uint8_t { X, H, QKV, ATT, FF };
 enum class NormKind : uint8_t { LAYER, RMS };
-// NONE and GELU_TANH for matmul; SILU (SwiGLU) and GELU_TANH (GeGLU) for matmul_glu.
-enum class Activation : uint8_t { NONE, GELU_TANH, SILU };
+// matmul takes NONE, GELU_TANH, GELU_ERF or RELU; matmul_glu takes SILU (SwiGLU) or
+// GELU_TANH (GeGLU) as the gate's activation. Values are the activation codes the CUDA
+// kernels take (gemv.cuh, bias_act.cuh): keep them in step.
+enum class Activation : uint8_t { NONE = 0, GELU_TANH = 1, GELU_ERF = 2, RELU = 3, SILU = 4 };
 
 // What a backend knows of a model: its dimensions, and the features that decide which
 // buffers an executor needs. Per-op features (norm kind, biases, activation) come with the ops.
@@ -122,11 +124,12 @@ public:
     virtual void attention(const AttentionSpec &spec) = 0;
     // act: SILU (SwiGLU) or GELU_TANH (GeGLU).
     virtual void matmul_glu(Act in, const Weight &w, Act out, Activation act) = 0;
-    // Projects the selected rows of H onto the vocabulary, then softcap * tanh(logit /
-    // softcap) when softcap > 0 (Gemma-2). all_logits with a host buffer writes every row's
-    // logits there ([rows][vocab]); otherwise the last-row logits stay in the executor for
-    // read_logits / sample.
-    virtual void logits(const Weight &head, float *host_all_logits, float softcap) = 0;
+    // Projects the selected rows of H onto the vocabulary, adds bias ([vocab] f32, or null;
+    // nanoGPT-style heads), then softcap * tanh(logit / softcap) when softcap > 0 (Gemma-2).
+    // all_logits with a host buffer writes every row's logits there ([rows][vocab]);
+    // otherwise the last-row logits stay in the executor for read_logits / sample.
+    virtual void logits(const Weight &head, float *host_all_logits, float softcap,
+                        const Weight *bias) = 0;
 
     // After run(): copy each sequence's last-row logits to host [batch][vocab].
     virtual void read_logits(float *host) = 0;

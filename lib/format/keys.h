@@ -40,8 +40,11 @@ inline constexpr const char *kLogitSoftcap = "model.logit_softcap";   // f32, op
 inline constexpr const char *kQueryPreAttnScalar = "model.query_pre_attn_scalar"; // f32, optional: scores scale s^-1/2
 inline constexpr const char *kRopeThetaLocal = "model.rope_theta_local";     // f32 (gemma3: its windowed layers, unscaled)
 inline constexpr const char *kEmbedScale = "model.embed_scale";       // u32 0/1: embeddings times sqrt(d_model)
+// Training-script GPTs (nanoGPT, minGPT, the lecture's gpt.py).
+inline constexpr const char *kFfnActivation = "model.ffn_activation"; // str, optional (gpt2): "gelu_tanh" (default) | "gelu_erf" | "relu"
+inline constexpr const char *kHeadBias = "model.head_bias";         // u32 0/1, optional (gpt2): the file holds lm_head.bias
 
-inline constexpr const char *kTokModel = "tokenizer.model";         // str: "none" | "bpe" | "spm"
+inline constexpr const char *kTokModel = "tokenizer.model";         // str: "none" | "bpe" | "spm" | "char"
 inline constexpr const char *kTokPre = "tokenizer.pre";             // str: "none" | "gpt2" | "llama3" | "qwen2" | "o200k" | "gpt2_digits"
 inline constexpr const char *kTokTokens = "tokenizer.tokens";       // str[] (vocab_size entries)
 inline constexpr const char *kTokScores = "tokenizer.scores";       // f32[] (spm)

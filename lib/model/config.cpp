@@ -37,6 +37,15 @@ void read_window_and_gemma(const format::Metadata &m, ModelConfig &c, const std:
 
 } // namespace
 
+const char *ffn_activation_name(FfnActivation a) {
+    switch (a) {
+    case FfnActivation::GELU_TANH: return "gelu_tanh";
+    case FfnActivation::GELU_ERF: return "gelu_erf";
+    case FfnActivation::RELU: return "relu";
+    }
+    return "?";
+}
+
 ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::string &source) {
     ModelConfig c;
     const std::string arch = m.require_str(keys::kArchitecture);
@@ -68,6 +77,15 @@ ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::str
     c.tied_head = m.get_u32(keys::kTiedHead, &flag) && flag != 0;
     flag = 0;
     c.qkv_bias = c.arch == GPT_ARCH_GPT2 || (m.get_u32(keys::kQkvBias, &flag) && flag != 0);
+    std::string act;
+    if (m.get_str(keys::kFfnActivation, &act)) {
+        if (act == "gelu_tanh") c.ffn_activation = FfnActivation::GELU_TANH;
+        else if (act == "gelu_erf") c.ffn_activation = FfnActivation::GELU_ERF;
+        else if (act == "relu") c.ffn_activation = FfnActivation::RELU;
+        else fail(GPT_ERR_UNSUPPORTED, "%s: %s '%s' is not gelu_tanh, gelu_erf or relu", source.c_str(), keys::kFfnActivation, act.c_str());
+    }
+    flag = 0;
+    c.head_bias = m.get_u32(keys::kHeadBias, &flag) && flag != 0;
     m.get_i32(keys::kTokBos, &c.bos_id);
     m.get_i32(keys::kTokEos, &c.eos_id);
     if (c.eos_id >= 0) c.eos_ids.push_back(c.eos_id);
@@ -106,6 +124,8 @@ void ModelConfig::validate(const std::string &source) const {
         fail(GPT_ERR_FORMAT, "%s: n_heads (%u) is not a multiple of n_kv_heads (%u)", s, n_heads, n_kv_heads);
     if (arch == GPT_ARCH_GPT2 && (n_kv_heads != n_heads || head_dim * n_heads != d_model))
         fail(GPT_ERR_FORMAT, "%s: gpt2 needs n_kv_heads == n_heads and head_dim * n_heads == d_model", s);
+    if (arch != GPT_ARCH_GPT2 && (ffn_activation != FfnActivation::GELU_TANH || head_bias))
+        fail(GPT_ERR_UNSUPPORTED, "%s: %s and %s apply to gpt2 only", s, keys::kFfnActivation, keys::kHeadBias);
     if (rotary() && head_dim % 2 != 0)
         fail(GPT_ERR_FORMAT, "%s: head_dim %u must be even for rotary embeddings", s, head_dim);
     if (rotary() && rope_dim != 0 && (rope_dim < 2 || rope_dim > head_dim || rope_dim % 2 != 0))
@@ -169,6 +189,9 @@ void ModelConfig::to_metadata(format::Metadata &m) const {
     if (embed_scale) m.set(keys::kEmbedScale, MetaValue::of_u32(1));
     m.set(keys::kTiedHead, MetaValue::of_u32(tied_head ? 1 : 0));
     m.set(keys::kQkvBias, MetaValue::of_u32(qkv_bias ? 1 : 0));
+    // Only when they differ from GPT-2's (older readers then still read every GPT-2 file).
+    if (ffn_activation != FfnActivation::GELU_TANH) m.set(keys::kFfnActivation, MetaValue::of_str(ffn_activation_name(ffn_activation)));
+    if (head_bias) m.set(keys::kHeadBias, MetaValue::of_u32(1));
     m.set(keys::kTokBos, MetaValue::of_i32(bos_id));
     m.set(keys::kTokEos, MetaValue::of_i32(eos_id));
     // The list only when it says more than eos_id (eos_id first, as from_metadata reads it).

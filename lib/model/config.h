@@ -12,6 +12,11 @@
 
 namespace gpt {
 
+// The feed-forward activation of gpt2-shaped models (model.ffn_activation): GPT-2 and minGPT
+// use the tanh approximation, nanoGPT's nn.GELU() the exact erf form, the lecture's gpt.py ReLU.
+enum class FfnActivation : uint8_t { GELU_TANH, GELU_ERF, RELU };
+const char *ffn_activation_name(FfnActivation a); // "gelu_tanh" | "gelu_erf" | "relu"
+
 struct ModelConfig {
     gpt_arch arch = GPT_ARCH_GPT2;
     std::string name;
@@ -40,6 +45,8 @@ struct ModelConfig {
     float query_pre_attn_scalar = 0; // scores scaled by its -1/2 power instead of head_dim's
     float rope_theta_local = 0;      // gemma3: RoPE base of the windowed (local) layers, unscaled
     bool embed_scale = false;        // embeddings times sqrt(d_model)
+    FfnActivation ffn_activation = FfnActivation::GELU_TANH; // gpt2 only
+    bool head_bias = false;       // gpt2 only: lm_head.bias [vocab] added to the logits
     int32_t bos_id = -1;
     int32_t eos_id = -1;
     // Every id that ends generation (tokenizer.eos_ids, else eos_id alone), eos_id first when

@@ -110,7 +110,7 @@ public:
             if (a.hook) a.hook->between_layers();
         }
         ex.norm(NormKind::RMS, out_norm_, nullptr, eps);
-        ex.logits(tok_emb_, a.host_all_logits, c_.logit_softcap);
+        ex.logits(tok_emb_, a.host_all_logits, c_.logit_softcap, nullptr);
     }
 
 private:

@@ -1,5 +1,7 @@
 // gpt2.cpp - GPT-2: learned positions, pre-LayerNorm blocks, fused QKV with biases,
 // GELU (tanh) MLP with biases, final LayerNorm, head tied to the token embedding (or not).
+// The same shape serves models trained with PyTorch scripts: the MLP's activation may be
+// exact GELU (nanoGPT) or ReLU (the lecture's gpt.py), and the head may have a bias.
 #include "model/arch.h"
 
 #include <string>
@@ -49,6 +51,7 @@ public:
         t.push_back({"out_norm.weight", {d}, &out_norm_w_});
         t.push_back({"out_norm.bias", {d}, &out_norm_b_});
         if (!c_.tied_head) t.push_back({"lm_head.weight", {v, d}, &head_});
+        if (c_.head_bias) t.push_back({"lm_head.bias", {v}, &head_b_});
         return t;
     }
 
@@ -56,6 +59,9 @@ public:
 
     void forward(Executor &ex, const ForwardArgs &a) const override {
         const float eps = c_.norm_eps;
+        const Activation act = c_.ffn_activation == FfnActivation::GELU_ERF ? Activation::GELU_ERF
+                               : c_.ffn_activation == FfnActivation::RELU   ? Activation::RELU
+                                                                            : Activation::GELU_TANH;
         ex.embed(tok_emb_, &pos_emb_, 1.0f);
         for (uint32_t i = 0; i < c_.n_layers; i++) {
             const Gpt2Layer &l = layers_[i];
@@ -66,12 +72,12 @@ public:
             ex.attention(att);
             ex.matmul(Act::ATT, l.attn_out_w, &l.attn_out_b, Act::X, Activation::NONE);
             ex.norm(NormKind::LAYER, l.ffn_norm_w, &l.ffn_norm_b, eps);
-            ex.matmul(Act::H, l.up_w, &l.up_b, Act::FF, Activation::GELU_TANH);
+            ex.matmul(Act::H, l.up_w, &l.up_b, Act::FF, act);
             ex.matmul(Act::FF, l.down_w, &l.down_b, Act::X, Activation::NONE);
             if (a.hook) a.hook->between_layers();
         }
         ex.norm(NormKind::LAYER, out_norm_w_, &out_norm_b_, eps);
-        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits, 0.0f);
+        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits, 0.0f, c_.head_bias ? &head_b_ : nullptr);
     }
 
 private:
@@ -81,6 +87,7 @@ private:
     std::vector<Gpt2Layer> layers_;
     Weight out_norm_w_, out_norm_b_; // [d_model]
     Weight head_;                // [vocab, d_model]; unused when tied
+    Weight head_b_;              // [vocab]; only with head_bias
 };
 
 } // namespace

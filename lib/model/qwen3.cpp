@@ -77,7 +77,7 @@ public:
             if (a.hook) a.hook->between_layers();
         }
         ex.norm(NormKind::RMS, out_norm_, nullptr, eps);
-        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits, 0.0f);
+        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits, 0.0f, nullptr);
     }
 
 private:

@@ -151,8 +151,9 @@ void Context::forward(const int32_t *tokens, uint32_t batch, uint32_t n_tokens, 
     if (logits && !all) exec_->read_logits(logits);
     // Success: the new tokens now belong to the sequences.
     for (uint32_t b = 0; b < batch; b++) {
-        std::memcpy(history_ + (uint64_t)b * params_.max_seq + seq_len_[b], tokens + (uint64_t)b * n_tokens,
-                    n_tokens * sizeof(int32_t));
+        // memmove: refill_window passes the history itself.
+        std::memmove(history_ + (uint64_t)b * params_.max_seq + seq_len_[b], tokens + (uint64_t)b * n_tokens,
+                     n_tokens * sizeof(int32_t));
         seq_len_[b] += n_tokens;
         exec_->set_seq_len(b, seq_len_[b]);
     }
@@ -168,7 +169,8 @@ void Context::check_sampling(const gpt_sampling_params &s) const {
     if (s.repetition_last_n > kMaxRepetitionWindow)
         fail(GPT_ERR_INVALID_ARG, "repetition_last_n %u exceeds %u", s.repetition_last_n, kMaxRepetitionWindow);
     if (s.n_stop_tokens && !s.stop_tokens) fail(GPT_ERR_INVALID_ARG, "stop_tokens is NULL but n_stop_tokens is %u", s.n_stop_tokens);
-    if (s.flags & ~GPT_SAMPLING_IGNORE_EOS) fail(GPT_ERR_INVALID_ARG, "unknown sampling flags 0x%x", s.flags);
+    const uint32_t known = GPT_SAMPLING_IGNORE_EOS | GPT_SAMPLING_CONTEXT_SHIFT;
+    if (s.flags & ~known) fail(GPT_ERR_INVALID_ARG, "unknown sampling flags 0x%x", s.flags & ~known);
     auto bounded = [](float x) { return std::isfinite(x) && std::fabs(x) <= GPT_MAX_PENALTY; };
     if (!bounded(s.frequency_penalty))
         fail(GPT_ERR_INVALID_ARG, "frequency_penalty %g is not a finite number within +-%g", (double)s.frequency_penalty,
@@ -208,6 +210,7 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
     if (!prompt || n_prompt == 0) fail(GPT_ERR_INVALID_ARG, "the prompt must hold at least one token");
     if (!out && cap > 0) fail(GPT_ERR_INVALID_ARG, "out is NULL");
     check_sampling(s);
+    const bool shift = (s.flags & GPT_SAMPLING_CONTEXT_SHIFT) != 0;
     check_tokens(prompt, n_prompt);
 
     SampleSpec spec;
@@ -222,26 +225,38 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
     std::unique_ptr<StopMatcher> matcher; // only with stop strings: it keeps text (allocates)
     if (s.n_stop_strings) matcher = std::make_unique<StopMatcher>(*model_.tokenizer(), s.stop_strings, s.n_stop_strings);
 
-    forward(prompt, 1, n_prompt, 0, nullptr);
+    if (shift && (uint64_t)seq_len_[0] + n_prompt > params_.max_seq) refill_window(prompt, n_prompt);
+    else forward(prompt, 1, n_prompt, 0, nullptr);
     adjust_.begin(s.frequency_penalty, s.presence_penalty, s.logit_bias, s.n_logit_bias);
-    const uint32_t len0 = seq_len_[0];
     uint32_t delivered = 0;
     int32_t newest = 0; // generated token i, not yet in the cache; tokens before it are
-    auto generated = [&](uint32_t k, uint32_t i) { return k < i ? history_[len0 + k] : newest; };
+    // With stop strings: generated tokens [delivered, i], kept here because a context shift
+    // may move the held ones out of the cache (without stop strings none is ever held).
+    std::vector<int32_t> pending;
+    size_t pending_head = 0;
     // Shows generated tokens [delivered, upto) of the i + 1 so far; true when on_token says stop.
-    auto deliver = [&](uint32_t upto, uint32_t i) {
+    auto deliver = [&](uint32_t upto) {
         for (; delivered < upto; *n_out = delivered) {
-            const int32_t tok = generated(delivered, i);
+            const int32_t tok = matcher ? pending[pending_head++] : newest;
             out[delivered++] = tok;
             if (on_token && on_token(tok, user)) {
                 *n_out = delivered;
                 return true;
             }
         }
+        if (pending_head * 2 >= pending.size()) { // amortised O(1) per token
+            pending.erase(pending.begin(), pending.begin() + (ptrdiff_t)pending_head);
+            pending_head = 0;
+        }
         return false;
     };
-    // The cache then holds the prompt and the delivered tokens but the last (gpt.h).
-    auto end_cache = [&] { truncate(0, len0 + (delivered ? delivered - 1 : 0)); };
+    // The cache then holds the prompt and the delivered tokens but the last (gpt.h): of the i
+    // generated tokens it holds, those after them leave its end. After a context shift it may
+    // hold fewer than that many generated tokens and then keeps none of them.
+    auto end_cache = [&](uint32_t i) {
+        const uint32_t drop = i - (delivered ? delivered - 1 : 0);
+        truncate(0, seq_len_[0] - std::min(seq_len_[0], drop));
+    };
     for (uint32_t i = 0; i < cap; i++) {
         // No abort check here: forward() checks before each step, so an abort lands before
         // the previous token is cached and the cache keeps every generated token but the
@@ -257,22 +272,27 @@ void Context::generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampl
         row.n_adjust = adjust_.size();
         exec_->sample(spec, &row, &newest);
         adjust_.count(newest);
+        if (matcher) pending.push_back(newest);
         bool end = stop_at_eos && std::find(eos_ids.begin(), eos_ids.end(), newest) != eos_ids.end();
         for (uint32_t j = 0; j < s.n_stop_tokens && !end; j++) end = s.stop_tokens[j] == newest;
         StopMatcher::Verdict v{i + 1, false};
         if (matcher && !end) v = matcher->push(newest);
-        const bool last = end || v.matched || i + 1 == cap || seq_len_[0] + 1 > params_.max_seq;
-        const bool asked_to_stop = deliver(last && !v.matched ? i + 1 : v.deliverable, i);
+        const bool full = seq_len_[0] + 1 > params_.max_seq;
+        const bool last = end || v.matched || i + 1 == cap || (full && !shift);
+        const bool asked_to_stop = deliver(last && !v.matched ? i + 1 : v.deliverable);
         if (last || asked_to_stop) {
-            end_cache();
+            end_cache(i);
             if (!end && !v.matched && !asked_to_stop && i + 1 < cap)
-                fail(GPT_ERR_CONTEXT_FULL, "the context is full after %u generated tokens (max_seq %u)", i + 1, params_.max_seq);
+                fail(GPT_ERR_CONTEXT_FULL, "the context is full after %u generated tokens (max_seq %u; "
+                     "GPT_SAMPLING_CONTEXT_SHIFT keeps going on the last max_seq tokens)", i + 1, params_.max_seq);
             return;
         }
         try {
-            forward(&newest, 1, 1, 0, nullptr);
+            // Past the context: the last max_seq tokens, held ones included, encoded afresh.
+            if (full) refill_window(&newest, 1);
+            else forward(&newest, 1, 1, 0, nullptr);
         } catch (...) {
-            end_cache(); // held tokens are dropped with the failed call
+            end_cache(i); // held tokens are dropped with the failed call
             throw;
         }
     }
@@ -283,6 +303,19 @@ void Context::reset() {
         seq_len_[b] = 0;
         exec_->set_seq_len(b, 0);
     }
+}
+
+// Sequence 0 becomes the last max_seq tokens of (its tokens + extra), encoded afresh. The
+// window is assembled in place in the history (extra may not point into it), so nothing is
+// allocated; forward() then copies it onto itself.
+void Context::refill_window(const int32_t *extra, uint32_t n_extra) {
+    check_tokens(extra, n_extra);
+    const uint32_t w = params_.max_seq, len = seq_len_[0];
+    const uint32_t from_extra = std::min(n_extra, w), keep = std::min(len, w - from_extra);
+    std::memmove(history_, history_ + (len - keep), keep * sizeof(int32_t));
+    std::memcpy(history_ + keep, extra + (n_extra - from_extra), from_extra * sizeof(int32_t));
+    truncate(0, 0);
+    forward(history_, 1, keep + from_extra, 0, nullptr);
 }
 
 void Context::truncate(uint32_t seq, uint32_t n) {

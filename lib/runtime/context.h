@@ -51,6 +51,7 @@ private:
     void step(const int32_t *tokens, uint32_t batch, uint32_t n_total, uint32_t t0, uint32_t nt, bool all_logits,
               float *host_all_logits, bool replayable);
     void check_abort() const;
+    void refill_window(const int32_t *extra, uint32_t n_extra);
 
     const Model &model_;
     ExecParams params_;

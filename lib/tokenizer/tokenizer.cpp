@@ -1,6 +1,7 @@
 // tokenizer.cpp - Tokenizer::create (picks the family) and the behaviour both families
 // share: BOS, splitting text at special tokens, pieces and decoding. Only gpt::Error
-// escapes; encode never throws for any input bytes.
+// escapes; encode never throws for any input bytes, except with a character vocabulary
+// (a character outside it is GPT_ERR_INVALID_ARG).
 #include "tokenizer/tokenizer_impl.h"
 
 #include "core/error.h"
@@ -20,6 +21,8 @@ std::unique_ptr<Tokenizer> Tokenizer::create(const TokenizerData &data, const st
         return detail::make_bpe_tokenizer(data, source);
     case TokenizerKind::SPM:
         return detail::make_spm_tokenizer(data, source);
+    case TokenizerKind::CHAR:
+        return detail::make_char_tokenizer(data, source);
     case TokenizerKind::NONE:
         break;
     }

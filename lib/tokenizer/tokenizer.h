@@ -24,7 +24,8 @@ public:
     // Appends the ids of text to out. add_bos: prepend the BOS token (when the model has
     // one). parse_special: special/added token strings in the text become their ids;
     // otherwise they are tokenized as plain text. Any bytes are accepted (invalid UTF-8
-    // included) and never throw.
+    // included) and never throw, except by a character vocabulary (kind CHAR), which throws
+    // GPT_ERR_INVALID_ARG naming a character it lacks (or invalid UTF-8) and its byte offset.
     virtual void encode(std::string_view text, bool add_bos, bool parse_special, std::vector<int32_t> &out) const = 0;
 
     // The bytes a token stands for in running text: byte tokens give their byte, SPM's

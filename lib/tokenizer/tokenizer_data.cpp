@@ -11,6 +11,7 @@ const char *tokenizer_kind_name(TokenizerKind k) {
     case TokenizerKind::NONE: return "none";
     case TokenizerKind::BPE: return "bpe";
     case TokenizerKind::SPM: return "spm";
+    case TokenizerKind::CHAR: return "char";
     }
     return "?";
 }
@@ -44,6 +45,7 @@ TokenizerData TokenizerData::from_metadata(const format::Metadata &m, uint32_t v
     if (kind == "none") return t;
     if (kind == "bpe") t.kind = TokenizerKind::BPE;
     else if (kind == "spm") t.kind = TokenizerKind::SPM;
+    else if (kind == "char") t.kind = TokenizerKind::CHAR;
     else fail(GPT_ERR_UNSUPPORTED, "%s: unknown tokenizer.model '%s'", src, kind.c_str());
 
     std::string pre = "none";
@@ -105,6 +107,9 @@ TokenizerData TokenizerData::from_metadata(const format::Metadata &m, uint32_t v
     if (norm == "none") t.normalizer = TextNormalizer::NONE;
     else if (norm == "nfc") t.normalizer = TextNormalizer::NFC;
     else fail(GPT_ERR_UNSUPPORTED, "%s: unknown %s '%s'", src, keys::kTokNormalizer, norm.c_str());
+    // A character vocabulary maps each character as written; normalizing would change them.
+    if (t.kind == TokenizerKind::CHAR && t.normalizer != TextNormalizer::NONE)
+        fail(GPT_ERR_UNSUPPORTED, "%s: %s '%s' with a character vocabulary", src, keys::kTokNormalizer, norm.c_str());
     ids(keys::kTokLstripIds, &t.lstrip_ids);
     ids(keys::kTokRstripIds, &t.rstrip_ids);
     return t;

@@ -2,7 +2,7 @@
 // the contract between the converter (which fills it from tokenizer.json, vocab.json +
 // merges.txt, tokenizer.model or llama2.c's tokenizer.bin) and the tokenizer engine.
 //
-// Token strings are stored in the Hugging Face tokenizer.json form:
+// Token strings are stored in the Hugging Face tokenizer.json form (CHAR: the characters):
 //   BPE (byte-level, GPT-2/Llama-3/Qwen2): GPT-2's bytes-to-unicode mapped strings ("Ġthe").
 //   SPM (SentencePiece-style BPE with byte fallback, Llama-2/TinyLlama/llama2.c): "▁" (U+2581)
 //        stands for a space, byte tokens are spelled "<0x0A>".
@@ -16,7 +16,8 @@
 
 namespace gpt {
 
-enum class TokenizerKind : uint8_t { NONE, BPE, SPM };
+// CHAR: one token per Unicode character (character-level models), tokens are the characters.
+enum class TokenizerKind : uint8_t { NONE, BPE, SPM, CHAR };
 // Pre-tokenization (splitting text into words before BPE) of byte-level BPE: a split regex
 // (GPT-2, Llama-3, Qwen2, o200k as in Phi-4-mini), or GPT2_DIGITS: every digit alone, then
 // the GPT-2 regex between them (SmolLM2's Digits(individual_digits) + ByteLevel).
@@ -65,7 +66,7 @@ struct TokenizerData {
     void to_metadata(format::Metadata &m) const;
 };
 
-const char *tokenizer_kind_name(TokenizerKind k);   // "none" | "bpe" | "spm"
+const char *tokenizer_kind_name(TokenizerKind k);   // "none" | "bpe" | "spm" | "char"
 const char *pretokenizer_name(PreTokenizer p);      // "none" | "gpt2" | "llama3" | "qwen2" | "o200k" | "gpt2_digits"
 const char *space_prefix_rule_name(SpacePrefixRule r); // "every_segment" | "unless_space" | "first_segment"
 

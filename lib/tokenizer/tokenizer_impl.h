@@ -76,5 +76,6 @@ protected:
 
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(const TokenizerData &data, const std::string &source);
 std::unique_ptr<Tokenizer> make_spm_tokenizer(const TokenizerData &data, const std::string &source);
+std::unique_ptr<Tokenizer> make_char_tokenizer(const TokenizerData &data, const std::string &source);
 
 } // namespace gpt::detail

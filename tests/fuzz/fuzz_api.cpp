@@ -14,6 +14,7 @@
 // on failure, ids and logits are in range / finite, nothing is written past a buffer.
 #include "common.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -211,7 +212,11 @@ void op_generate(Ctx &x, fuzz::Bytes &in) {
     if (what & 8) sp.min_p = in.f32();
     if (what & 16) sp.repetition_penalty = in.f32();
     if (what & 32) sp.repetition_last_n = in.u8() < 200 ? in.below(80) : in.u32();
-    if (what & 64) sp.flags = in.u8() < 240 ? GPT_SAMPLING_IGNORE_EOS : in.u32();
+    if (what & 64) {
+        const uint8_t k = in.u8();
+        sp.flags = k < 160 ? GPT_SAMPLING_IGNORE_EOS : k < 240 ? GPT_SAMPLING_IGNORE_EOS | GPT_SAMPLING_CONTEXT_SHIFT : in.u32();
+    }
+    const bool shift = (sp.flags & GPT_SAMPLING_CONTEXT_SHIFT) != 0;
     sp.seed = in.u64();
     std::vector<int32_t> stops(in.below(4));
     for (auto &s : stops) s = (int32_t)in.u32() % (int32_t)(V + 4);
@@ -224,7 +229,8 @@ void op_generate(Ctx &x, fuzz::Bytes &in) {
     const bool bad_params = !std::isfinite(sp.temperature) || !(sp.top_p > 0.0f && sp.top_p <= 1.0f) ||
                             !(sp.min_p >= 0.0f && sp.min_p <= 1.0f) || !(sp.repetition_penalty > 0.0f) ||
                             !std::isfinite(sp.repetition_penalty) || sp.repetition_last_n > 4096 ||
-                            (sp.n_stop_tokens && !sp.stop_tokens) || (sp.flags & ~GPT_SAMPLING_IGNORE_EOS);
+                            (sp.n_stop_tokens && !sp.stop_tokens) ||
+                            (sp.flags & ~(GPT_SAMPLING_IGNORE_EOS | GPT_SAMPLING_CONTEXT_SHIFT));
     const uint32_t cap = in.below(12);
     std::vector<int32_t> out(cap + 2, -77);
     Stop stop;
@@ -245,10 +251,19 @@ void op_generate(Ctx &x, fuzz::Bytes &in) {
     const uint32_t len = gpt_ctx_seq_len(x.c, 0);
     if (n_prompt == 0 || bad || bad_params) {
         expect(st, GPT_ERR_INVALID_ARG, "gpt_generate (bad arguments)");
-    } else if (before + n_prompt > x.max_seq) {
+    } else if (!shift && before + n_prompt > x.max_seq) {
         expect(st, GPT_ERR_CONTEXT_FULL, "gpt_generate (prompt past max_seq)");
+    } else if (shift) {
+        FUZZ_CHECK(st != GPT_ERR_CONTEXT_FULL, "CONTEXT_FULL with GPT_SAMPLING_CONTEXT_SHIFT");
     }
-    if (st != GPT_OK && n_out == 0) {
+    if (shift && !bad && !bad_params && n_prompt > 0) {
+        // The window slides: the cache holds the last max_seq tokens (empty after a failure
+        // inside a re-encoding).
+        FUZZ_CHECK(len <= x.max_seq, "cache %u past max_seq %u", len, x.max_seq);
+        const uint64_t all = (uint64_t)before + n_prompt + (n_out ? n_out - 1 : 0);
+        if (st == GPT_OK) FUZZ_CHECK(len == std::min<uint64_t>(all, x.max_seq), "cache %u, expected min(%llu, %u)", len,
+                                     (unsigned long long)all, x.max_seq);
+    } else if (st != GPT_OK && n_out == 0) {
         // Nothing generated: the cache holds what it held, or (an abort after the prompt,
         // before the first token was sampled cannot happen: sampling follows the prompt
         // directly) the prompt.

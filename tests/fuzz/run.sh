@@ -19,7 +19,7 @@ bin=$(cd "${1:-$here/../../build-fuzz}" && pwd)
 secs=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-$(nproc)}
 work=${FUZZ_WORK:-$bin/work}
-targets=${FUZZ_TARGETS:-"fuzz_weight_file fuzz_safetensors fuzz_hf_config fuzz_llama2c fuzz_tokenizer fuzz_tokenizer_import fuzz_api fuzz_chat_template"}
+targets=${FUZZ_TARGETS:-"fuzz_weight_file fuzz_safetensors fuzz_hf_config fuzz_llama2c fuzz_tokenizer fuzz_tokenizer_import fuzz_api fuzz_chat_template fuzz_pt"}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 mkdir -p "$work"

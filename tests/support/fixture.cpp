@@ -66,6 +66,8 @@ gpt::ModelConfig config_of(const Spec &s) {
     }
     if (s.arch == GPT_ARCH_GEMMA3) c.rope_theta_local = s.rope_theta_local;
     c.qkv_bias = s.arch == GPT_ARCH_GPT2 || s.qkv_bias;
+    c.ffn_activation = s.ffn_activation;
+    c.head_bias = s.head_bias;
     c.bos_id = s.bos_id;
     c.eos_id = s.eos_id;
     if (s.eos_id >= 0) c.eos_ids.push_back(s.eos_id);

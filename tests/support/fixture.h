@@ -19,6 +19,8 @@ struct Spec {
     uint32_t n_layers = 2, d_model = 48, n_heads = 4, n_kv_heads = 2, head_dim = 12, d_ff = 72;
     uint32_t vocab_size = 67, context_length = 64;
     bool tied_head = false, qkv_bias = false;
+    gpt::FfnActivation ffn_activation = gpt::FfnActivation::GELU_TANH; // gpt2
+    bool head_bias = false;                                             // gpt2: lm_head.bias
     float rope_theta = 10000.0f, norm_eps = 1e-5f;
     gpt::DType dtype = gpt::DType::F32;
     uint64_t seed = 1;

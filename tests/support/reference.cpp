@@ -67,6 +67,16 @@ double gelu_tanh(double x) {
 
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
+// gpt2's feed-forward activation (model.ffn_activation).
+double ffn_act(gpt::FfnActivation a, double x) {
+    switch (a) {
+    case gpt::FfnActivation::GELU_TANH: return gelu_tanh(x);
+    case gpt::FfnActivation::GELU_ERF: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case gpt::FfnActivation::RELU: return x > 0 ? x : 0.0;
+    }
+    return x;
+}
+
 // The rotation frequencies of base theta over rot dimensions under scaling sc, from the
 // formulas (transformers' modeling_rope_utils.py), not from the library's code: unscaled
 // theta^(-2i/rot), linear (/ factor), llama3 (wavelength bands), longrope (short or long
@@ -238,7 +248,7 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
             if (gpt2) {
                 const Vec h = layer_norm(x[i], tensor(t, p + "ffn_norm.weight"), tensor(t, p + "ffn_norm.bias"), eps);
                 const Vec up = linear(tensor(t, p + "ffn_up.weight"), &tensor(t, p + "ffn_up.bias"), h, ff, layout.conv1d);
-                for (size_t j = 0; j < ff; j++) f[j] = gelu_tanh(up[j]);
+                for (size_t j = 0; j < ff; j++) f[j] = ffn_act(c.ffn_activation, up[j]);
             } else {
                 const Vec h = rms_norm(x[i], tensor(t, p + "ffn_norm.weight"), eps);
                 const Vec gu = linear(tensor(t, p + "ffn_gate_up.weight"), nullptr, h, 2 * ff);
@@ -256,7 +266,7 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
     for (size_t i = 0; i < T; i++) {
         const Vec h = gpt2 ? layer_norm(x[i], tensor(t, "out_norm.weight"), tensor(t, "out_norm.bias"), eps)
                            : rms_norm(x[i], tensor(t, "out_norm.weight"), eps);
-        const Vec y = linear(head, nullptr, h, V);
+        const Vec y = linear(head, c.head_bias ? &tensor(t, "lm_head.bias") : nullptr, h, V);
         const double cap = c.logit_softcap;
         for (size_t j = 0; j < V; j++) logits[i * V + j] = cap > 0 ? cap * std::tanh(y[j] / cap) : y[j];
     }

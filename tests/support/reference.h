@@ -6,8 +6,8 @@
 //   GPT-2: x_t = tok_emb[tok_t] + pos_emb[t]; per layer
 //            h = LayerNorm(x) (eps from the config); [q | k | v] = W_qkv h + b_qkv;
 //            x += W_out attention(q, k, v) + b_out; h = LayerNorm(x);
-//            x += W_down gelu_tanh(W_up h + b_up) + b_down
-//          logits = head . LayerNorm(x), head = tok_emb when the head is tied.
+//            x += W_down act(W_up h + b_up) + b_down, act = gelu_tanh, exact GELU or ReLU
+//          logits = head . LayerNorm(x) (+ lm_head.bias), head = tok_emb when the head is tied.
 //   Llama: x_t = tok_emb[tok_t]; per layer
 //            h = RMSNorm(x); [q | k | v] = W_qkv h (+ b_qkv); RoPE on q and k, rotating
 //            pairs (i, i + head_dim/2) (rotate-half, Hugging Face) or, with

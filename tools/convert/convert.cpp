@@ -6,7 +6,10 @@
 #include "convert/fs_util.h"
 #include "convert/hf_config.h"
 #include "convert/hf_model.h"
+#include "convert/char_vocab.h"
 #include "convert/llama2c.h"
+#include "convert/pt_checkpoint.h"
+#include "convert/pt_file.h"
 #include "convert/safetensors.h"
 #include "convert/chat_template_import.h"
 #include "convert/tokenizer_import.h"
@@ -237,7 +240,7 @@ void check_not_an_input(const InputLog &inputs, const std::string &out) {
 
 // ---------------------------------------------------------------- source detection
 
-TensorPlan plan_source(const ConvertOptions &opt, bool *is_llama2c) {
+TensorPlan plan_source(const ConvertOptions &opt, bool *is_llama2c, bool *is_pt) {
     const std::string &src = opt.src;
     const char *s = src.c_str();
     if (is_directory(src)) {
@@ -252,6 +255,15 @@ TensorPlan plan_source(const ConvertOptions &opt, bool *is_llama2c) {
     const uint8_t *p = f->data();
     const uint64_t n = f->size();
     if (n >= 8 && !std::memcmp(p, "GPTW", 4)) fail(GPT_ERR_INVALID_ARG, "%s: is already a libgpt weight file", s);
+    if (looks_like_pt(p, n)) {
+        *is_llama2c = false;
+        *is_pt = true;
+        f.reset();
+        PtOptions po;
+        po.meta = opt.meta;
+        po.n_head = opt.n_head;
+        return plan_pt_checkpoint(src, po);
+    }
     if (base_name(src) == "config.json" || (n >= 9 && p[8] == '{'))
         fail(GPT_ERR_INVALID_ARG, "%s: give the Hugging Face model directory (with config.json and the safetensors), not one of its files", s);
     if (!looks_like_llama2c(p, n))
@@ -274,8 +286,14 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     check_out_path(opt);
     InputLog inputs; // every file read from here on
 
-    bool llama2c = false;
-    TensorPlan plan = plan_source(opt, &llama2c);
+    bool llama2c = false, pt = false;
+    if (!opt.char_vocab_from.empty() && !opt.tokenizer.empty())
+        fail(GPT_ERR_INVALID_ARG, "give either --tokenizer or --char-vocab-from, not both");
+    if (!opt.meta.empty() && !opt.char_vocab_from.empty())
+        fail(GPT_ERR_INVALID_ARG, "give either --meta or --char-vocab-from, not both");
+    TensorPlan plan = plan_source(opt, &llama2c, &pt);
+    if (!pt && (!opt.meta.empty() || opt.n_head))
+        fail(GPT_ERR_INVALID_ARG, "%s: --meta and --n-head apply to PyTorch .pt checkpoints only", opt.src.c_str());
     for (const std::string &w : plan.warnings) warn(w);
     ModelConfig &c = plan.config;
     std::string name = opt.name.empty() ? base_name(opt.src) : opt.name;
@@ -285,12 +303,22 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     // Tokenizer: --tokenizer, else what the source directory holds; none is a warning.
     FoundTokenizer tok;
     ImportNotes notes;
-    if (!opt.tokenizer.empty()) {
+    if (!opt.char_vocab_from.empty()) {
+        tok.data = char_vocab_from_text(opt.char_vocab_from);
+        tok.file = opt.char_vocab_from;
+    } else if (!opt.tokenizer.empty()) {
         const std::string in = is_directory(opt.tokenizer) ? find_tokenizer_in(opt.tokenizer, llama2c, true) : opt.tokenizer;
         if (in.empty())
             fail(GPT_ERR_IO, "%s: holds no tokenizer.json, vocab.json, tokenizer.model or tokenizer.bin", opt.tokenizer.c_str());
         if (!path_exists(in)) fail(GPT_ERR_IO, "%s: no such tokenizer file", in.c_str());
         tok = import_tokenizer_file(in, c.vocab_size, &notes);
+    } else if (plan.tokenizer.kind != TokenizerKind::NONE) {
+        tok.data = plan.tokenizer; // nanoGPT's meta.pkl
+        tok.file = plan.tokenizer_file;
+    } else if (pt) {
+        if (plan.source != "pytorch:nanogpt") // nanoGPT's own warning is in the plan
+            warn("no vocabulary: a character-level model needs --char-vocab-from TEXTFILE (its training text); the file gets "
+                 "no tokenizer and works with token ids only");
     } else {
         const std::string in = find_tokenizer_in(llama2c ? dir_name(opt.src) : opt.src, llama2c, false);
         if (!in.empty()) {
@@ -409,7 +437,8 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     r.eos_ids = plan.eos_ids;
     if (tok.data.kind == TokenizerKind::NONE) r.tokenizer = "none";
     else
-        r.tokenizer = std::string(tokenizer_kind_name(tok.data.kind)) + " (pre " + pretokenizer_name(tok.data.pre) + "), " +
+        r.tokenizer = std::string(tokenizer_kind_name(tok.data.kind)) +
+                      (tok.data.kind == TokenizerKind::CHAR ? std::string() : std::string(" (pre ") + pretokenizer_name(tok.data.pre) + ")") + ", " +
                       std::to_string(tok.data.tokens.size()) + " tokens, from " + tok.file;
     r.seconds = now_s() - t0;
     return r;
@@ -450,6 +479,8 @@ std::string format_summary(const ConvertResult &r) {
     }
     extra += c.tied_head ? ", tied head" : ", separate head";
     if (c.arch == GPT_ARCH_LLAMA && c.qkv_bias) extra += ", qkv bias";
+    if (c.ffn_activation != FfnActivation::GELU_TANH) extra += std::string(", ") + ffn_activation_name(c.ffn_activation);
+    if (c.head_bias) extra += ", head bias";
     std::snprintf(buf, sizeof buf, "            norm_eps %g%s, bos %d, eos %d", (double)c.norm_eps, extra.c_str(), c.bos_id, c.eos_id);
     s += buf;
     if (r.eos_ids.size() > 1) {

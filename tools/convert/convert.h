@@ -1,5 +1,6 @@
-// convert.h - `gpt convert` as a function: a Hugging Face model directory or a llama2.c
-// checkpoint in, one verified weight file out. The output appears atomically and only
+// convert.h - `gpt convert` as a function: a Hugging Face model directory, a llama2.c
+// checkpoint or a PyTorch .pt file of a training script (pt_checkpoint.h) in, one verified
+// weight file out. The output appears atomically and only
 // complete and verified: it is written once into a staging file beside OUT (core/staged_file.h),
 // fsynced, loaded back through the public API with checksums and run for one token on the
 // CPU, and only then renamed onto OUT (or linked, which refuses to replace a file, without
@@ -26,6 +27,9 @@ struct ConvertOptions {
     bool force = false;       // replace an existing OUT
     std::string tokenizer;    // tokenizer file (or directory) to use instead of the one beside SRC
     std::string name;         // general.name; default: SRC's base name
+    std::string meta;         // .pt from nanoGPT: its meta.pkl (default: data/<dataset>/meta.pkl if present)
+    std::string char_vocab_from; // a text file whose sorted set of characters is the vocabulary
+    uint32_t n_head = 0;      // .pt from minGPT: heads, when no config.json beside it says
     bool progress = false;    // draw a progress bar on stderr
     bool verify = true;       // load the result back and run one token before publishing it
     uint32_t verify_threads = 0; // CPU threads for that (0: all cores)

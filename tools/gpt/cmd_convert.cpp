@@ -49,7 +49,10 @@ void usage(FILE *f) {
                  "    a Hugging Face model directory: config.json (model_type gpt2, llama, mistral or\n"
                  "    qwen2), model.safetensors or model-*.safetensors with model.safetensors.index.json,\n"
                  "    and tokenizer.json, vocab.json + merges.txt or tokenizer.model; or\n"
-                 "    a llama2.c checkpoint (float32, version 0 or 1), with tokenizer.bin beside it.\n"
+                 "    a llama2.c checkpoint (float32, version 0 or 1), with tokenizer.bin beside it; or\n"
+                 "    a PyTorch .pt file of a training script: nanoGPT's ckpt.pt (its meta.pkl found as\n"
+                 "    sample.py finds it), a minGPT state dict (config.json beside it), or the model of the\n"
+                 "    \"Let's build GPT\" lecture's gpt.py. Read safely: nothing in the file is executed.\n"
                  "\n"
                  "options:\n"
                  "  --dtype f32|f16|bf16|q8|q4  element type of the output (default: the source's); q8 and q4\n"
@@ -59,6 +62,11 @@ void usage(FILE *f) {
                  "  --force               replace OUT if it exists (otherwise it is an error)\n"
                  "  --tokenizer PATH      tokenizer file or directory to use instead of the one beside SRC\n"
                  "  --name NAME           the model's name in the file (default: SRC's base name)\n"
+                 "  --meta PATH           nanoGPT: the meta.pkl holding the character vocabulary\n"
+                 "                        (default: data/<dataset>/meta.pkl from the current directory)\n"
+                 "  --char-vocab-from TEXTFILE  a character vocabulary: the sorted set of the file's\n"
+                 "                        characters, as minGPT's chargpt and the lecture build it\n"
+                 "  --n-head N            minGPT: number of heads when no config.json is beside SRC\n"
                  "  --progress            show the progress bar even when stderr is not a terminal\n"
                  "  --no-progress         never show it\n"
                  "  --threads N           CPU threads for the verification (default: all cores)\n"
@@ -89,6 +97,9 @@ int cmd_convert(int argc, char **argv) {
         else if (a == "--force" || a == "-f") opt.force = true;
         else if (a == "--tokenizer") opt.tokenizer = value();
         else if (a == "--name") opt.name = value();
+        else if (a == "--meta") opt.meta = value();
+        else if (a == "--char-vocab-from") opt.char_vocab_from = value();
+        else if (a == "--n-head") opt.n_head = parse_u32(a, value(), 1, 1024);
         else if (a == "--progress") progress = 1;
         else if (a == "--no-progress") progress = 0;
         else if (a == "--threads") opt.verify_threads = parse_u32(a, value(), 0, 256);

@@ -60,6 +60,9 @@ void usage() {
                 "  -n, --max-tokens N   tokens to generate (default 64); generation also stops when the\n"
                 "                       context is full (a notice on stderr, exit status 0)\n"
                 "%s"
+                "  --context-shift      at a full context keep going on the last max-seq tokens, as\n"
+                "                       nanoGPT's and minGPT's generate() do (re-encodes that window\n"
+                "                       for every further token: slower past the context)\n"
                 "  --device D           auto | cpu | cuda | cuda:N (default auto)\n"
                 "  --dtype T            GPU weights and compute: auto | f32 | f16 | bf16 (default auto)\n"
                 "  --threads N          CPU threads, 0 to 256 (default 0: all cores)\n"
@@ -114,6 +117,7 @@ int cmd_generate(int argc, char **argv) {
         } else if (a == "--special") special = true;
         else if (a == "-n" || a == "--max-tokens") max_tokens = parse_u32(a, next());
         else if (opts.parse(argc, argv, i)) continue;
+        else if (a == "--context-shift") opts.params.flags |= GPT_SAMPLING_CONTEXT_SHIFT; // generate only: chat keeps its own window
         else if (a == "--device") mp.device = parse_device(next());
         else if (a == "--dtype") mp.weight_dtype = parse_dtype(a, next());
         else if (a == "--threads") cp.n_threads = parse_u32(a, next(), 0, 256);
@@ -164,14 +168,17 @@ int cmd_generate(int argc, char **argv) {
     if (max_seq_opt > info.context_length)
         throw UsageError("--max-seq: " + std::to_string(max_seq_opt) + " exceeds the model's context length (" +
                          std::to_string(info.context_length) + ")");
-    if (n_prompt > (max_seq_opt ? max_seq_opt : info.context_length))
+    const bool shift = (sp.flags & GPT_SAMPLING_CONTEXT_SHIFT) != 0;
+    if (shift && max_tokens > (1u << 24)) throw UsageError("-n: at most 16777216 tokens with --context-shift");
+    if (!shift && n_prompt > (max_seq_opt ? max_seq_opt : info.context_length))
         throw Failure("the prompt is " + std::to_string(n_prompt) + " tokens, longer than " +
                       (max_seq_opt ? "--max-seq " + std::to_string(max_seq_opt)
                                    : "the model's context length (" + std::to_string(info.context_length) + " tokens)") +
                       ": shorten it" + (max_seq_opt && max_seq_opt < info.context_length ? " or raise --max-seq" : ""));
     cp.max_seq = max_seq_opt ? max_seq_opt : (uint32_t)std::min<uint64_t>(n_prompt + max_tokens, info.context_length);
     // gpt_generate samples one token more than the cache holds (the last is not cached).
-    const uint32_t cap = (uint32_t)std::min<uint64_t>(max_tokens, cp.max_seq - n_prompt + 1);
+    // With --context-shift the window slides instead, so every token asked for comes.
+    const uint32_t cap = shift ? max_tokens : (uint32_t)std::min<uint64_t>(max_tokens, cp.max_seq - n_prompt + 1);
 
     // Text out when the model has a tokenizer and the prompt was text (or just BOS). Text
     // that continues an echoed prompt keeps its first space ("the" + " park").

@@ -474,7 +474,7 @@ def _ctx_params(*, max_seq=None, max_batch=None, max_step_tokens=None, n_threads
 
 def _sampling_params(temperature=None, top_k=None, top_p=None, min_p=None, repetition_penalty=None,
                      repetition_last_n=None, seed=None, ignore_eos=False, stop_tokens=None, stop=None,
-                     frequency_penalty=None, presence_penalty=None, logit_bias=None):
+                     frequency_penalty=None, presence_penalty=None, logit_bias=None, context_shift=False):
     """The C struct and the objects its pointers point into (keep them alive with it)."""
     s = C.init_struct(C.gpt_sampling_params, "gpt_sampling_params_init")
     if temperature is not None:
@@ -497,6 +497,8 @@ def _sampling_params(temperature=None, top_k=None, top_p=None, min_p=None, repet
         s.presence_penalty = presence_penalty
     if ignore_eos:
         s.flags |= C.GPT_SAMPLING_IGNORE_EOS
+    if context_shift:  # past max_seq, condition on the last max_seq tokens (gpt.h)
+        s.flags |= C.GPT_SAMPLING_CONTEXT_SHIFT
     keep = []
     if stop_tokens:
         arr, n = _int_array(stop_tokens)
@@ -849,7 +851,8 @@ class Context(_Handle):
         gpt_sampling_params_init's defaults): temperature (<= 0: greedy), top_k, top_p, min_p,
         repetition_penalty, repetition_last_n, seed, ignore_eos, stop_tokens, stop (stop strings: a
         str or a list; the matched text and the tokens that make it are not yielded),
-        frequency_penalty, presence_penalty, logit_bias ({token: bias} or [(token, bias)])."""
+        frequency_penalty, presence_penalty, logit_bias ({token: bias} or [(token, bias)]),
+        context_shift (past max_seq, go on from the last max_seq tokens)."""
         self._idle()
         ids = self._prompt_ids(prompt, add_bos, parse_special)
         sp, keep = _sampling_params(**sampling)

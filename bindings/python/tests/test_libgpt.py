@@ -381,6 +381,23 @@ class ContextTest(unittest.TestCase):
                 logits = ctx.forward([t], as_numpy=False)
         self.assertEqual(toks, expected)
 
+    def test_context_shift(self):
+        # Past max_seq each token is the argmax over the last max_seq tokens, re-encoded.
+        prompt = self.model.tokenize("the Lord and")
+        W = 6
+        with self.model.context(max_seq=W) as ctx:
+            toks = list(ctx.generate_tokens(prompt, max_tokens=15, temperature=0, ignore_eos=True, context_shift=True))
+        self.assertEqual(len(toks), 15)
+        seq, expected = list(prompt), []
+        with self.model.context(max_seq=W) as ctx:
+            for _ in range(15):
+                ctx.reset()
+                logits = ctx.forward(seq[-W:], as_numpy=False)
+                t = max(range(len(logits)), key=logits.__getitem__)
+                expected.append(t)
+                seq.append(t)
+        self.assertEqual(toks, expected)
+
     def test_same_seed_same_tokens(self):
         runs = []
         for seed in (1, 1, 2):

@@ -395,6 +395,16 @@ impl SamplingParams {
         }
         self
     }
+    /// Past max_seq, keep generating from the last max_seq tokens (re-encoded for every
+    /// token), as nanoGPT's and minGPT's generate() do.
+    pub fn context_shift(mut self, on: bool) -> Self {
+        if on {
+            self.raw.flags |= sys::GPT_SAMPLING_CONTEXT_SHIFT
+        } else {
+            self.raw.flags &= !sys::GPT_SAMPLING_CONTEXT_SHIFT
+        }
+        self
+    }
     /// Extra token ids that end generation.
     pub fn stop_tokens(mut self, tokens: &[i32]) -> Self {
         self.stop_tokens = tokens.to_vec();

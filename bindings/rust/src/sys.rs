@@ -54,6 +54,7 @@ pub const GPT_CTX_NO_GRAPHS: u32 = 0x2;
 pub const GPT_FORWARD_ALL_LOGITS: u32 = 0x1;
 
 pub const GPT_SAMPLING_IGNORE_EOS: u32 = 0x1;
+pub const GPT_SAMPLING_CONTEXT_SHIFT: u32 = 0x2;
 pub const GPT_MAX_STOP_STRINGS: u32 = 16;
 pub const GPT_MAX_STOP_STRING_BYTES: u32 = 256;
 pub const GPT_MAX_LOGIT_BIAS: u32 = 1024;

@@ -141,7 +141,7 @@ public:
             for (uint32_t r = 0; r < rows; r++)
                 for (uint64_t o = o0; o < o1; o++) {
                     float &v = y[r * w.rows + o];
-                    if (act == Activation::GELU_TANH) v = cpu::gelu_tanh(v);
+                    v = cpu::activate(act, v);
                     if (residual) x_[r * w.rows + o] += v;
                 }
         });
@@ -201,20 +201,21 @@ public:
             for (uint64_t r = r0; r < r1; r++)
                 for (uint64_t i = 0; i < f; i++) {
                     const float g = gu_[r * 2 * f + i];
-                    y[r * f + i] = (act == Activation::GELU_TANH ? cpu::gelu_tanh(g) : cpu::silu(g)) * gu_[r * 2 * f + f + i];
+                    y[r * f + i] = cpu::activate(act, g) * gu_[r * 2 * f + f + i];
                 }
         });
     }
 
-    void logits(const Weight &head, float *host_all, float softcap) override {
+    void logits(const Weight &head, float *host_all, float softcap, const Weight *bias_w) override {
         const uint32_t d = shape_.d_model, v = shape_.vocab_size;
+        const float *bias = bias_w && *bias_w ? static_cast<const float *>(bias_w->data) : nullptr;
         if (in_.all_logits && host_all) {
             // Every row, straight into the caller's buffer: sequence b's rows start at
             // host_all + b * logits_seq_stride rows.
             pool_.run(v, [&](uint64_t o0, uint64_t o1, uint32_t t) {
                 for (uint32_t b = 0; b < in_.batch; b++) {
                     float *y = host_all + (uint64_t)b * in_.logits_seq_stride * v;
-                    cpu::matmul_block(h_ + (uint64_t)b * in_.n_tokens * d, in_.n_tokens, head, nullptr, o0, o1, y, v,
+                    cpu::matmul_block(h_ + (uint64_t)b * in_.n_tokens * d, in_.n_tokens, head, bias, o0, o1, y, v,
                                       thread_scratch(t) + p_.max_seq);
                     soft_cap(y, in_.n_tokens, v, o0, o1, softcap);
                 }
@@ -227,7 +228,7 @@ public:
             std::memmove(x_ + (uint64_t)b * d, h_ + (uint64_t)(b * in_.n_tokens + in_.n_tokens - 1) * d, d * sizeof(float));
         const uint32_t n = in_.batch;
         pool_.run(v, [&](uint64_t o0, uint64_t o1, uint32_t t) {
-            cpu::matmul_block(x_, n, head, nullptr, o0, o1, logits_, v, thread_scratch(t) + p_.max_seq);
+            cpu::matmul_block(x_, n, head, bias, o0, o1, logits_, v, thread_scratch(t) + p_.max_seq);
             soft_cap(logits_, n, v, o0, o1, softcap);
         });
         have_last_ = true;

@@ -333,7 +333,20 @@ float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
 }
 
+float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }
+
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+float activate(Activation a, float x) {
+    switch (a) {
+    case Activation::NONE: return x;
+    case Activation::GELU_TANH: return gelu_tanh(x);
+    case Activation::GELU_ERF: return gelu_erf(x);
+    case Activation::RELU: return x > 0.0f ? x : 0.0f;
+    case Activation::SILU: return silu(x);
+    }
+    return x;
+}
 
 void rope_rotate_half(float *v, uint32_t rot_dim, const float *cos, const float *sin) {
     const uint32_t half = rot_dim / 2;

@@ -4,6 +4,7 @@
 // (dequantized here, core/quant.h).
 #pragma once
 
+#include "backend/backend.h"
 #include "core/tensor.h"
 
 #include <cstdint>
@@ -31,8 +32,12 @@ void rms_norm(const float *x, const float *w, float eps, uint32_t d, float *out)
 
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GELU, tanh approximation.
 float gelu_tanh(float x);
+// 0.5 x (1 + erf(x / sqrt(2))): GELU, exact (PyTorch's nn.GELU()).
+float gelu_erf(float x);
 // x * sigmoid(x)
 float silu(float x);
+// The FFN activation `a` applied to x (NONE: x).
+float activate(Activation a, float x);
 
 // Rotate-half RoPE on the first rot_dim entries of one head vector, with cos/sin[rot_dim / 2]
 // for its position (entries past rot_dim are left as they are).

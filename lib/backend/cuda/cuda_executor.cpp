@@ -35,6 +35,11 @@ namespace gpt::cuda {
 static_assert((int)DType::F32 == gpt_cuda::F32 && (int)DType::F16 == gpt_cuda::F16 && (int)DType::BF16 == gpt_cuda::BF16 &&
                   (int)DType::Q8 == gpt_cuda::Q8 && (int)DType::Q4 == gpt_cuda::Q4,
               "cuda/dtype.cuh and core/dtype.h disagree");
+// Likewise the activation codes: matmul and matmul_glu pass (int)Activation.
+static_assert((int)Activation::NONE == gpt_cuda::ACT_NONE && (int)Activation::GELU_TANH == gpt_cuda::ACT_GELU_TANH &&
+                  (int)Activation::GELU_ERF == gpt_cuda::ACT_GELU_ERF && (int)Activation::RELU == gpt_cuda::ACT_RELU &&
+                  (int)Activation::SILU == gpt_cuda::ACT_SILU,
+              "cuda/dtype.cuh and backend/backend.h disagree");
 
 namespace {
 
@@ -115,7 +120,9 @@ public:
             return;
         }
         GPT_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-        if (in_.all_logits && in_.host_all_logits) all_logits(g.head, g.softcap, in_.host_all_logits);
+        if (in_.all_logits && in_.host_all_logits)
+            all_logits(g.head, g.softcap, in_.host_all_logits,
+                       g.head_bias ? static_cast<const float *>(g.head_bias.data) : nullptr);
         else have_last_ = true;
     }
 
@@ -156,27 +163,26 @@ public:
         g.bias = bias;
         g.y = residual ? nullptr : buf(out);
         g.residual = residual ? dev<float>(plan_.x) : nullptr;
-        g.gelu = act == Activation::GELU_TANH;
+        g.act = (int)act; // the kernels' activation code (backend.h)
         if (try_gemv(in, w, g)) return;
         void *y = residual ? dev(plan_.delta) : buf(out);
         project(w, buf(in), p_.compute, w.cols, y, p_.compute, rows_);
-        if (residual && !bias && !g.gelu) {
+        if (residual && !bias && !g.act) {
             pending_delta_ = true; // the next norm adds it
             return;
         }
-        GPT_CUDA_CHECK(launch_bias_act(y, bias, g.gelu, residual ? dev<float>(plan_.x) : nullptr, rows_, (uint32_t)w.rows,
+        GPT_CUDA_CHECK(launch_bias_act(y, bias, g.act, residual ? dev<float>(plan_.x) : nullptr, rows_, (uint32_t)w.rows,
                                        (int)p_.compute, stream_));
     }
 
     void matmul_glu(Act in, const Weight &w, Act out, Activation act) override {
-        const int gelu = act == Activation::GELU_TANH;
         GemvArgs g{};
         g.y = buf(out);
         g.glu = 1;
-        g.gelu = gelu;
+        g.act = (int)act; // SILU or GELU_TANH: the gate's activation code
         if (try_gemv(in, w, g)) return;
         project(w, buf(in), p_.compute, w.cols, dev(plan_.gu), p_.compute, rows_);
-        GPT_CUDA_CHECK(launch_swiglu(dev(plan_.gu), buf(out), rows_, (uint32_t)(w.rows / 2), gelu, (int)p_.compute, stream_));
+        GPT_CUDA_CHECK(launch_swiglu(dev(plan_.gu), buf(out), rows_, (uint32_t)(w.rows / 2), g.act, (int)p_.compute, stream_));
     }
 
     void attention(const AttentionSpec &s) override {
@@ -231,8 +237,9 @@ public:
         GPT_CUDA_CHECK(launch_attention(a, stream_));
     }
 
-    void logits(const Weight &head, float *host_all, float softcap) override {
+    void logits(const Weight &head, float *host_all, float softcap, const Weight *bias_w) override {
         const uint64_t d = shape_.d_model, a = dtype_bytes(p_.compute);
+        const float *bias = bias_w && *bias_w ? static_cast<const float *>(bias_w->data) : nullptr;
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
         if (in_.all_logits && host_all) {
@@ -240,9 +247,10 @@ public:
             if (capturing_) { // the caller's buffer changes between calls: run the head after the graph
                 captured_head_ = head;
                 captured_softcap_ = softcap;
+                captured_head_bias_ = bias ? *bias_w : Weight{};
                 return;
             }
-            all_logits(head, softcap, host_all);
+            all_logits(head, softcap, host_all, bias);
             return;
         }
         flush_delta();
@@ -259,7 +267,8 @@ public:
             g.w = head.data;
             g.y = lg;
             g.y_f32 = 1;
-            g.softcap = softcap;
+            g.softcap = softcap; // after the bias
+            g.bias = bias;
             g.rows = in_.batch;
             g.n = (uint32_t)head.rows;
             g.k = (uint32_t)head.cols;
@@ -267,13 +276,16 @@ public:
             GPT_CUDA_CHECK(launch_gemv(g, stream_));
         } else {
             project(head, last, p_.compute, ld, lg, DType::F32, in_.batch);
+            if (bias)
+                GPT_CUDA_CHECK(launch_bias_act(lg, bias, 0, nullptr, in_.batch, (uint32_t)head.rows, (int)DType::F32, stream_));
             GPT_CUDA_CHECK(launch_softcap(lg, (uint64_t)in_.batch * shape_.vocab_size, softcap, stream_));
         }
         have_last_ = true;
     }
 
-    // Every row's logits (soft-capped when softcap > 0), to host or device memory.
-    void all_logits(const Weight &head, float softcap, float *host_all) {
+    // Every row's logits (+ bias when given, then soft-capped when softcap > 0), to host or
+    // device memory.
+    void all_logits(const Weight &head, float softcap, float *host_all, const float *bias) {
         const uint64_t d = shape_.d_model, v = shape_.vocab_size, a = dtype_bytes(p_.compute);
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
@@ -287,6 +299,7 @@ public:
                 for (uint32_t b = 0; b < in_.batch; b++) {
                     float *y = host_all + (uint64_t)b * in_.logits_seq_stride * v;
                     project(head, h + (uint64_t)b * in_.n_tokens * d * a, p_.compute, d, y, DType::F32, in_.n_tokens);
+                    if (bias) GPT_CUDA_CHECK(launch_bias_act(y, bias, 0, nullptr, in_.n_tokens, (uint32_t)v, (int)DType::F32, stream_));
                     GPT_CUDA_CHECK(launch_softcap(y, (uint64_t)in_.n_tokens * v, softcap, stream_));
                 }
                 GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -298,6 +311,7 @@ public:
                 for (uint32_t t0 = 0; t0 < in_.n_tokens; t0 += plan_.logits_rows) {
                     const uint32_t n = std::min(plan_.logits_rows, in_.n_tokens - t0);
                     project(head, h + ((uint64_t)b * in_.n_tokens + t0) * d * a, p_.compute, d, lg, DType::F32, n);
+                    if (bias) GPT_CUDA_CHECK(launch_bias_act(lg, bias, 0, nullptr, n, (uint32_t)v, (int)DType::F32, stream_));
                     GPT_CUDA_CHECK(launch_softcap(lg, (uint64_t)n * v, softcap, stream_));
                     // cudaMemcpyDefault: the caller's buffer may be host or device memory.
                     GPT_CUDA_CHECK(cudaMemcpyAsync(host_all + ((uint64_t)b * in_.logits_seq_stride + t0) * v, lg, 4 * n * v,
@@ -409,6 +423,7 @@ private:
         cudaGraphExec_t exec = nullptr;
         Weight head; // for a full-logits shape: the head the graph leaves to run afterwards
         float softcap = 0; // and its soft-capping
+        Weight head_bias;  // and its bias (empty: none)
     };
 
     Graph &graph_for(uint32_t batch, uint32_t n_tokens, bool all) {
@@ -426,7 +441,7 @@ private:
         } else if (lru->exec) {
             GPT_CUDA_CHECK(cudaGraphExecDestroy(lru->exec)); // not running: begin_step synchronised
         }
-        *lru = Graph{batch, n_tokens, all, 0, ++clock_, nullptr, Weight{}, 0.0f};
+        *lru = Graph{batch, n_tokens, all, 0, ++clock_, nullptr, Weight{}, 0.0f, Weight{}};
         return *lru;
     }
 
@@ -466,6 +481,7 @@ private:
         GPT_CUDA_CHECK(e);
         g.head = captured_head_;
         g.softcap = captured_softcap_;
+        g.head_bias = captured_head_bias_;
         return true;
     }
 
@@ -552,6 +568,7 @@ private:
     bool capturing_ = false;
     Weight captured_head_;
     float captured_softcap_ = 0;
+    Weight captured_head_bias_;
     uint64_t allocations_ = 0;
     StepInput in_{};
     uint32_t rows_ = 0;
