@@ -1644,6 +1644,16 @@ void test_convert_quantized(void **) {
         write_bytes(sc.in_src("model.bin"), make_l2c(s).bytes);
         check_quantized(sc.in_src("model.bin"), sc, "llama2.c (rope rows permuted)");
     }
+    {
+        // Gemma-2 from bf16 with every matrix's K a multiple of 128: all matrices quantized,
+        // and the norms (1 + w) must stay f32 as in every Gemma file, not the source's bf16.
+        Scratch sc;
+        HfSpec s = gemma2_spec();
+        s.d = 128, s.heads = 4, s.kv = 2, s.head_dim = 32, s.ff = 128, s.vocab = 61, s.seed = 33;
+        const HfModel m = make_hf(s);
+        write_hf_dir(sc.src, m.config, m.entries(), 1);
+        check_quantized(sc.src, sc, "gemma2 (bf16 source, f32 norms)");
+    }
 }
 
 // -------------------------------------------------------------------- output safety
