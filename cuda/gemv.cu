@@ -197,6 +197,174 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
     }
 }
 
+
+// Quantized weights (Q8, Q4) with f16 activations: one warp per unit (a column, or a GLU
+// column's gate and up rows), each lane taking 16-byte chunks of the packed row (16 q8 or 32
+// q4 values, inside one group since groups are multiples of 32), kUnroll in flight; each
+// chunk's products are summed, then scaled by its group's f16 scale, in fp32. The epilogue is
+// the float kernels'. Q8 or Q4 is a run-time flag: four kernels in all (rows 1 or 2, GLU or not).
+// Integers to exact floats without I2F (a quarter-rate instruction): 2^23 + n has n in its
+// low mantissa bits, so OR-ing n in and subtracting 2^23 + offset gives n - offset.
+__device__ __forceinline__ float nibble_value(uint32_t word, int e) { // element e of 8: q4, stored q + 8
+    return __int_as_float(0x4B000000u | ((word >> (4 * e)) & 15u)) - 8388616.0f;
+}
+__device__ __forceinline__ float byte_value(uint32_t flipped, int e) { // byte e of 4: q8, flipped = word ^ 0x80808080
+    return __int_as_float(0x4B000000u | ((flipped >> (8 * e)) & 255u)) - 8388736.0f;
+}
+
+template <int R, bool PAIR> __global__ void __launch_bounds__(kWarps * 32) gemv_quant_kernel(GemvArgs a) {
+    constexpr int W = PAIR ? 2 : 1;
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const uint32_t unit = blockIdx.x * kWarps + warp;
+    const bool q4 = a.wq == Q4;
+    const uint64_t row_bytes = q4 ? a.k / 2 : a.k;
+    const uint32_t chunks = (uint32_t)(row_bytes / 16), groups = a.k / a.group;
+    // Chunk i starts at element i << cshift, in group (i << cshift) >> gshift.
+    const uint32_t cshift = q4 ? 5 : 4, gshift = a.group == 32 ? 5 : a.group == 64 ? 6 : 7;
+    const uint64_t total_rows = PAIR ? 2ull * a.n : a.n;
+    const uint8_t *base = static_cast<const uint8_t *>(a.w);
+    const __half *scales = reinterpret_cast<const __half *>(base + total_rows * row_bytes);
+    const uint32_t c = min(unit, a.n - 1); // past n: a valid row, nothing written
+    const uint4 *wrow[W];
+    const __half *srow[W];
+#pragma unroll
+    for (int j = 0; j < W; j++) {
+        const uint64_t row = PAIR ? (uint64_t)c + (uint64_t)j * a.n : c;
+        wrow[j] = reinterpret_cast<const uint4 *>(base + row * row_bytes);
+        srow[j] = scales + row * groups;
+    }
+    float acc[W][R];
+#pragma unroll
+    for (int j = 0; j < W; j++)
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[j][r] = 0.0f;
+    // Weight chunks and their scales, all in flight together (a scale fetched only when its
+    // chunk is used would cost a memory round trip per chunk).
+    uint4 wv[W][kUnroll];
+    float sv[W][kUnroll];
+    auto load = [&](uint32_t i0) {
+#pragma unroll
+        for (int j = 0; j < W; j++)
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const uint32_t i = i0 + 32 * u;
+                const bool in = i < chunks;
+                wv[j][u] = in ? __ldcs(wrow[j] + i) : make_uint4(0, 0, 0, 0);
+                sv[j][u] = in ? __half2float(__ldg(srow[j] + ((i << cshift) >> gshift))) : 0.0f;
+            }
+    };
+    load(lane); // weights are never written: before waiting on the previous kernel
+    pdl_wait();
+    pdl_launch_dependents();
+    const __half *x = static_cast<const __half *>(a.x);
+    for (uint32_t i0 = lane; i0 < chunks; i0 += 32 * kUnroll) {
+        if (i0 != lane) load(i0);
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t i = i0 + 32 * u;
+            if (i >= chunks) break;
+            const uint32_t e0 = i << cshift;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint4 *xr = reinterpret_cast<const uint4 *>(x + (uint64_t)r * a.ldx + e0);
+                float part[W];
+#pragma unroll
+                for (int j = 0; j < W; j++) part[j] = 0.0f;
+                if (q4) {
+                    // Word v of the chunk holds elements 8v .. 8v + 7, element e in bits 4e .. 4e + 3.
+#pragma unroll
+                    for (int v = 0; v < 4; v++) {
+                        float xf[8];
+                        Vec<__half>::widen(xr[v], xf);
+#pragma unroll
+                        for (int j = 0; j < W; j++) {
+                            const uint32_t word = (&wv[j][u].x)[v];
+#pragma unroll
+                            for (int e = 0; e < 8; e++) part[j] += nibble_value(word, e) * xf[e];
+                        }
+                    }
+                } else {
+                    // Words 2v and 2v + 1 hold elements 8v .. 8v + 7, one signed byte each.
+#pragma unroll
+                    for (int v = 0; v < 2; v++) {
+                        float xf[8];
+                        Vec<__half>::widen(xr[v], xf);
+#pragma unroll
+                        for (int j = 0; j < W; j++) {
+                            const uint32_t lo = (&wv[j][u].x)[2 * v] ^ 0x80808080u, hi = (&wv[j][u].x)[2 * v + 1] ^ 0x80808080u;
+#pragma unroll
+                            for (int e = 0; e < 4; e++) {
+                                part[j] += byte_value(lo, e) * xf[e];
+                                part[j] += byte_value(hi, e) * xf[4 + e];
+                            }
+                        }
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < W; j++) acc[j][r] += sv[j][u] * part[j];
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < W; j++)
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[j][r] = warp_sum(acc[j][r]);
+    if (lane != 0 || unit >= a.n) return;
+    const float b = a.bias ? a.bias[unit] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float v = acc[0][r] + b;
+        if (PAIR) v = epilogue(to_f32(from_f32<__half>(v)), to_f32(from_f32<__half>(acc[W - 1][r])), true, a.act, a.softcap);
+        else if (a.act || a.softcap > 0.0f) v = epilogue(v, 0.0f, false, a.act, a.softcap);
+        if (a.residual) a.residual[(uint64_t)r * a.n + unit] += v;
+        else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + unit] = v;
+        else ((__half *)a.y)[(uint64_t)r * a.n + unit] = from_f32<__half>(v);
+    }
+}
+
+template <bool PAIR> cudaError_t launch_quant(const GemvArgs &a, cudaStream_t s) {
+    const dim3 grid(ceil_div(a.n, (uint32_t)kWarps));
+    if (a.rows == 1) return launch_pdl(gemv_quant_kernel<1, PAIR>, grid, kWarps * 32, 0, s, a);
+    return launch_pdl(gemv_quant_kernel<2, PAIR>, grid, kWarps * 32, 0, s, a);
+}
+
+// One thread per 16-byte chunk of packed integers: 16 (q8) or 32 (q4) f16 values out.
+__global__ void dequant_f16_kernel(const uint8_t *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row0,
+                                   uint64_t n_rows, uint32_t k, __half *out) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const bool q4 = wq == Q4;
+    const uint64_t row_bytes = q4 ? k / 2 : k, chunks = row_bytes / 16, per_chunk = q4 ? 32 : 16;
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_rows * chunks) return;
+    const uint64_t r = t / chunks, i = t % chunks, row = row0 + r, e0 = i * per_chunk;
+    const uint4 chunk = *reinterpret_cast<const uint4 *>(w + row * row_bytes + 16 * i);
+    const __half *scales = reinterpret_cast<const __half *>(w + total_rows * row_bytes);
+    const float s = __half2float(scales[row * (k / group) + e0 / group]);
+    const uint32_t words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
+    // 16-byte stores of 8 halves: q4 word v gives elements 8v .. 8v + 7; q8 words 2v, 2v + 1.
+    uint4 *o = reinterpret_cast<uint4 *>(out + r * k + e0);
+#pragma unroll
+    for (int v = 0; v < (q4 ? 4 : 2); v++) {
+        uint4 packed;
+        __half2 *h = reinterpret_cast<__half2 *>(&packed);
+#pragma unroll
+        for (int p = 0; p < 4; p++) {
+            float lo, hi;
+            if (q4) {
+                lo = nibble_value(words[v], 2 * p);
+                hi = nibble_value(words[v], 2 * p + 1);
+            } else {
+                const uint32_t flipped = words[2 * v + p / 2] ^ 0x80808080u;
+                lo = byte_value(flipped, 2 * (p % 2));
+                hi = byte_value(flipped, 2 * (p % 2) + 1);
+            }
+            h[p] = __floats2half2_rn(lo * s, hi * s);
+        }
+        o[v] = packed;
+    }
+}
+
 template <typename T, int W, bool PAIR> cudaError_t launch_split(const GemvArgs &a, cudaStream_t s) {
     const uint32_t units = PAIR ? a.n : ceil_div(a.n, (uint32_t)W);
     const uint32_t splits = gemv_row_splits(units, a.k, a.dtype), log_s = splits >= 8 ? 3 : splits >= 4 ? 2 : splits >= 2 ? 1 : 0;
@@ -223,18 +391,32 @@ uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype) {
     return s;
 }
 
-bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype) {
+bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype, int wq) {
+    if (wq) return rows >= 1 && rows <= kGemvMaxRows && dtype == F16 && (wq == Q8 || wq == Q4) && k % 32 == 0 && ldx % 8 == 0;
     const uint32_t per16 = 16 / dtype_size(dtype);
     return rows >= 1 && rows <= kGemvMaxRows && k % per16 == 0 && ldx % per16 == 0;
 }
 
 cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream) {
     if (a.n == 0 || a.rows == 0) return cudaSuccess;
-    if (!gemv_supported(a.rows, a.k, a.ldx, a.dtype)) return cudaErrorInvalidValue;
+    if (!gemv_supported(a.rows, a.k, a.ldx, a.dtype, a.wq)) return cudaErrorInvalidValue;
+    if (a.wq) {
+        if (a.group == 0 || a.group % 32 != 0 || a.k % a.group != 0) return cudaErrorInvalidValue;
+        return a.glu ? launch_quant<true>(a, stream) : launch_quant<false>(a, stream);
+    }
     switch (a.dtype) {
     case F32: return launch_typed<float>(a, stream);
     case F16: return launch_typed<__half>(a, stream);
     case BF16: return launch_typed<__nv_bfloat16>(a, stream);
     }
     return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_dequant_f16(const void *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row0, uint64_t n_rows,
+                               uint32_t k, void *out, cudaStream_t stream) {
+    if (n_rows == 0) return cudaSuccess;
+    if ((wq != Q8 && wq != Q4) || k % 32 != 0 || group == 0 || k % group != 0) return cudaErrorInvalidValue;
+    const uint64_t threads = n_rows * ((wq == Q4 ? k / 2 : k) / 16);
+    return launch_pdl(dequant_f16_kernel, (uint32_t)((threads + 255) / 256), 256, 0, stream, static_cast<const uint8_t *>(w), wq,
+                      group, total_rows, row0, n_rows, k, static_cast<__half *>(out));
 }

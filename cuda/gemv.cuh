@@ -21,12 +21,20 @@ struct GemvArgs {
     int glu;              // y = act(x . gate_row) * (x . up_row) (SiLU: SwiGLU, GELU tanh: GeGLU)
     int y_f32;            // y is f32 (logits) instead of dtype
     float softcap;        // > 0: y = softcap * tanh(y / softcap) last (Gemma-2's logits); 0: none
-    int dtype;
+    int dtype;            // of x and y (and w unless wq)
+    int wq;               // 0, or Q8 / Q4: w is quantized (dtype.cuh), x and y are f16
+    uint32_t group;       // wq: columns per scale
 };
 
 // Warps that share one unit of output (one or two columns, or one GLU column over its gate
 // and up rows): 1, 2, 4 or 8, more for few, long weight rows.
 uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype);
-// Whether launch_gemv handles these sizes (rows <= kGemvMaxRows, 16-byte aligned rows).
-bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype);
+// Whether launch_gemv handles these sizes (rows <= kGemvMaxRows, 16-byte aligned rows); with
+// wq (quantized weights): f16 activations and k a multiple of 32.
+bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype, int wq = 0);
 cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);
+
+// Quantized weights (Q8 / Q4, dtype.cuh) to f16: rows [row0, row0 + n_rows) of a [total_rows][k]
+// matrix with `group` columns per scale into out[n_rows][k]. k a multiple of 32.
+cudaError_t launch_dequant_f16(const void *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row0, uint64_t n_rows,
+                               uint32_t k, void *out, cudaStream_t stream);

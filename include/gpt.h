@@ -124,10 +124,15 @@ typedef enum gpt_dtype {
     GPT_DTYPE_AUTO = 0,
     GPT_DTYPE_F32 = 1,
     GPT_DTYPE_F16 = 2,
-    GPT_DTYPE_BF16 = 3
+    GPT_DTYPE_BF16 = 3,
+    /* Weight-only quantized matrices (weight files and gpt_model_info only, never a compute or
+     * KV dtype): symmetric integers in groups along each row, one f16 scale per group
+     * (docs/FORMAT.md, section 5.1). */
+    GPT_DTYPE_Q8 = 4,
+    GPT_DTYPE_Q4 = 5
 } gpt_dtype;
 
-/* "f32", "f16", "bf16", "auto"; "?" for anything else. */
+/* "f32", "f16", "bf16", "q8", "q4", "auto"; "?" for anything else. */
 GPT_API const char *gpt_dtype_name(int dtype);
 
 typedef enum gpt_arch {
@@ -167,7 +172,10 @@ typedef struct gpt_model_params {
     uint32_t struct_size;  /* sizeof(gpt_model_params), set by gpt_model_params_init */
     int32_t device;        /* default GPT_DEVICE_AUTO; GPT_DEVICE_CPU or a CUDA ordinal */
     uint32_t weight_dtype; /* gpt_dtype the weights are held in on a GPU; default AUTO: the
-                              file's dtype. On the CPU weights stay as stored in the file. */
+                              file's dtype. On the CPU weights stay as stored in the file.
+                              Q8/Q4 only for a file of that dtype (GPT_ERR_UNSUPPORTED
+                              otherwise: quantize offline); a quantized file computes in f16
+                              on a GPU, and a float weight_dtype dequantizes it at load. */
     uint32_t flags;        /* GPT_MODEL_*; default 0 */
 } gpt_model_params;
 
@@ -209,7 +217,8 @@ typedef struct gpt_model_info {
     uint32_t d_ff;           /* feed-forward inner width */
     uint32_t vocab_size;
     uint32_t context_length; /* longest sequence the model was made for */
-    uint32_t file_dtype;     /* gpt_dtype of the tensors in the file */
+    uint32_t file_dtype;     /* gpt_dtype of the tensors in the file (of the token embedding
+                                when they differ, as in quantized files) */
     uint32_t weight_dtype;   /* gpt_dtype of the weights as held in memory */
     int32_t device;          /* GPT_DEVICE_CPU or the CUDA ordinal holding the weights */
     int32_t bos_token;       /* -1 when the model has none */

@@ -217,7 +217,9 @@ void test_dtype_names(void **) {
     assert_string_equal(gpt_dtype_name(GPT_DTYPE_F32), "f32");
     assert_string_equal(gpt_dtype_name(GPT_DTYPE_F16), "f16");
     assert_string_equal(gpt_dtype_name(GPT_DTYPE_BF16), "bf16");
-    assert_string_equal(gpt_dtype_name(4), "?");
+    assert_string_equal(gpt_dtype_name(GPT_DTYPE_Q8), "q8");
+    assert_string_equal(gpt_dtype_name(GPT_DTYPE_Q4), "q4");
+    assert_string_equal(gpt_dtype_name(6), "?");
     assert_string_equal(gpt_dtype_name(-1), "?");
 }
 
@@ -728,9 +730,13 @@ void test_model_params_out_of_range(void **) {
                     "CUDA device 0", nullptr);
     }
     mp.device = GPT_DEVICE_CPU;
-    mp.weight_dtype = 4;
+    mp.weight_dtype = 6;
     CHECK_FAILS(gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &mp, &m), GPT_ERR_INVALID_ARG,
                 "weight_dtype", nullptr);
+    // Quantizing is offline (gpt quantize): a quantized weight_dtype must be the file's.
+    mp.weight_dtype = GPT_DTYPE_Q4;
+    CHECK_FAILS(gpt_model_load_from_memory(g->fx.file.data(), g->fx.file.size(), &mp, &m), GPT_ERR_UNSUPPORTED,
+                "weight_dtype q4", nullptr);
     assert_null(m);
 }
 

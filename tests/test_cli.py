@@ -723,6 +723,67 @@ class Chat(unittest.TestCase):
                     self.assertLess(ran, total - reused + 1)
 
 
+class Quantize(unittest.TestCase):
+    """Issue 17: `gpt quantize`, `gpt info` on quantized files, `gpt perplexity --compare`."""
+
+    def test_quantize_info_perplexity(self):
+        d = Path(Fixtures.dir.name)
+        text = d / "verses.txt"
+        text.write_text("In the beginning God created the heaven and the earth.\n"
+                        "And the earth was without form, and void; and darkness was upon the face of the deep.\n" * 3)
+        kl = {}
+        for dtype, group in (("q8", "64"), ("q4", "32")):
+            out = d / ("kjv-%s.gpt" % dtype)
+            rc, so, err = run("quantize", KJV, out, "--dtype", dtype, "--group", group)
+            self.assertEqual(rc, 0, err)
+            # The rule (docs/FORMAT.md 5.1): every matrix of 256 columns (embedding, head, and per
+            # layer qkv, out, gate_up: 2 + 6 x 3); ffn_down has 688 and the 13 norms are vectors.
+            self.assertIn("quantized   20 of 39 tensors to %s, group %s" % (dtype, group), so)
+            rc, so, err = run("info", out)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("%s/%s" % (dtype, group), so)
+            self.assertIn("checksums:  all 39 tensors OK", so)
+            if dtype == "q4":
+                # tok_emb [4096, 256] q4/32: 4096 * 128 bytes + 4096 * 8 scales * 2 bytes.
+                self.assertRegex(so, r"tok_emb\.weight\s+q4/32\s+4096 x 256\s+\d+\s+576\.00 KiB")
+            rc, so, err = run("perplexity", out, text, "--compare", KJV, "--threads", "2")
+            self.assertEqual(rc, 0, err)
+            kl[dtype] = float(re.search(r"mean KL\s+([0-9.e+-]+)", so).group(1))
+            top1 = float(re.search(r"top-1\s+([0-9.]+)%", so).group(1))
+            self.assertGreater(kl[dtype], 0.0, so)
+            self.assertGreaterEqual(top1, 80.0, so)
+        self.assertLess(kl["q8"], kl["q4"])  # 8 bits lose less than 4
+        rc, so, err = run("perplexity", KJV, text, "--compare", KJV, "--threads", "2")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("mean KL     0.000000", so)
+        self.assertIn("top-1       100.00% agreement", so)
+
+    def test_quantize_keep_embeddings(self):
+        out = Path(Fixtures.dir.name) / "kjv-keep.gpt"
+        rc, so, err = run("quantize", KJV, out, "--dtype", "q4", "--keep-embeddings")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("quantized   18 of 39 tensors to q4, group 32", so)  # 20 less tok_emb and lm_head
+        rc, so, err = run("info", out)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(so, r"tok_emb\.weight\s+f16\s")
+        self.assertRegex(so, r"lm_head\.weight\s+f16\s")
+        self.assertRegex(so, r"blk\.0\.attn_qkv\.weight\s+q4/32\s")
+
+    def test_quantize_refusals(self):
+        d = Path(Fixtures.dir.name)
+        for args, needle in ((["--group", "32"], "--dtype q8 or --dtype q4"), (["--dtype", "f16"], "--dtype q8 or --dtype q4"),
+                             (["--dtype", "q4", "--group", "48"], "48"), (["--dtype", "q4", "--group", "256"], "--group"),
+                             (["--dtype", "q5"], "q5")):
+            with self.subTest(args=args):
+                rc, out, err = run("quantize", KJV, d / "x.gpt", *args)
+                self.assertEqual((rc, out), (2, ""), err)
+                self.assertIn(needle, err)
+        self.assertFalse((d / "x.gpt").exists())
+        rc, out, err = run("quantize", Fixtures.hostile_tensor, d / "y.gpt", "--dtype", "q8")
+        self.assertEqual(rc, 1, err)
+        self.assertFalse((d / "y.gpt").exists())
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: test_cli.py PATH/TO/gpt [unittest options]")

@@ -23,7 +23,9 @@
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
+#include "core/quant.h"
 #include "format/keys.h"
+#include "format/quantize.h"
 #include "format/reader.h"
 #include "dtype_values.h"
 #include "files.h"
@@ -1573,6 +1575,87 @@ void test_convert_rejects_bad_dtype(void **) {
     expect_rejected(convert(sc.src, sc.in_out("m.gpt"), 7), sc, GPT_ERR_INVALID_ARG, {"dtype"}, "dtype 7");
 }
 
+
+// ------------------------------------------------------------------- quantized output
+
+// --dtype q8|q4 with groups 32/64/128 from a Hugging Face directory (GPT-2: transposed Conv1D
+// matrices, tied) and a llama2.c checkpoint (permuted q/k rows): each tensor of the quantized
+// file is exactly the library's quantizer applied to the same tensor of the f32 conversion
+// when format::quantizable says so (the transposes and permutations come first), else the f32
+// bytes unchanged; the group is in the table and the summary counts the quantized tensors.
+void check_quantized(const std::string &src, Scratch &sc, const char *label) {
+    const std::string ref_path = sc.in_out("ref.gpt");
+    expect_ok(convert(src, ref_path, GPT_DTYPE_F32, true), label);
+    gpt::format::ReadOptions ro;
+    auto ref = gpt::format::WeightFile::open(ref_path, ro);
+    for (uint32_t q : {(uint32_t)GPT_DTYPE_Q8, (uint32_t)GPT_DTYPE_Q4})
+        for (uint32_t g : {32u, 64u, 128u}) {
+            char what[160];
+            std::snprintf(what, sizeof what, "%s --dtype %s --group %u", label, gpt_dtype_name((int)q), g);
+            const std::string path = sc.in_out("q.gpt");
+            Run r;
+            cv::ConvertOptions o;
+            o.src = src, o.out = path, o.dtype = q, o.group = g, o.force = true, o.verify_threads = 2;
+            o.on_warning = [](const std::string &) {};
+            try {
+                r.result = cv::convert_model(o);
+            } catch (const gpt::Error &e) {
+                fail_msg("%s: %s", what, e.what());
+            }
+            assert_true(r.result.verified);
+            auto f = gpt::format::WeightFile::open(path, ro);
+            size_t n_quantized = 0;
+            for (const auto &t : ref->tensors()) {
+                const gpt::format::TensorEntry *e = f->find(t.name);
+                if (!e) fail_msg("%s: '%s' missing", what, t.name.c_str());
+                const std::vector<uint64_t> shape(t.dims, t.dims + t.ndim);
+                if (!gpt::format::quantizable(shape, g)) {
+                    if (e->dtype != DType::F32 || e->nbytes != t.nbytes || std::memcmp(f->data(*e), ref->data(t), t.nbytes) != 0)
+                        fail_msg("%s: '%s' is not the f32 tensor unchanged", what, t.name.c_str());
+                    continue;
+                }
+                n_quantized++;
+                uint64_t n = 0;
+                assert_true(gpt::tensor_bytes((DType)q, t.numel(), t.dims[1], g, &n));
+                std::vector<uint8_t> want(n);
+                gpt::quantize_matrix(reinterpret_cast<const float *>(ref->data(t)), t.dims[0], t.dims[1], (DType)q, g, want.data(), t.name);
+                if ((uint32_t)e->dtype != q || e->group != g || e->nbytes != n || std::memcmp(f->data(*e), want.data(), n) != 0)
+                    fail_msg("%s: '%s' is not the quantizer's output for the f32 values", what, t.name.c_str());
+            }
+            assert_int_equal(r.result.n_quantized, n_quantized);
+            if (n_quantized == 0) fail_msg("%s: nothing quantized", what);
+        }
+}
+
+void test_convert_quantized(void **) {
+    {
+        Scratch sc;
+        HfSpec s;
+        s.type = "gpt2";
+        s.d = 128, s.heads = 4, s.ff = 96, s.vocab = 61, s.ctx = 16, s.tied = true, s.seed = 31; // ff 96: down only for g32
+        const HfModel m = make_hf(s);
+        write_hf_dir(sc.src, m.config, m.entries(), 1);
+        check_quantized(sc.src, sc, "gpt2 (Conv1D transposed)");
+    }
+    {
+        Scratch sc;
+        L2cSpec s;
+        s.dim = 128, s.hidden = 96, s.heads = 4, s.kv = 2, s.vocab = 37, s.shared = false, s.seed = 32;
+        write_bytes(sc.in_src("model.bin"), make_l2c(s).bytes);
+        check_quantized(sc.in_src("model.bin"), sc, "llama2.c (rope rows permuted)");
+    }
+    {
+        // Gemma-2 from bf16 with every matrix's K a multiple of 128: all matrices quantized,
+        // and the norms (1 + w) must stay f32 as in every Gemma file, not the source's bf16.
+        Scratch sc;
+        HfSpec s = gemma2_spec();
+        s.d = 128, s.heads = 4, s.kv = 2, s.head_dim = 32, s.ff = 128, s.vocab = 61, s.seed = 33;
+        const HfModel m = make_hf(s);
+        write_hf_dir(sc.src, m.config, m.entries(), 1);
+        check_quantized(sc.src, sc, "gemma2 (bf16 source, f32 norms)");
+    }
+}
+
 // -------------------------------------------------------------------- output safety
 
 // OUT is never overwritten without --force; with --force a failed conversion leaves it as
@@ -1840,6 +1923,7 @@ int main(void) {
         cmocka_unit_test(test_convert_rejects_f16_overflow),
         cmocka_unit_test(test_convert_rejects_nan_weights),
         cmocka_unit_test(test_convert_rejects_bad_dtype),
+        cmocka_unit_test(test_convert_quantized),
         cmocka_unit_test(test_convert_keeps_existing_output),
         cmocka_unit_test(test_convert_force_failure_keeps_output),
         cmocka_unit_test(test_convert_interrupt_keeps_output),

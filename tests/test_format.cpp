@@ -14,6 +14,7 @@
 #include "alloc_hooks.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/quant.h"
 #include "dtype_values.h"
 #include "files.h"
 #include "core/memory.h"
@@ -32,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -1053,7 +1055,7 @@ void test_reject_table_dtype(void **) {
     auto patched = [&](const std::function<void(Bytes &)> &f) { return d.patched(f); };
     const TensorPos &t1 = te[1];
     const std::string n1 = t1.name;
-    for (uint8_t dt : {0, 4, 9, 255}) {
+    for (uint8_t dt : {0, 6, 9, 255}) { // 4 and 5 are q8 and q4 (test_reject_quantized_*)
         const std::string needle = "tensor '" + n1 + "' has unknown dtype " + std::to_string(dt);
         expect_reject(patched([&](Bytes &b) { b[t1.dtype_at] = dt; }), GPT_ERR_FORMAT, needle.c_str(), "dtype " + std::to_string(dt));
     }
@@ -1642,6 +1644,167 @@ void test_load_refuses_fifo_and_devices(void **) {
     files::remove_tree(dir);
 }
 
+
+// ------------------------------------------------------------------------ quantized tensors
+
+// A loadable llama file with quantized matrices, group 32: q4 everywhere but ffn_down
+// ([64, 96], q8), so both quantized dtypes and a 96-column matrix are present. Norms stay f32.
+struct QuantFile {
+    Bytes good;
+    std::vector<TensorPos> te;
+    QuantFile() {
+        std::mt19937_64 rng(reference::sub_seed("quant_file"));
+        fixture::Spec s;
+        s.arch = GPT_ARCH_LLAMA;
+        s.n_layers = 1, s.d_model = 64, s.n_heads = 2, s.n_kv_heads = 1, s.head_dim = 32, s.d_ff = 96, s.vocab_size = 37;
+        s.context_length = 16;
+        const gpt::ModelConfig c = fixture::config_of(s);
+        Writer w;
+        c.to_metadata(w.metadata());
+        std::normal_distribution<float> nd(0.0f, 0.5f);
+        for (const gpt::TensorSlot &slot : gpt::tensor_table(c)) {
+            uint64_t n = 1;
+            for (uint64_t d : slot.shape) n *= d;
+            std::vector<float> v(n);
+            for (float &x : v) x = nd(rng);
+            if (slot.shape.size() == 1) {
+                w.add_tensor(slot.name, DType::F32, slot.shape, v.data(), n * 4);
+                continue;
+            }
+            const DType t = slot.name.find("ffn_down") != std::string::npos ? DType::Q8 : DType::Q4;
+            uint64_t nbytes = 0;
+            assert_true(gpt::tensor_bytes(t, n, slot.shape[1], 32, &nbytes));
+            auto b = std::make_shared<Bytes>(nbytes);
+            gpt::quantize_matrix(v.data(), slot.shape[0], slot.shape[1], t, 32, b->data(), slot.name);
+            w.add_quantized(slot.name, t, slot.shape, 32, [b](uint8_t *dst, uint64_t k) { std::memcpy(dst, b->data(), k); });
+        }
+        good = w.write_memory();
+        te = table_entries(good);
+    }
+    const TensorPos &first(uint8_t dtype) const {
+        for (const TensorPos &t : te)
+            if (t.dtype == dtype) return t;
+        fail_msg("no tensor of dtype %u", dtype);
+        return te[0];
+    }
+    Bytes patched(const std::function<void(Bytes &)> &f, bool tensor_crcs = false) const {
+        Bytes b = good;
+        f(b);
+        if (tensor_crcs) fix_all_crcs(b);
+        else fix_crcs(b);
+        return b;
+    }
+};
+
+// The table entry of a quantized tensor, from the spec: dtype 4/5, the group in the u16,
+// nbytes = integers + 2 bytes per group; the file loads and reports q4.
+void test_quantized_layout(void **) {
+    const QuantFile q;
+    expect_load_ok(q.good, "quantized file");
+    size_t n_q8 = 0, n_q4 = 0;
+    for (const TensorPos &t : q.te) {
+        if (t.ndim == 1) {
+            assert_int_equal(t.dtype, 1);
+            assert_int_equal(get16(q.good, t.reserved_at), 0);
+            continue;
+        }
+        assert_true(t.dtype == 4 || t.dtype == 5);
+        (t.dtype == 4 ? n_q8 : n_q4)++;
+        assert_int_equal(get16(q.good, t.reserved_at), 32);
+        const uint64_t ints = t.dtype == 4 ? t.dims[0] * t.dims[1] : t.dims[0] * t.dims[1] / 2;
+        assert_int_equal(t.nbytes, ints + 2 * t.dims[0] * (t.dims[1] / 32));
+    }
+    assert_int_equal(n_q8, 1);
+    assert_int_equal(n_q4, 5); // tok_emb, qkv, out, gate_up, head (untied)
+    gpt_model_params p = cpu_params();
+    gpt_model *m = nullptr;
+    Buffer aligned(q.good);
+    assert_int_equal(gpt_model_load_from_memory(aligned.data, aligned.size, &p, &m), GPT_OK);
+    gpt_model_info info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    assert_int_equal(gpt_model_get_info(m, &info), GPT_OK);
+    assert_int_equal(info.file_dtype, GPT_DTYPE_Q4);
+    assert_string_equal(gpt_dtype_name((int)info.file_dtype), "q4");
+    assert_string_equal(gpt_dtype_name(GPT_DTYPE_Q8), "q8");
+    gpt_model_free(m);
+}
+
+// Group sizes 0, outside {32, 64, 128}, or not dividing the columns; a quantized dtype on a
+// vector; a group on a float tensor.
+void test_reject_quantized_group(void **) {
+    const QuantFile q;
+    const TensorPos &t4 = q.first(5), &t8 = q.first(4);
+    const std::string n4 = "tensor '" + t4.name + "' (q4, " + std::to_string(t4.dims[1]) + " columns) has group size ";
+    for (uint16_t g : {0, 1, 16, 48, 256, 65535})
+        expect_reject(q.patched([&](Bytes &b) { put16(b, t4.reserved_at, g); }), GPT_ERR_FORMAT, (n4 + std::to_string(g)).c_str(),
+                      "q4 group " + std::to_string(g));
+    // ffn_down has 96 columns: 64 is a valid size that does not divide them.
+    assert_int_equal(t8.dims[1], 96);
+    const std::string n8 = "tensor '" + t8.name + "' (q8, 96 columns) has group size 64";
+    expect_reject(q.patched([&](Bytes &b) { put16(b, t8.reserved_at, 64); }), GPT_ERR_FORMAT, n8.c_str(), "q8 group 64 of 96");
+    const TensorPos &vec = q.first(1);
+    expect_reject(q.patched([&](Bytes &b) { b[vec.dtype_at] = 4; }), GPT_ERR_FORMAT,
+                  ("tensor '" + vec.name + "' is q8 with 1 dimensions").c_str(), "q8 vector");
+    expect_reject(q.patched([&](Bytes &b) { put16(b, vec.reserved_at, 32); }), GPT_ERR_FORMAT,
+                  ("tensor '" + vec.name + "' has nonzero reserved bits").c_str(), "group on an f32 tensor");
+    // A q4 tensor relabelled q8 (same group): its byte count no longer matches.
+    expect_reject(q.patched([&](Bytes &b) { b[t4.dtype_at] = 4; }), GPT_ERR_FORMAT,
+                  ("tensor '" + t4.name + "' stores").c_str(), "q4 read as q8");
+}
+
+// Byte counts one block short or long, and files cut inside the scale plane.
+void test_reject_quantized_bytes(void **) {
+    const QuantFile q;
+    const TensorPos &t4 = q.first(5);
+    const std::string stores = "tensor '" + t4.name + "' stores";
+    for (int64_t delta : {-2, -1, 1, 2, 64})
+        expect_reject(q.patched([&](Bytes &b) { put64(b, t4.nbytes_at, t4.nbytes + (uint64_t)delta); }), GPT_ERR_FORMAT,
+                      stores.c_str(), "nbytes " + std::to_string(delta));
+    // The last tensor (the head) cut in its scales, the header's file size made to agree.
+    const TensorPos &last = q.te.back();
+    const Header h = header_of(q.good);
+    for (uint64_t cut : {(uint64_t)1, (uint64_t)2, (uint64_t)33}) {
+        Bytes b = q.good;
+        b.resize(b.size() - cut);
+        put64(b, H_FILE_SIZE, b.size());
+        fix_crcs(b);
+        expect_reject(b, GPT_ERR_FORMAT, ("tensor '" + last.name + "' data [").c_str(), "cut " + std::to_string(cut));
+    }
+    (void)h;
+}
+
+// NaN or infinity in a scale is refused when a model loads (naming the tensor, row and
+// group); the integers are not floats: any byte there loads.
+void test_reject_quantized_nan_scale(void **) {
+    const QuantFile q;
+    const TensorPos &t4 = q.first(5);
+    const Header h = header_of(q.good);
+    const uint64_t groups = t4.dims[1] / 32, scales_at = h.data_off + t4.rel + t4.dims[0] * t4.dims[1] / 2;
+    struct Case {
+        uint16_t bits;
+        const char *kind;
+    };
+    for (const Case c : {Case{0x7e00, "NaN"}, Case{0x7c00, "inf"}, Case{0xfc00, "-inf"}})
+        for (uint64_t at : {(uint64_t)0, groups + 1, t4.dims[0] * groups - 1}) {
+            const Bytes b = q.patched([&](Bytes &x) { put16(x, scales_at + 2 * at, c.bits); }, true);
+            const std::string needle = "tensor '" + t4.name + "' holds a non-finite scale (" + c.kind + " at row " +
+                                       std::to_string(at / groups) + ", group " + std::to_string(at % groups) + ")";
+            gpt_model_params p = cpu_params();
+            Buffer aligned(b);
+            check_api([&](gpt_model **m) { return gpt_model_load_from_memory(aligned.data, aligned.size, &p, m); },
+                      GPT_ERR_FORMAT, needle.c_str(), needle);
+            TempFile tmp(b);
+            p.flags = GPT_MODEL_NO_MMAP;
+            check_api([&](gpt_model **m) { return gpt_model_load(tmp.path.c_str(), &p, m); }, GPT_ERR_FORMAT, needle.c_str(),
+                      needle + " (file)");
+        }
+    // All-ones integer bytes (0xffff would be an f16 NaN) load.
+    const Bytes ints = q.patched([&](Bytes &x) {
+        for (uint64_t i = 0; i < 64; i++) x[h.data_off + t4.rel + i] = 0xff;
+    }, true);
+    expect_load_ok(ints, "0xff integers");
+}
 } // namespace
 
 int main(void) {
@@ -1679,6 +1842,10 @@ int main(void) {
         cmocka_unit_test(test_reject_table_duplicate_name),
         cmocka_unit_test(test_reject_table_shape),
         cmocka_unit_test(test_reject_table_byte_count),
+        cmocka_unit_test(test_quantized_layout),
+        cmocka_unit_test(test_reject_quantized_group),
+        cmocka_unit_test(test_reject_quantized_bytes),
+        cmocka_unit_test(test_reject_quantized_nan_scale),
         cmocka_unit_test(test_reject_table_offsets),
         cmocka_unit_test(test_reject_model_config),
         cmocka_unit_test(test_reject_gpt2_config),

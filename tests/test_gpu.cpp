@@ -18,6 +18,10 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm.h"
 #include "core/half.h"
+#include "core/quant.h"
+#include "format/quantize.h"
+#include "format/writer.h"
+#include "model/arch.h"
 #include "sampler/sampler.h"
 
 #include "add_norm.cuh"
@@ -39,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -1134,6 +1139,206 @@ void test_gpu_penalties_match_cpu(void **) {
     }
 }
 
+// ---------------------------------------------------------------- quantized weights
+
+// Weights quantized by the library's quantizer (tested against the spec in test_quant), so
+// the reference is "dequantize in double (dequantize_row is exact), then a naive matmul".
+struct QuantMatrix {
+    std::vector<uint8_t> bytes;
+    std::vector<float> values; // dequantized, [rows][cols]
+    gpt::Weight view;
+    QuantMatrix(DType t, uint64_t rows, uint64_t cols, uint32_t g, float scale) {
+        const std::vector<float> w = randn(rows * cols, scale);
+        uint64_t n = 0;
+        assert_true(gpt::tensor_bytes(t, rows * cols, cols, g, &n));
+        bytes.resize(n);
+        gpt::quantize_matrix(w.data(), rows, cols, t, g, bytes.data(), "test");
+        view = gpt::Weight{bytes.data(), t, rows, cols, g};
+        values.resize(rows * cols);
+        for (uint64_t r = 0; r < rows; r++) gpt::dequantize_row(view, r, values.data() + r * cols);
+    }
+};
+
+// The quantized GEMV (rows 1 and 2: plain, bias + GELU, residual, strided f32 output with
+// soft-cap, SwiGLU) against the double reference; the f16 dequantization slices (bit-exact:
+// q * scale rounded once); the quantized embedding (exact in f32, with positions).
+void test_gpu_quant_kernels(void **) {
+    SKIP_WITHOUT_GPU();
+    for (DType q : {DType::Q8, DType::Q4})
+        for (uint32_t g : {32u, 64u, 128u}) {
+            // k not a multiple of 256 for 32 and 64 (160 + 64 * j), n odd.
+            const uint32_t k = g == 32 ? 160 : g == 64 ? 1344 : 2176, n = 77;
+            for (uint32_t rows = 1; rows <= kGemvMaxRows; rows++)
+                for (int mode = 0; mode < 5; mode++) {
+                    const bool bias = mode == 1, gelu = mode == 1, residual = mode == 2, f32_out = mode == 3, glu = mode == 4;
+                    const float softcap = mode == 3 ? 1.5f : 0.0f;
+                    const uint64_t ldx = f32_out ? 3 * k : k;
+                    const uint32_t wrows = glu ? 2 * n : n;
+                    QuantMatrix w(q, wrows, k, g, 0.05f);
+                    auto x = randn(rows * ldx), b = randn(n, 0.5f), res = randn(rows * n);
+                    round_to(x, DType::F16);
+                    DevBuf dx(rows * ldx, DType::F16), dw(w.bytes.size(), DType::F32), db(n, DType::F32),
+                        dy(rows * n, f32_out ? DType::F32 : DType::F16), dr(rows * n, DType::F32);
+                    dx.upload(x);
+                    dw.upload_raw(w.bytes.data(), w.bytes.size());
+                    db.upload(b);
+                    dr.upload(res);
+                    GemvArgs a{};
+                    a.x = dx.p;
+                    a.ldx = ldx;
+                    a.w = dw.p;
+                    a.bias = bias ? db.as<float>() : nullptr;
+                    a.y = dy.p;
+                    a.residual = residual ? dr.as<float>() : nullptr;
+                    a.rows = rows;
+                    a.n = n;
+                    a.k = k;
+                    a.act = (int)(glu ? gpt::Activation::SILU : gelu ? gpt::Activation::GELU_TANH : gpt::Activation::NONE);
+                    a.glu = glu;
+                    a.y_f32 = f32_out;
+                    a.softcap = softcap;
+                    a.dtype = (int)DType::F16;
+                    a.wq = (int)q;
+                    a.group = g;
+                    assert_true(gemv_supported(rows, k, ldx, (int)DType::F16, (int)q));
+                    CK(launch_gemv(a, 0));
+                    CK(cudaDeviceSynchronize());
+                    std::vector<float> want(rows * n);
+                    for (uint32_t r = 0; r < rows; r++)
+                        for (uint32_t i = 0; i < n; i++) {
+                            auto dot = [&](uint64_t wr) {
+                                double sum = 0;
+                                for (uint32_t c = 0; c < k; c++) sum += (double)x[r * ldx + c] * w.values[wr * k + c];
+                                return sum;
+                            };
+                            float v = (float)dot(i) + (bias ? b[i] : 0.0f);
+                            if (glu) {
+                                std::vector<float> gu = {v, (float)dot(n + i)};
+                                round_to(gu, DType::F16);
+                                v = gpt::cpu::silu(gu[0]) * gu[1];
+                            } else if (gelu) {
+                                v = gpt::cpu::gelu_tanh(v);
+                            }
+                            if (softcap > 0) v = softcap * std::tanh(v / softcap);
+                            want[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
+                        }
+                    char what[96];
+                    std::snprintf(what, sizeof what, "quant gemv %s g%u rows=%u mode=%d", dname(q), g, rows, mode);
+                    expect_close(what, residual ? dr.download() : dy.download(), want, (f32_out || residual) ? 1e-3 : 1e-2);
+                }
+            // Dequantization of rows [3, 3 + 40) of a [61][k] matrix: exact f16 values.
+            QuantMatrix w(q, 61, k, g, 0.3f);
+            DevBuf dw(w.bytes.size(), DType::F32), out(40 * k, DType::F16);
+            dw.upload_raw(w.bytes.data(), w.bytes.size());
+            CK(launch_dequant_f16(dw.p, (int)q, g, 61, 3, 40, k, out.p, 0));
+            CK(cudaDeviceSynchronize());
+            const std::vector<float> got = out.download();
+            for (size_t i = 0; i < got.size(); i++) {
+                const float want = gpt::f16_to_f32(gpt::f32_to_f16(w.values[3 * k + i]));
+                if (!(got[i] == want)) fail_msg("dequant %s g%u element %zu: %g, want %g", dname(q), g, i, got[i], want);
+            }
+            // Embedding: 5 rows of a [61][k] token table (scaled) plus a [9][k] position table.
+            QuantMatrix pos(q, 9, k, g, 0.3f);
+            const int32_t toks[5] = {0, 60, 7, 7, 31}, poss[5] = {0, 8, 1, 2, 3};
+            DevBuf dt(5, DType::F32), dp(5, DType::F32), dpos(pos.bytes.size(), DType::F32), dx(5 * k, DType::F32);
+            dt.upload_raw(toks, sizeof toks);
+            dp.upload_raw(poss, sizeof poss);
+            dpos.upload_raw(pos.bytes.data(), pos.bytes.size());
+            CK(launch_embed_quant(dt.as<int32_t>(), dp.as<int32_t>(), dw.p, 61, dpos.p, 9, (int)q, g, 5, k, 0.5f, dx.as<float>(), 0));
+            CK(cudaDeviceSynchronize());
+            const std::vector<float> emb = dx.download();
+            for (uint32_t r = 0; r < 5; r++)
+                for (uint32_t c = 0; c < k; c++) {
+                    const float want = w.values[(uint64_t)toks[r] * k + c] * 0.5f + pos.values[(uint64_t)poss[r] * k + c];
+                    if (!(std::fabs(emb[r * k + c] - want) <= 1e-6f * std::fabs(want)))
+                        fail_msg("embed %s g%u [%u][%u]: %g, want %g", dname(q), g, r, c, emb[r * k + c], want);
+                }
+        }
+}
+
+// A fixture model with every matrix the rule quantizes as q (group g), the rest f32.
+fixture::Model quantized_fixture(fixture::Spec s, DType q, uint32_t g) {
+    fixture::Model fx = fixture::make(s);
+    gpt::format::Writer w;
+    fx.config.to_metadata(w.metadata());
+    for (const gpt::TensorSlot &slot : gpt::tensor_table(fx.config)) {
+        const std::vector<float> &v = fx.tensors.at(slot.name);
+        if (!gpt::format::quantizable(slot.shape, g)) {
+            w.add_tensor(slot.name, DType::F32, slot.shape, v.data(), v.size() * 4);
+            continue;
+        }
+        uint64_t n = 0;
+        assert_true(gpt::tensor_bytes(q, v.size(), slot.shape[1], g, &n));
+        auto b = std::make_shared<std::vector<uint8_t>>(n);
+        gpt::quantize_matrix(v.data(), slot.shape[0], slot.shape[1], q, g, b->data(), slot.name);
+        w.add_quantized(slot.name, q, slot.shape, g, [b](uint8_t *dst, uint64_t k) { std::memcpy(dst, b->data(), k); });
+    }
+    fx.file = w.write_memory();
+    return fx;
+}
+
+// Quantized models on the GPU (packed weights, f16 compute) against the CPU on the same file:
+// prefill (cuBLAS over dequantized slices), decode (the quantized GEMV, graphs), batch 2, no
+// allocation while generating, weights smaller than f16's.
+void test_gpu_quant_model(void **) {
+    SKIP_WITHOUT_GPU();
+    fixture::Spec l;
+    l.arch = GPT_ARCH_LLAMA;
+    l.d_model = 64, l.n_heads = 4, l.n_kv_heads = 2, l.head_dim = 16, l.d_ff = 96, l.vocab_size = 71;
+    fixture::Spec gp;
+    gp.arch = GPT_ARCH_GPT2; // quantized position table, biases, tied head
+    gp.d_model = 64, gp.n_heads = 4, gp.d_ff = 128, gp.vocab_size = 61, gp.tied_head = true;
+    for (fixture::Spec s : {l, gp})
+        for (DType q : {DType::Q8, DType::Q4})
+            for (uint32_t g : {32u, 64u}) {
+                s.seed = g_rng();
+                s.context_length = 64;
+                const fixture::Model fx = quantized_fixture(s, q, g);
+                Loaded cpu, gpu;
+                load(cpu, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
+                load(gpu, fx, 0, GPT_DTYPE_AUTO, 0, 2);
+                gpt_model_info info;
+                std::memset(&info, 0, sizeof info);
+                info.struct_size = sizeof info;
+                assert_int_equal(gpt_model_get_info(gpu.m, &info), GPT_OK);
+                assert_int_equal(info.weight_dtype, (uint32_t)q);
+                const uint32_t V = fx.config.vocab_size, T = 23;
+                std::vector<int32_t> toks(T + 6);
+                for (auto &t : toks) t = (int32_t)(g_rng() % V);
+                std::vector<float> a(T * V, NAN), b(T * V, NAN);
+                assert_int_equal(gpt_forward(cpu.c, toks.data(), 1, T, GPT_FORWARD_ALL_LOGITS, a.data()), GPT_OK);
+                if (gpt_forward(gpu.c, toks.data(), 1, T, GPT_FORWARD_ALL_LOGITS, b.data()) != GPT_OK)
+                    fail_msg("gpu forward: %s", gpt_ctx_last_error(gpu.c));
+                char what[128];
+                std::snprintf(what, sizeof what, "%s %s g%u prefill", gpt_arch_name(s.arch), dname(q), g);
+                expect_close(what, b, a, 2e-2);
+                const uint64_t n0 = gpt::cuda::allocation_count();
+                for (uint32_t i = 0; i < 6; i++) {
+                    std::vector<float> la(V, NAN), lb(V, NAN);
+                    assert_int_equal(gpt_forward(cpu.c, &toks[T + i], 1, 1, 0, la.data()), GPT_OK);
+                    assert_int_equal(gpt_forward(gpu.c, &toks[T + i], 1, 1, 0, lb.data()), GPT_OK);
+                    expect_close((std::string(what) + " decode").c_str(), lb, la, 2e-2);
+                }
+                // Batch 2: a 2 x 2 prefill, then one decode step of two rows (the GEMV's second
+                // row), each sequence against its own CPU run.
+                gpt_ctx_reset(gpu.c);
+                const std::vector<int32_t> two = {toks[0], toks[1], toks[2], toks[3]}, next = {toks[4], toks[5]};
+                std::vector<float> lb(2 * V, NAN);
+                assert_int_equal(gpt_forward(gpu.c, two.data(), 2, 2, 0, lb.data()), GPT_OK);
+                std::fill(lb.begin(), lb.end(), NAN);
+                assert_int_equal(gpt_forward(gpu.c, next.data(), 2, 1, 0, lb.data()), GPT_OK);
+                for (uint32_t seq = 0; seq < 2; seq++) {
+                    gpt_ctx_reset(cpu.c);
+                    const std::vector<int32_t> mine = {two[2 * seq], two[2 * seq + 1], next[seq]};
+                    std::vector<float> la(V, NAN);
+                    assert_int_equal(gpt_forward(cpu.c, mine.data(), 1, 3, 0, la.data()), GPT_OK);
+                    expect_close((std::string(what) + " batch 2").c_str(),
+                                 std::vector<float>(lb.begin() + seq * V, lb.begin() + (seq + 1) * V), la, 2e-2);
+                }
+                assert_int_equal(gpt::cuda::allocation_count(), n0);
+            }
+}
+
 void test_gpu_graph_replay_equals_eager(void **) {
     SKIP_WITHOUT_GPU();
     for (fixture::Spec s : model_specs()) {
@@ -1362,6 +1567,8 @@ int main(void) {
         cmocka_unit_test(test_gpu_model_logits),
         cmocka_unit_test(test_gpu_greedy_matches_cpu),
         cmocka_unit_test(test_gpu_penalties_match_cpu),
+        cmocka_unit_test(test_gpu_quant_kernels),
+        cmocka_unit_test(test_gpu_quant_model),
         cmocka_unit_test(test_gpu_graph_replay_equals_eager),
         cmocka_unit_test(test_gpu_no_allocation_in_generate),
         cmocka_unit_test(test_gpu_out_of_memory_at_creation),

@@ -68,6 +68,9 @@ struct ExecParams {
     uint32_t n_threads = 1;         // CPU
     bool allow_tf32 = false;
     bool use_graphs = true;
+    // CUDA, quantized weights: bytes of the f16 buffer they are dequantized into (in slices of
+    // rows) for cuBLAS when a step has more rows than the quantized GEMV takes; 0 otherwise.
+    uint64_t dequant_scratch = 0;
 };
 
 struct MemoryPlan {

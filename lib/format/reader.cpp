@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/open_file.h"
+#include "core/quant.h"
 #include "format/bytes.h"
 
 #include <algorithm>
@@ -73,6 +74,17 @@ uint64_t first_non_finite(const uint8_t *p, uint64_t nbytes, DType t, const char
     }
     *kind = "?";
     return 0;
+}
+
+// The bytes of a tensor that hold floats, which the NaN/Inf scan reads: all of a float
+// tensor, the f16 scale plane of a quantized one (its integers are always finite).
+struct FloatRegion {
+    uint64_t begin;
+    DType dtype;
+};
+FloatRegion float_region(const TensorEntry &e) {
+    if (!is_quantized(e.dtype)) return {0, e.dtype};
+    return {e.dims[0] * packed_row_bytes(e.dtype, e.dims[1]), DType::F16};
 }
 
 // [off, off + len) lies inside [lo, hi), without overflow.
@@ -287,8 +299,12 @@ void WeightFile::parse_table(const uint8_t *p, uint64_t n, uint32_t count, uint6
         if (!is_dtype(dt)) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has unknown dtype %u", src, tn, dt);
         t.dtype = static_cast<DType>(dt);
         t.ndim = c.u8();
-        if (c.u16() != 0) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has nonzero reserved bits", src, tn);
+        t.group = c.u16(); // the reserved field of float tensors
         if (t.ndim < 1 || t.ndim > kMaxDims) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has %u dimensions", src, tn, t.ndim);
+        if (!is_quantized(t.dtype) && t.group != 0) fail(GPT_ERR_FORMAT, "%s: tensor '%s' has nonzero reserved bits", src, tn);
+        if (is_quantized(t.dtype) && t.ndim != 2)
+            fail(GPT_ERR_FORMAT, "%s: tensor '%s' is %s with %u dimensions; quantized tensors are matrices", src, tn,
+                 dtype_name(t.dtype), t.ndim);
         uint64_t numel = 1;
         for (uint32_t d = 0; d < t.ndim; d++) {
             t.dims[d] = c.u64();
@@ -299,8 +315,11 @@ void WeightFile::parse_table(const uint8_t *p, uint64_t n, uint32_t count, uint6
         const uint64_t rel = c.u64();
         t.nbytes = c.u64();
         t.crc32 = c.u32();
+        if (is_quantized(t.dtype) && (!is_valid_group(t.group) || t.dims[1] % t.group != 0))
+            fail(GPT_ERR_FORMAT, "%s: tensor '%s' (%s, %llu columns) has group size %u: it must be 32, 64 or 128 and divide the columns",
+                 src, tn, dtype_name(t.dtype), (unsigned long long)t.dims[1], t.group);
         uint64_t expect;
-        if (mul_overflows(numel, dtype_bytes(t.dtype), &expect) || expect != t.nbytes)
+        if (!tensor_bytes(t.dtype, numel, t.dims[t.ndim - 1], t.group, &expect) || expect != t.nbytes)
             fail(GPT_ERR_FORMAT, "%s: tensor '%s' stores %llu bytes but its shape and dtype need %llu", src, tn,
                  (unsigned long long)t.nbytes, (unsigned long long)expect);
         if (rel % kAlignment != 0 || add_overflows(data_off, rel, &t.offset) || !range_inside(t.offset, t.nbytes, data_off, size_))
@@ -347,11 +366,17 @@ void WeightFile::verify_checksums(bool check_finite) const {
     auto run = [&](Piece &pc) {
         const TensorEntry &e = tensors_[pc.tensor];
         const uint8_t *p = base_ + e.offset + pc.off;
+        const FloatRegion fr = float_region(e);
         uLong crc = crc32(0L, Z_NULL, 0);
         for (uint64_t o = 0; o < pc.len; o += kStep) {
             const uint64_t n = std::min(kStep, pc.len - o);
             crc = crc32(crc, p + o, (uInt)n);
-            if (check_finite && pc.bad_at == UINT64_MAX && has_non_finite(p + o, n, e.dtype)) pc.bad_at = pc.off + o;
+            // The part of this step inside the float region (even offsets: the region and the
+            // steps start at multiples of 16).
+            const uint64_t at = std::max(pc.off + o, fr.begin), end = pc.off + o + n;
+            if (check_finite && pc.bad_at == UINT64_MAX && at < end &&
+                has_non_finite(base_ + e.offset + at, end - at, fr.dtype))
+                pc.bad_at = at;
         }
         pc.crc = (uint32_t)crc;
     };
@@ -384,7 +409,13 @@ void WeightFile::verify_checksums(bool check_finite) const {
         if (bad != UINT64_MAX) {
             const char *kind = "?";
             const uint8_t *p = base_ + e.offset;
-            const uint64_t at = bad / dtype_bytes(e.dtype) + first_non_finite(p + bad, std::min(kStep, e.nbytes - bad), e.dtype, &kind);
+            const FloatRegion fr = float_region(e);
+            const uint64_t at = (bad - fr.begin) / dtype_bytes(fr.dtype) +
+                                first_non_finite(p + bad, std::min(kStep, e.nbytes - bad), fr.dtype, &kind);
+            if (is_quantized(e.dtype))
+                fail(GPT_ERR_FORMAT, "%s: tensor '%s' holds a non-finite scale (%s at row %llu, group %llu): the weights are unusable",
+                     source_.c_str(), e.name.c_str(), kind, (unsigned long long)(at / (e.dims[1] / e.group)),
+                     (unsigned long long)(at % (e.dims[1] / e.group)));
             fail(GPT_ERR_FORMAT, "%s: tensor '%s' holds a non-finite value (%s at element %llu): the weights are unusable",
                  source_.c_str(), e.name.c_str(), kind, (unsigned long long)at);
         }

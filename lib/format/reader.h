@@ -21,6 +21,7 @@ struct TensorEntry {
     DType dtype = DType::F32;
     uint32_t ndim = 0;
     uint64_t dims[kMaxDims] = {0, 0, 0, 0}; // dims[0] outermost (row-major)
+    uint32_t group = 0;                     // quantized dtypes: columns per scale (the table's u16); else 0
     uint64_t offset = 0;                    // absolute offset in the file
     uint64_t nbytes = 0;
     uint32_t crc32 = 0;

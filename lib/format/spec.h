@@ -34,7 +34,8 @@ inline constexpr size_t reserved = 80;      // u8[44], zero
 inline constexpr size_t header_crc = 124;   // u32, crc32 of bytes 0..123
 } // namespace hdr
 
-// Tensor element types are core/dtype.h's DType codes (1 f32, 2 f16, 3 bf16).
+// Tensor element types are core/dtype.h's DType codes (1 f32, 2 f16, 3 bf16, 4 q8, 5 q4); a q8/q4
+// entry's u16 after ndim is its group size (core/quant.h), 0 for the float types.
 
 // Metadata value types.
 enum class MetaType : uint8_t {

@@ -1,6 +1,8 @@
 // writer.cpp - weight file v1 encoding; files are published through core/staged_file.
 #include "format/writer.h"
 
+#include "core/quant.h"
+
 #include "core/error.h"
 #include "core/staged_file.h"
 #include "format/bytes.h"
@@ -90,10 +92,23 @@ void Writer::add_tensor(const std::string &name, DType dtype, const std::vector<
     if (dims.empty() || dims.size() > kMaxDims) fail(GPT_ERR_INVALID_ARG, "tensor '%s': %zu dimensions", name.c_str(), dims.size());
     for (const auto &t : tensors_)
         if (t.name == name) fail(GPT_ERR_INVALID_ARG, "tensor '%s' added twice", name.c_str());
+    if (is_quantized(dtype)) fail(GPT_ERR_INVALID_ARG, "tensor '%s': %s tensors are added with add_quantized", name.c_str(), dtype_name(dtype));
     uint64_t n = dtype_bytes(dtype);
     for (uint64_t d : dims)
         if (d == 0 || mul_overflows(n, d, &n)) fail(GPT_ERR_INVALID_ARG, "tensor '%s': invalid shape", name.c_str());
-    tensors_.push_back(Pending{name, dtype, dims, n, std::move(fill)});
+    tensors_.push_back(Pending{name, dtype, dims, n, std::move(fill), 0});
+}
+
+void Writer::add_quantized(const std::string &name, DType dtype, const std::vector<uint64_t> &dims, uint32_t group, Fill fill) {
+    if (name.empty() || name.size() > kMaxNameLen) fail(GPT_ERR_INVALID_ARG, "tensor name '%s' has a bad length", name.c_str());
+    for (const auto &t : tensors_)
+        if (t.name == name) fail(GPT_ERR_INVALID_ARG, "tensor '%s' added twice", name.c_str());
+    uint64_t numel = 0, n = 0;
+    if (!is_quantized(dtype) || dims.size() != 2 || dims[0] == 0 || !is_valid_group(group) ||
+        mul_overflows(dims[0], dims[1], &numel) || !tensor_bytes(dtype, numel, dims[1], group, &n))
+        fail(GPT_ERR_INVALID_ARG, "tensor '%s': not a quantized matrix with group 32, 64 or 128 dividing its columns",
+             name.c_str());
+    tensors_.push_back(Pending{name, dtype, dims, n, std::move(fill), group});
 }
 
 void Writer::add_tensor(const std::string &name, DType dtype, const std::vector<uint64_t> &dims, const void *data,
@@ -133,7 +148,7 @@ std::vector<uint8_t> Writer::encode_table(const Layout &l, const std::vector<uin
         b.insert(b.end(), t.name.begin(), t.name.end());
         b.push_back((uint8_t)t.dtype);
         b.push_back((uint8_t)t.dims.size());
-        put_u16(b, 0);
+        put_u16(b, (uint16_t)t.group); // reserved (0) for float tensors
         for (uint64_t d : t.dims) put_u64(b, d);
         put_u64(b, l.rel_offsets[i]);
         put_u64(b, t.nbytes);

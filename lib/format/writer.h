@@ -25,6 +25,9 @@ public:
     Metadata &metadata() { return meta_; }
 
     void add_tensor(const std::string &name, DType dtype, const std::vector<uint64_t> &dims, Fill fill);
+    // A quantized matrix (Q8, Q4; dims [rows, cols]) with `group` columns per scale
+    // (core/quant.h); fill writes its tensor_bytes.
+    void add_quantized(const std::string &name, DType dtype, const std::vector<uint64_t> &dims, uint32_t group, Fill fill);
     // Copies the bytes now.
     void add_tensor(const std::string &name, DType dtype, const std::vector<uint64_t> &dims, const void *data,
                     uint64_t nbytes);
@@ -50,6 +53,7 @@ private:
         std::vector<uint64_t> dims;
         uint64_t nbytes;
         Fill fill;
+        uint32_t group; // quantized dtypes; 0 otherwise
     };
     struct Layout {
         std::vector<uint8_t> meta;

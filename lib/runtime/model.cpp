@@ -95,6 +95,7 @@ std::vector<Weight *> Model::bind_tensors(const format::WeightFile &f) {
         }
         slot.dst->data = f.data(*t);
         slot.dst->dtype = t->dtype;
+        slot.dst->group = t->group;
         slot.dst->rows = slot.shape[0];
         slot.dst->cols = slot.shape.size() > 1 ? slot.shape[1] : 1;
         bound.push_back(slot.dst);
@@ -130,6 +131,12 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, con
 
     if (params.weight_dtype != GPT_DTYPE_AUTO && !is_dtype(params.weight_dtype))
         fail(GPT_ERR_INVALID_ARG, "weight_dtype %u is not a gpt_dtype", params.weight_dtype);
+    // Quantizing happens offline (gpt quantize), never at load: a quantized weight_dtype must
+    // be the file's own.
+    if (is_dtype(params.weight_dtype) && is_quantized(static_cast<DType>(params.weight_dtype)) &&
+        static_cast<DType>(params.weight_dtype) != m->file_dtype_)
+        fail(GPT_ERR_UNSUPPORTED, "weight_dtype %s asked for a %s file: quantize the file with `gpt quantize` instead",
+             dtype_name(static_cast<DType>(params.weight_dtype)), dtype_name(m->file_dtype_));
     m->device_ = open_device(params.device);
     const DType want = params.weight_dtype == GPT_DTYPE_AUTO ? m->file_dtype_ : static_cast<DType>(params.weight_dtype);
     m->weight_dtype_ = m->device_->place_weights(weights, want);

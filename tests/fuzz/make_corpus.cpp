@@ -5,8 +5,10 @@
 #include "common.h"
 
 #include "fixture.h"
+#include "format/quantize.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "model/arch.h"
 #include "tokenizer/byte_unicode.h"
 
 #include <cmath>
@@ -71,6 +73,25 @@ std::vector<uint8_t> model_file(gpt_arch arch, gpt::DType dt, const gpt::Tokeniz
     s.seed = seed;
     if (tok) s.bos_id = tok->bos_id, s.eos_id = tok->eos_id;
     return fixture::make(s, tok).file;
+}
+
+// A small model (d_model 32) with every matrix the quantized-file rule takes stored as q (group
+// 32), the rest f32 (format/quantize.h).
+std::vector<uint8_t> quantized_model_file(gpt_arch arch, gpt::DType q, uint64_t seed) {
+    fixture::Spec s;
+    s.arch = arch;
+    s.n_layers = 1, s.d_model = 32, s.n_heads = 2, s.n_kv_heads = arch == GPT_ARCH_LLAMA ? 1 : 2, s.head_dim = 16, s.d_ff = 64;
+    s.vocab_size = 19, s.context_length = 8, s.seed = seed;
+    const fixture::Model m = fixture::make(s);
+    gpt::format::Writer w;
+    m.config.to_metadata(w.metadata());
+    for (const gpt::TensorSlot &slot : gpt::tensor_table(m.config)) {
+        const std::vector<float> &v = m.tensors.at(slot.name);
+        gpt::format::add_quantized_or_keep(
+            w, slot.name, slot.shape, q, 32, [&v](float *dst) { std::memcpy(dst, v.data(), v.size() * 4); }, gpt::DType::F32,
+            [&v](uint8_t *dst, uint64_t n) { std::memcpy(dst, v.data(), n); });
+    }
+    return w.write_memory();
 }
 
 void put_u64(std::vector<uint8_t> &b, uint64_t v) {
@@ -157,6 +178,8 @@ int main(int argc, char **argv) {
     write("fuzz_weight_file", "llama_bf16_untied.gpt", model_file(GPT_ARCH_LLAMA, DType::BF16, nullptr, 19, false, false, 3));
     write("fuzz_weight_file", "gpt2_f32.gpt", model_file(GPT_ARCH_GPT2, DType::F32, nullptr, 23, true, false, 4));
     write("fuzz_weight_file", "gpt2_f16_untied.gpt", model_file(GPT_ARCH_GPT2, DType::F16, nullptr, 11, false, false, 5));
+    write("fuzz_weight_file", "llama_q4.gpt", quantized_model_file(GPT_ARCH_LLAMA, DType::Q4, 6));
+    write("fuzz_weight_file", "gpt2_q8.gpt", quantized_model_file(GPT_ARCH_GPT2, DType::Q8, 7));
     {
         gpt::format::Writer w;
         using gpt::format::MetaValue;

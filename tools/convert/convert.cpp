@@ -14,11 +14,13 @@
 #include "convert/chat_template_import.h"
 #include "convert/tokenizer_import.h"
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/open_file.h"
 #include "core/staged_file.h"
 #include "format/keys.h"
 #include "format/writer.h"
 #include "model/arch.h"
+#include "format/quantize.h"
 
 #include <algorithm>
 #include <chrono>
@@ -358,15 +360,22 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     c.validate(opt.src);
     check_plan(plan);
 
-    // dtype: the source's unless asked.
+    // dtype: the source's unless asked. Quantized: matrices in q8/q4, the rest in the source's.
     DType dtype = plan.source_dtype;
     switch (opt.dtype) {
     case GPT_DTYPE_AUTO: break;
     case GPT_DTYPE_F32: dtype = DType::F32; break;
     case GPT_DTYPE_F16: dtype = DType::F16; break;
     case GPT_DTYPE_BF16: dtype = DType::BF16; break;
-    default: fail(GPT_ERR_INVALID_ARG, "dtype %u is not f32, f16 or bf16", opt.dtype);
+    case GPT_DTYPE_Q8: dtype = DType::Q8; break;
+    case GPT_DTYPE_Q4: dtype = DType::Q4; break;
+    default: fail(GPT_ERR_INVALID_ARG, "dtype %u is not f32, f16, bf16, q8 or q4", opt.dtype);
     }
+    const uint32_t group = opt.group ? opt.group : format::kDefaultGroup;
+    if (is_quantized(dtype) && !is_valid_group(group))
+        fail(GPT_ERR_INVALID_ARG, "group size %u is not 32, 64 or 128", group);
+    if (!is_quantized(dtype) && opt.group)
+        fail(GPT_ERR_INVALID_ARG, "a group size (%u) is only for --dtype q8 or q4", opt.group);
 
     c.eos_ids = plan.eos_ids;
     format::Writer w;
@@ -374,11 +383,24 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     tok.data.to_metadata(w.metadata());
     w.metadata().set(keys::kSource, format::MetaValue::of_str(plan.source));
     if (!chat.text.empty()) w.metadata().set(keys::kChatTemplate, format::MetaValue::of_str(chat.text));
+    DType file_dtype = dtype; // what gpt_model_info will report: the first tensor's
     for (const PlannedTensor &t : plan.tensors) {
         const PlannedTensor *tp = &t; // the plan outlives the writer
-        const DType td = t.keep_f32 ? DType::F32 : dtype;
-        w.add_tensor(t.name, td, t.shape,
-                     [tp, td, &opt](uint8_t *dst, uint64_t nbytes) { fill_tensor(*tp, td, dst, nbytes, opt.stop); });
+        // Written unquantized as: f32 when the plan keeps it so (Gemma's 1 + w norms), else the
+        // source's dtype in a quantized file, else the file's dtype.
+        const DType keep = t.keep_f32 ? DType::F32 : is_quantized(dtype) ? plan.source_dtype : dtype;
+        auto keep_fill = [tp, keep, &opt](uint8_t *dst, uint64_t nbytes) { fill_tensor(*tp, keep, dst, nbytes, opt.stop); };
+        DType got = keep;
+        if (is_quantized(dtype) && !t.keep_f32) {
+            auto f32_fill = [tp, &opt](float *dst) {
+                fill_tensor(*tp, DType::F32, reinterpret_cast<uint8_t *>(dst), tp->numel() * 4, opt.stop);
+            };
+            got = format::add_quantized_or_keep(w, t.name, t.shape, dtype, group, f32_fill, keep, keep_fill);
+            if (got == dtype) r.n_quantized++;
+        } else {
+            w.add_tensor(t.name, keep, t.shape, keep_fill);
+        }
+        if (&t == &plan.tensors.front()) file_dtype = got;
     }
 
     // Staged beside OUT (core/staged_file.h), verified there, then moved onto OUT.
@@ -393,7 +415,7 @@ ConvertResult convert_model(const ConvertOptions &opt) {
 
     if (opt.verify) {
         if (opt.progress) std::fprintf(stderr, "verifying: loading %s back and running one token on the CPU\n", opt.out.c_str());
-        verify_file(stage.path(), opt.out, c, dtype, tok.data.kind != TokenizerKind::NONE, opt.verify_threads);
+        verify_file(stage.path(), opt.out, c, file_dtype, tok.data.kind != TokenizerKind::NONE, opt.verify_threads);
         r.verified = true;
     }
     if (opt.stop && *opt.stop) fail(GPT_ERR_ABORTED, "interrupted");
@@ -409,6 +431,7 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     r.inputs = plan.inputs;
     r.dtype = dtype;
     r.source_dtype = plan.source_dtype;
+    r.group = is_quantized(dtype) ? group : 0;
     r.n_params = parameter_count(c);
     r.n_tensors = plan.tensors.size();
     r.eos_ids = plan.eos_ids;
@@ -469,6 +492,11 @@ std::string format_summary(const ConvertResult &r) {
     std::snprintf(buf, sizeof buf, "parameters  %s in %zu tensors, %s (source %s)\n", with_commas(r.n_params).c_str(), r.n_tensors,
                   dtype_name(r.dtype), dtype_name(r.source_dtype));
     s += buf;
+    if (r.group) {
+        std::snprintf(buf, sizeof buf, "quantized   %zu of %zu tensors, group %u; the rest kept in %s\n", r.n_quantized,
+                      r.n_tensors, r.group, dtype_name(r.source_dtype));
+        s += buf;
+    }
     s += "tokenizer   " + r.tokenizer + "\n";
     std::snprintf(buf, sizeof buf, "file        %s (%s), %.2f s%s\n", r.out.c_str(), human_bytes(r.file_bytes).c_str(), r.seconds,
                   r.verified ? ", verified (loaded back with checksums, one token on the CPU)" : ", not verified");

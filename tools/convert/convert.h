@@ -21,7 +21,9 @@ namespace gpt::convert {
 struct ConvertOptions {
     std::string src;          // model directory (config.json + safetensors) or llama2.c checkpoint
     std::string out;          // weight file to write
-    uint32_t dtype = 0;       // gpt_dtype; GPT_DTYPE_AUTO: the source's dtype
+    uint32_t dtype = 0;       // gpt_dtype; GPT_DTYPE_AUTO: the source's dtype. Q8/Q4: matrices
+                              // quantized (format/quantize.h), the rest in the source's dtype
+    uint32_t group = 0;       // Q8/Q4: columns per scale (32, 64, 128); 0: format::kDefaultGroup
     bool force = false;       // replace an existing OUT
     std::string tokenizer;    // tokenizer file (or directory) to use instead of the one beside SRC
     std::string name;         // general.name; default: SRC's base name
@@ -42,6 +44,8 @@ struct ConvertResult {
     std::string inputs;               // what was read
     DType dtype = DType::F32;
     DType source_dtype = DType::F32;
+    uint32_t group = 0;       // quantized output: the group size; 0 otherwise
+    size_t n_quantized = 0;   // tensors written quantized
     uint64_t n_params = 0;
     uint64_t file_bytes = 0;
     size_t n_tensors = 0;

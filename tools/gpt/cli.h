@@ -39,8 +39,8 @@ float parse_float(const std::string &flag, const char *value, double lo, double 
 // "auto" | "cpu" | "cuda" | "cuda:N" (N a CUDA ordinal below the device count) -> GPT_DEVICE_*;
 // prints a notice when auto finds no GPU.
 int32_t parse_device(const char *value);
-// "auto" | "f32" | "f16" | "bf16" -> gpt_dtype
-uint32_t parse_dtype(const std::string &flag, const char *value);
+// "auto" | "f32" | "f16" | "bf16" (and with quantized: "q8" | "q4") -> gpt_dtype
+uint32_t parse_dtype(const std::string &flag, const char *value, bool quantized = false);
 // "1,2,3" -> ids (each 0 .. INT32_MAX; the model's vocabulary is checked by the library)
 std::vector<int32_t> parse_token_list(const char *value);
 
@@ -90,5 +90,7 @@ int cmd_generate(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 } // namespace cli

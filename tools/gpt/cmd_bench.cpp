@@ -84,7 +84,8 @@ void usage() {
                 "  --synthetic NAME   random weights of a named shape:");
     for (const auto &s : synthetic_shapes()) std::printf(" %s", s.name);
     std::printf("\n"
-                "  --dtype T          f32 | f16 | bf16 (synthetic weights and GPU compute; default f16)\n"
+                "  --dtype T          f32 | f16 | bf16 | q8 | q4 (synthetic weights and GPU compute; default f16;\n"
+                "                     q8/q4: matrices quantized with group 32, the rest f16, f16 compute)\n"
                 "  --device D         auto | cpu | cuda | cuda:N (default auto)\n"
                 "  --prefill N        prompt tokens for the prefill measurement (default 512, at most the\n"
                 "                     model's context; 0 skips)\n"
@@ -118,7 +119,7 @@ Options parse(int argc, char **argv) {
             std::exit(0);
         } else if (a == "--synthetic") o.synthetic = next();
         else if (a == "--dtype") {
-            o.dtype = parse_dtype(a, next());
+            o.dtype = parse_dtype(a, next(), true);
             o.dtype_given = true;
         } else if (a == "--device") o.device = parse_device(next());
         else if (a == "--prefill") {
@@ -325,7 +326,11 @@ int cmd_bench(int argc, char **argv) {
     if (on_gpu) progress.show("measuring the GPU's copy bandwidth and GEMM rate ...");
     const Ceilings ceil = on_gpu ? measure_ceilings(info.device) : Ceilings{};
 
-    const double dtype_bytes = info.weight_dtype == GPT_DTYPE_F32 ? 4.0 : 2.0;
+    // Bytes per weight; quantized: the integers plus a 2-byte scale per group of 32 (the default).
+    const double dtype_bytes = info.weight_dtype == GPT_DTYPE_F32 ? 4.0
+                               : info.weight_dtype == GPT_DTYPE_Q8 ? 1.0 + 2.0 / 32
+                               : info.weight_dtype == GPT_DTYPE_Q4 ? 0.5 + 2.0 / 32
+                                                                   : 2.0;
     const double emb_bytes = (double)info.vocab_size * info.d_model * dtype_bytes;
     // Bytes one decode step must read: the weights (an untied embedding contributes one row
     // per token, learned positions one row) plus the KV cache up to the position.

@@ -55,7 +55,10 @@ void usage(FILE *f) {
                  "    \"Let's build GPT\" lecture's gpt.py. Read safely: nothing in the file is executed.\n"
                  "\n"
                  "options:\n"
-                 "  --dtype f32|f16|bf16  element type of the output (default: the source's)\n"
+                 "  --dtype f32|f16|bf16|q8|q4  element type of the output (default: the source's); q8 and q4\n"
+                 "                        quantize every matrix whose width the group divides (weight-only,\n"
+                 "                        round to nearest, one f16 scale per group); the rest stays as the source\n"
+                 "  --group 32|64|128     q8/q4: columns per scale (default 32)\n"
                  "  --force               replace OUT if it exists (otherwise it is an error)\n"
                  "  --tokenizer PATH      tokenizer file or directory to use instead of the one beside SRC\n"
                  "  --name NAME           the model's name in the file (default: SRC's base name)\n"
@@ -89,7 +92,8 @@ int cmd_convert(int argc, char **argv) {
             usage(stdout);
             return 0;
         }
-        if (a == "--dtype") opt.dtype = parse_dtype(a, value());
+        if (a == "--dtype") opt.dtype = parse_dtype(a, value(), true);
+        else if (a == "--group") opt.group = parse_u32(a, value(), 32, 128);
         else if (a == "--force" || a == "-f") opt.force = true;
         else if (a == "--tokenizer") opt.tokenizer = value();
         else if (a == "--name") opt.name = value();

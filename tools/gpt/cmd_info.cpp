@@ -79,13 +79,15 @@ int cmd_info(int argc, char **argv) {
         std::printf("format:    libgpt weight file v1, %zu tensors\n\nmetadata:\n", f->tensors().size());
         for (const auto &[key, value] : f->metadata().entries()) std::printf("  %-28s %s\n", gpt::printable(key).c_str(), describe(value).c_str());
         uint64_t params = 0;
-        if (show_tensors) std::printf("\ntensors:\n  %-32s %-5s %-20s %12s %10s  %s\n", "name", "dtype", "shape", "offset", "size", "crc32");
+        if (show_tensors) std::printf("\ntensors:\n  %-32s %-6s %-20s %12s %10s  %s\n", "name", "dtype", "shape", "offset", "size", "crc32");
         for (const auto &t : f->tensors()) {
             params += t.numel();
             if (!show_tensors) continue;
             std::string shape;
             for (uint32_t d = 0; d < t.ndim; d++) shape += (d ? " x " : "") + std::to_string(t.dims[d]);
-            std::printf("  %-32s %-5s %-20s %12llu %10s  %08x\n", gpt::printable(t.name).c_str(), gpt::dtype_name(t.dtype), shape.c_str(),
+            // Quantized tensors show their group size: "q4/32".
+            const std::string dt = std::string(gpt::dtype_name(t.dtype)) + (t.group ? "/" + std::to_string(t.group) : "");
+            std::printf("  %-32s %-6s %-20s %12llu %10s  %08x\n", gpt::printable(t.name).c_str(), dt.c_str(), shape.c_str(),
                         (unsigned long long)t.offset, human_bytes(t.nbytes).c_str(), t.crc32);
         }
         std::printf("\nparameters: %llu (%.2f M)\n", (unsigned long long)params, params / 1e6);

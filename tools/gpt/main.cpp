@@ -81,14 +81,16 @@ int32_t parse_device(const char *value) {
     throw UsageError("--device: " + quoted(value) + " is not auto, cpu, cuda or cuda:N");
 }
 
-uint32_t parse_dtype(const std::string &flag, const char *value) {
+uint32_t parse_dtype(const std::string &flag, const char *value, bool quantized) {
     if (!value) throw UsageError(flag + " needs a value");
     std::string v = value;
     if (v == "auto") return GPT_DTYPE_AUTO;
     if (v == "f32" || v == "fp32") return GPT_DTYPE_F32;
     if (v == "f16" || v == "fp16") return GPT_DTYPE_F16;
     if (v == "bf16") return GPT_DTYPE_BF16;
-    throw UsageError(flag + ": " + quoted(value) + " is not auto, f32, f16 or bf16");
+    if (quantized && v == "q8") return GPT_DTYPE_Q8;
+    if (quantized && v == "q4") return GPT_DTYPE_Q4;
+    throw UsageError(flag + ": " + quoted(value) + (quantized ? " is not auto, f32, f16, bf16, q8 or q4" : " is not auto, f32, f16 or bf16"));
 }
 
 std::vector<int32_t> parse_token_list(const char *value) {
@@ -182,6 +184,8 @@ static void usage(FILE *f) {
                  "  convert SRC OUT [options]  convert a Hugging Face model directory or llama2.c checkpoint\n"
                  "  generate MODEL [options]   generate text (or token ids) from a prompt\n"
                  "  chat MODEL [options]       a conversation, one line per message (the model's chat template)\n"
+                 "  quantize IN OUT --dtype q8|q4  quantize a weight file's matrices (weight-only)\n"
+                 "  perplexity MODEL TEXT      perplexity on a text file; --compare REF: KL and top-1 vs REF\n"
                  "  info MODEL                 show a weight file's metadata, tensors and checksums\n"
                  "  bench MODEL|--synthetic N  measure load, prefill, decode and forward speed\n"
                  "\n"
@@ -202,6 +206,8 @@ int main(int argc, char **argv) {
         if (!std::strcmp(cmd, "chat")) return cli::cmd_chat(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "bench")) return cli::cmd_bench(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "convert")) return cli::cmd_convert(argc - 1, argv + 1);
+        if (!std::strcmp(cmd, "quantize")) return cli::cmd_quantize(argc - 1, argv + 1);
+        if (!std::strcmp(cmd, "perplexity")) return cli::cmd_perplexity(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "--version")) {
             std::printf("%s\n", gpt_build_info());
             return 0;

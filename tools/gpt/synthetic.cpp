@@ -2,6 +2,7 @@
 #include "synthetic.h"
 
 #include "core/half.h"
+#include "format/quantize.h"
 #include "format/writer.h"
 #include "model/arch.h"
 #include "model/config.h"
@@ -115,6 +116,15 @@ std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, ui
         const bool norm = slot.name.find("norm") != std::string::npos;
         const float scale = slot.shape.size() > 1 ? 1.0f / std::sqrt((float)slot.shape.back()) : 0.02f;
         const uint64_t sd = seed + (k++);
+        if (dtype == GPT_DTYPE_Q8 || dtype == GPT_DTYPE_Q4) { // quantized from f32 draws; the rest f16
+            uint64_t numel = 1;
+            for (uint64_t d : slot.shape) numel *= d;
+            gpt::format::add_quantized_or_keep(
+                w, slot.name, slot.shape, (gpt::DType)dtype, gpt::format::kDefaultGroup,
+                [=](float *dst) { fill(reinterpret_cast<uint8_t *>(dst), numel, 1, norm ? 1.0f : 0.0f, scale, sd); },
+                gpt::DType::F16, [=](uint8_t *dst, uint64_t nbytes) { fill(dst, nbytes / 2, 2, norm ? 1.0f : 0.0f, scale, sd); });
+            continue;
+        }
         w.add_tensor(slot.name, (gpt::DType)dtype, slot.shape,
                      [=](uint8_t *dst, uint64_t nbytes) { fill(dst, nbytes / (dtype == 1 ? 4 : 2), dtype, norm ? 1.0f : 0.0f, scale, sd); });
     }

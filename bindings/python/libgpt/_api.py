@@ -95,7 +95,8 @@ def library_path():
 
 
 _DTYPES = {None: C.GPT_DTYPE_AUTO, "auto": C.GPT_DTYPE_AUTO, "f32": C.GPT_DTYPE_F32, "float32": C.GPT_DTYPE_F32,
-           "f16": C.GPT_DTYPE_F16, "float16": C.GPT_DTYPE_F16, "bf16": C.GPT_DTYPE_BF16, "bfloat16": C.GPT_DTYPE_BF16}
+           "f16": C.GPT_DTYPE_F16, "float16": C.GPT_DTYPE_F16, "bf16": C.GPT_DTYPE_BF16, "bfloat16": C.GPT_DTYPE_BF16,
+           "q8": C.GPT_DTYPE_Q8, "q4": C.GPT_DTYPE_Q4}  # q8/q4: weight_dtype of a file already quantized
 
 
 def _dtype(value, what):

@@ -26,6 +26,9 @@ pub const GPT_DTYPE_AUTO: u32 = 0;
 pub const GPT_DTYPE_F32: u32 = 1;
 pub const GPT_DTYPE_F16: u32 = 2;
 pub const GPT_DTYPE_BF16: u32 = 3;
+/// Weight-only quantized files (reported by gpt_model_info; a weight_dtype only for a file of that dtype).
+pub const GPT_DTYPE_Q8: u32 = 4;
+pub const GPT_DTYPE_Q4: u32 = 5;
 
 pub const GPT_ARCH_GPT2: u32 = 1;
 pub const GPT_ARCH_LLAMA: u32 = 2;

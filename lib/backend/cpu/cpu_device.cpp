@@ -92,12 +92,12 @@ public:
         pool_.run(rows_, [&](uint64_t r0, uint64_t r1, uint32_t t) {
             for (uint64_t r = r0; r < r1; r++) {
                 float *x = x_ + r * d;
-                cpu::widen(row_ptr(tok, tokens_[r]), tok.dtype, d, x);
+                cpu::embedding_row(tok, tokens_[r], x);
                 if (scale != 1.0f)
                     for (uint32_t i = 0; i < d; i++) x[i] *= scale;
                 if (pos && *pos) {
                     float *tmp = thread_scratch(t) + p_.max_seq;
-                    cpu::widen(row_ptr(*pos, positions_[r]), pos->dtype, d, tmp);
+                    cpu::embedding_row(*pos, positions_[r], tmp);
                     for (uint32_t i = 0; i < d; i++) x[i] += tmp[i];
                 }
             }
@@ -264,9 +264,6 @@ private:
         case Act::FF: return ff_;
         }
         return nullptr;
-    }
-    const void *row_ptr(const Weight &w, uint64_t row) const {
-        return static_cast<const uint8_t *>(w.data) + row * w.cols * dtype_bytes(w.dtype);
     }
     float *thread_scratch(uint32_t t) { return scratch_ + (uint64_t)t * plan_.scratch_per_thread; }
     // Cache layout: [layer][seq][kv_head][max_seq][head_dim].

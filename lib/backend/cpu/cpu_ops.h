@@ -1,6 +1,7 @@
 // cpu_ops.h - the reference math, one plain function per op, single-threaded over the rows
 // it is given. The CPU executor runs them in parallel; the CUDA kernel tests use them as
-// the oracle. Activations are f32; matrix weights may be f32, f16 or bf16 (widened here).
+// the oracle. Activations are f32; matrix weights may be f32, f16 or bf16 (widened here), or q8/q4
+// (dequantized here, core/quant.h).
 #pragma once
 
 #include "backend/backend.h"
@@ -15,9 +16,12 @@ void widen(const void *src, DType dtype, uint64_t n, float *dst);
 // sum a[i] * b[i] (vectorised; summation order differs from a naive loop).
 float dot(const float *a, const float *b, uint64_t n);
 
+// out[0..w.cols) = row `row` of a matrix weight (any dtype, quantized ones dequantized) in f32.
+void embedding_row(const Weight &w, uint64_t row, float *out);
+
 // y[r][o] = x[r][:] . w[o][:] (+ bias[o]) for rows r in [0, n_rows) and outputs o in
 // [o_begin, o_end). x: [n_rows][w.cols], y: [n_rows][y_stride]. scratch: w.cols floats (used
-// for f16/bf16 weights).
+// for f16/bf16 and quantized weights: each row is widened or dequantized there once).
 void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
                   uint64_t o_end, float *y, uint64_t y_stride, float *scratch);
 

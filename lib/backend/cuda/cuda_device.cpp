@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_plan.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/quant.h"
 #include "core/system_memory.h"
 
 #include <cuda_runtime.h>
@@ -29,11 +30,15 @@ void convert(const void *src, DType from, void *dst, DType to, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) {
         float v = 0;
         switch (from) {
+        case DType::Q8:
+        case DType::Q4: break; // quantized rows go through dequantize_row (place_weights)
         case DType::F32: v = static_cast<const float *>(src)[i]; break;
         case DType::F16: v = f16_to_f32(static_cast<const uint16_t *>(src)[i]); break;
         case DType::BF16: v = bf16_to_f32(static_cast<const uint16_t *>(src)[i]); break;
         }
         switch (to) {
+        case DType::Q8:
+        case DType::Q4: break; // never a target: place_weights holds quantized files in f16
         case DType::F32: static_cast<float *>(dst)[i] = v; break;
         case DType::F16: static_cast<uint16_t *>(dst)[i] = f32_to_f16(v); break;
         case DType::BF16: static_cast<uint16_t *>(dst)[i] = f32_to_bf16(v); break;
@@ -61,12 +66,30 @@ public:
     bool keeps_host_weights() const override { return false; }
     uint64_t weight_bytes() const override { return bytes_; }
 
-    // Matrices in `want`, vectors in f32, each 256-byte aligned in one allocation.
+    // Matrices in `want`, vectors in f32, each 256-byte aligned in one allocation. A quantized
+    // `want` (the file's q8 or q4) keeps the quantized matrices packed as they are and puts
+    // the file's other matrices in f16, the compute dtype of quantized models; a float `want`
+    // for a quantized file dequantizes its matrices here.
     DType place_weights(const std::vector<Weight *> &weights, DType want) override {
         GPT_CUDA_CHECK(cudaSetDevice(ordinal_));
-        auto target = [&](const Weight &w) { return w.is_vector() ? DType::F32 : want; };
+        const DType asked = want;
+        quantized_ = is_quantized(want);
+        if (quantized_) want = DType::F16;
+        auto target = [&](const Weight &w) {
+            return w.is_vector() ? DType::F32 : quantized_ && is_quantized(w.dtype) ? w.dtype : want;
+        };
+        auto bytes_as = [](const Weight &w, DType to) {
+            return is_quantized(to) ? gpt::weight_bytes(w) : w.numel() * dtype_bytes(to);
+        };
         uint64_t total = 0;
-        for (const Weight *w : weights) total += (w->numel() * dtype_bytes(target(*w)) + 255) & ~(uint64_t)255;
+        max_quant_numel_ = max_quant_cols_ = 0;
+        for (const Weight *w : weights) {
+            total += (bytes_as(*w, target(*w)) + 255) & ~(uint64_t)255;
+            if (is_quantized(target(*w))) {
+                max_quant_numel_ = std::max(max_quant_numel_, w->numel());
+                max_quant_cols_ = std::max(max_quant_cols_, w->cols);
+            }
+        }
         weights_ = static_cast<uint8_t *>(cuda::device_alloc(total, "the model weights"));
         bytes_ = total;
         // Convert through a bounded host buffer, then copy (synchronous copies: locked against
@@ -79,10 +102,19 @@ public:
         uint64_t off = 0;
         for (Weight *w : weights) {
             const DType to = target(*w);
-            const uint64_t nbytes = w->numel() * dtype_bytes(to);
+            const uint64_t nbytes = bytes_as(*w, to);
             uint8_t *dst = weights_ + off;
             if (w->dtype == to) {
                 upload(dst, w->data, nbytes);
+            } else if (is_quantized(w->dtype)) {
+                // Row by row: dequantized (exactly) to f32, then rounded to `to`.
+                std::vector<float> row(w->cols);
+                staging.resize(w->cols * dtype_bytes(to));
+                for (uint64_t r = 0; r < w->rows; r++) {
+                    dequantize_row(*w, r, row.data());
+                    convert(row.data(), DType::F32, staging.data(), to, w->cols);
+                    upload(dst + r * w->cols * dtype_bytes(to), staging.data(), w->cols * dtype_bytes(to));
+                }
             } else {
                 const uint64_t chunk = 1ull << 22; // elements per conversion pass
                 staging.resize(std::min(w->numel(), chunk) * dtype_bytes(to));
@@ -94,10 +126,11 @@ public:
             }
             w->data = dst;
             w->dtype = to;
+            if (!is_quantized(to)) w->group = 0;
             off += (nbytes + 255) & ~(uint64_t)255;
         }
         weight_dtype_ = want;
-        return want;
+        return asked;
     }
 
     // Computes in the weights' dtype unless asked otherwise; caches K/V in f16 (f32 for f32).
@@ -105,6 +138,10 @@ public:
         p.compute = compute ? static_cast<DType>(compute) : weight_dtype_;
         p.kv = kv ? static_cast<DType>(kv) : (p.compute == DType::F32 ? DType::F32 : DType::F16);
         p.n_threads = 1;
+        // Quantized weights in slices of rows through an f16 buffer of at most 32 Mi elements
+        // (64 MiB), never less than one row of the widest.
+        constexpr uint64_t kMaxScratchElements = 32ull << 20;
+        p.dequant_scratch = quantized_ ? 2 * std::max(max_quant_cols_, std::min(max_quant_numel_, kMaxScratchElements)) : 0;
     }
 
     MemoryPlan plan(const ModelShape &s, const ExecParams &p) const override {
@@ -125,6 +162,8 @@ public:
     }
 
     std::unique_ptr<Executor> create_executor(const ModelShape &s, const ExecParams &p) const override {
+        if (quantized_ && p.compute != DType::F16)
+            fail(GPT_ERR_UNSUPPORTED, "quantized weights on a GPU compute in f16, not %s", dtype_name(p.compute));
         if (weight_dtype_ != p.compute)
             fail(GPT_ERR_UNSUPPORTED,
                  "compute dtype %s differs from the weights' %s on the GPU: load the model with weight_dtype %s",
@@ -146,7 +185,9 @@ private:
     std::string name_;
     uint8_t *weights_ = nullptr;
     uint64_t bytes_ = 0;
-    DType weight_dtype_ = DType::F32; // of the matrices, once placed
+    DType weight_dtype_ = DType::F32; // of the matrices, once placed (f16 for a quantized file)
+    bool quantized_ = false;          // quantized matrices kept packed
+    uint64_t max_quant_numel_ = 0, max_quant_cols_ = 0;
 };
 
 } // namespace

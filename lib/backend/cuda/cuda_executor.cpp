@@ -32,7 +32,8 @@
 namespace gpt::cuda {
 
 // The kernels' element-type codes are the library's: launchers get (int)DType.
-static_assert((int)DType::F32 == gpt_cuda::F32 && (int)DType::F16 == gpt_cuda::F16 && (int)DType::BF16 == gpt_cuda::BF16,
+static_assert((int)DType::F32 == gpt_cuda::F32 && (int)DType::F16 == gpt_cuda::F16 && (int)DType::BF16 == gpt_cuda::BF16 &&
+                  (int)DType::Q8 == gpt_cuda::Q8 && (int)DType::Q4 == gpt_cuda::Q4,
               "cuda/dtype.cuh and core/dtype.h disagree");
 // Likewise the activation codes: matmul and matmul_glu pass (int)Activation.
 static_assert((int)Activation::NONE == gpt_cuda::ACT_NONE && (int)Activation::GELU_TANH == gpt_cuda::ACT_GELU_TANH &&
@@ -126,6 +127,15 @@ public:
     }
 
     void embed(const Weight &tok, const Weight *pos, float scale) override {
+        if (is_quantized(tok.dtype)) {
+            const bool with_pos = pos && *pos;
+            if (with_pos && (pos->dtype != tok.dtype || pos->group != tok.group))
+                fail(GPT_ERR_UNSUPPORTED, "position table %s differs from the token table's %s", dtype_name(pos->dtype), dtype_name(tok.dtype));
+            GPT_CUDA_CHECK(launch_embed_quant(dev<int32_t>(plan_.tokens), dev<int32_t>(plan_.positions), tok.data, tok.rows,
+                                              with_pos ? pos->data : nullptr, with_pos ? pos->rows : 0, (int)tok.dtype, tok.group,
+                                              rows_, shape_.d_model, scale, dev<float>(plan_.x), stream_));
+            return;
+        }
         GPT_CUDA_CHECK(launch_embed(dev<int32_t>(plan_.tokens), dev<int32_t>(plan_.positions), tok.data,
                                     pos && *pos ? pos->data : nullptr, (int)tok.dtype, rows_, shape_.d_model, scale,
                                     dev<float>(plan_.x), stream_));
@@ -156,7 +166,7 @@ public:
         g.act = (int)act; // the kernels' activation code (backend.h)
         if (try_gemv(in, w, g)) return;
         void *y = residual ? dev(plan_.delta) : buf(out);
-        gemm(cublas_, w, buf(in), p_.compute, w.cols, y, p_.compute, rows_, p_.allow_tf32);
+        project(w, buf(in), p_.compute, w.cols, y, p_.compute, rows_);
         if (residual && !bias && !g.act) {
             pending_delta_ = true; // the next norm adds it
             return;
@@ -171,7 +181,7 @@ public:
         g.glu = 1;
         g.act = (int)act; // SILU or GELU_TANH: the gate's activation code
         if (try_gemv(in, w, g)) return;
-        gemm(cublas_, w, buf(in), p_.compute, w.cols, dev(plan_.gu), p_.compute, rows_, p_.allow_tf32);
+        project(w, buf(in), p_.compute, w.cols, dev(plan_.gu), p_.compute, rows_);
         GPT_CUDA_CHECK(launch_swiglu(dev(plan_.gu), buf(out), rows_, (uint32_t)(w.rows / 2), g.act, (int)p_.compute, stream_));
     }
 
@@ -247,8 +257,11 @@ public:
         // Each sequence's last row: every n_tokens-th row of H, starting at row n_tokens - 1.
         const void *last = h + (uint64_t)(in_.n_tokens - 1) * d * a;
         const uint64_t ld = (uint64_t)in_.n_tokens * d;
-        if (in_.batch <= kGemvRows && gemv_supported(in_.batch, (uint32_t)d, ld, (int)p_.compute)) {
+        const int wq = is_quantized(head.dtype) ? (int)head.dtype : 0;
+        if (in_.batch <= kGemvRows && gemv_supported(in_.batch, (uint32_t)d, ld, (int)p_.compute, wq)) {
             GemvArgs g{};
+            g.wq = wq;
+            g.group = head.group;
             g.x = last;
             g.ldx = ld;
             g.w = head.data;
@@ -262,7 +275,7 @@ public:
             g.dtype = (int)p_.compute;
             GPT_CUDA_CHECK(launch_gemv(g, stream_));
         } else {
-            gemm(cublas_, head, last, p_.compute, ld, lg, DType::F32, in_.batch, p_.allow_tf32);
+            project(head, last, p_.compute, ld, lg, DType::F32, in_.batch);
             if (bias)
                 GPT_CUDA_CHECK(launch_bias_act(lg, bias, 0, nullptr, in_.batch, (uint32_t)head.rows, (int)DType::F32, stream_));
             GPT_CUDA_CHECK(launch_softcap(lg, (uint64_t)in_.batch * shape_.vocab_size, softcap, stream_));
@@ -285,8 +298,7 @@ public:
             if (on_device) {
                 for (uint32_t b = 0; b < in_.batch; b++) {
                     float *y = host_all + (uint64_t)b * in_.logits_seq_stride * v;
-                    gemm(cublas_, head, h + (uint64_t)b * in_.n_tokens * d * a, p_.compute, d, y, DType::F32, in_.n_tokens,
-                         p_.allow_tf32);
+                    project(head, h + (uint64_t)b * in_.n_tokens * d * a, p_.compute, d, y, DType::F32, in_.n_tokens);
                     if (bias) GPT_CUDA_CHECK(launch_bias_act(y, bias, 0, nullptr, in_.n_tokens, (uint32_t)v, (int)DType::F32, stream_));
                     GPT_CUDA_CHECK(launch_softcap(y, (uint64_t)in_.n_tokens * v, softcap, stream_));
                 }
@@ -298,8 +310,7 @@ public:
             for (uint32_t b = 0; b < in_.batch; b++)
                 for (uint32_t t0 = 0; t0 < in_.n_tokens; t0 += plan_.logits_rows) {
                     const uint32_t n = std::min(plan_.logits_rows, in_.n_tokens - t0);
-                    gemm(cublas_, head, h + ((uint64_t)b * in_.n_tokens + t0) * d * a, p_.compute, d, lg, DType::F32, n,
-                         p_.allow_tf32);
+                    project(head, h + ((uint64_t)b * in_.n_tokens + t0) * d * a, p_.compute, d, lg, DType::F32, n);
                     if (bias) GPT_CUDA_CHECK(launch_bias_act(lg, bias, 0, nullptr, n, (uint32_t)v, (int)DType::F32, stream_));
                     GPT_CUDA_CHECK(launch_softcap(lg, (uint64_t)n * v, softcap, stream_));
                     // cudaMemcpyDefault: the caller's buffer may be host or device memory.
@@ -474,6 +485,27 @@ private:
         return true;
     }
 
+    // y[rows][w.rows] = x @ w^T through cuBLAS; quantized weights are dequantized first, in
+    // slices of rows that fit the f16 scratch buffer, each GEMM filling its slice of y's columns.
+    void project(const Weight &w, const void *x, DType x_dtype, uint64_t ldx, void *y, DType y_dtype, uint32_t rows) {
+        if (!is_quantized(w.dtype)) return gemm(cublas_, w, x, x_dtype, ldx, y, y_dtype, rows, p_.allow_tf32);
+        const uint64_t slice = plan_.dequant.bytes / (2 * w.cols);
+        if (slice == 0) fail(GPT_ERR_INTERNAL, "dequantization buffer of %llu bytes holds no row of %llu columns",
+                             (unsigned long long)plan_.dequant.bytes, (unsigned long long)w.cols);
+        for (uint64_t r0 = 0; r0 < w.rows; r0 += slice) {
+            const uint64_t n = std::min(slice, w.rows - r0);
+            GPT_CUDA_CHECK(launch_dequant_f16(w.data, (int)w.dtype, w.group, w.rows, r0, n, (uint32_t)w.cols, dev(plan_.dequant),
+                                              stream_));
+            Weight part;
+            part.data = dev(plan_.dequant);
+            part.dtype = DType::F16;
+            part.rows = n;
+            part.cols = w.cols;
+            gemm(cublas_, part, x, x_dtype, ldx, static_cast<uint8_t *>(y) + r0 * dtype_bytes(y_dtype), y_dtype, rows, p_.allow_tf32,
+                 w.rows);
+        }
+    }
+
     // Adds a residual delta left by a GEMM when no norm follows to absorb it.
     void flush_delta() {
         if (!pending_delta_) return;
@@ -485,7 +517,10 @@ private:
     // needs the cuBLAS path.
     bool try_gemv(Act in, const Weight &w, GemvArgs &g) {
         flush_delta();
-        if (rows_ > kGemvRows || !gemv_supported(rows_, (uint32_t)w.cols, w.cols, (int)p_.compute)) return false;
+        const int wq = is_quantized(w.dtype) ? (int)w.dtype : 0;
+        if (rows_ > kGemvRows || !gemv_supported(rows_, (uint32_t)w.cols, w.cols, (int)p_.compute, wq)) return false;
+        g.wq = wq;
+        g.group = w.group;
         g.x = buf(in);
         g.ldx = w.cols;
         g.w = w.data;

@@ -63,6 +63,7 @@ CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
     sampled = dev.take(4ull * p.max_batch);
     sample_ws = dev.take(sample_workspace_bytes(p.max_batch, s.vocab_size));
     cublas_ws = dev.take(kCublasWorkspace);
+    dequant = dev.take(p.dequant_scratch);
     device_bytes = dev.total;
 
     Carver host;

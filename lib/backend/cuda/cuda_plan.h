@@ -37,7 +37,8 @@ struct CudaPlan {
     uint32_t n_kv_heads = 1;
     // Device regions.
     Region x, h, qkv, att, gu, ff, delta, logits, k_cache, v_cache, rope_cos, rope_sin, attn_o, attn_ml, tokens,
-        positions, seqs, uniform, recent, n_recent, adjust_tokens, adjust_deltas, n_adjust, sampled, sample_ws, cublas_ws;
+        positions, seqs, uniform, recent, n_recent, adjust_tokens, adjust_deltas, n_adjust, sampled, sample_ws, cublas_ws,
+        dequant;
     uint64_t device_bytes = 0;
     // Pinned host regions.
     Region h_tokens, h_positions, h_seqs, h_uniform, h_recent, h_n_recent, h_adjust_tokens, h_adjust_deltas, h_n_adjust,
