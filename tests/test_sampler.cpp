@@ -785,7 +785,7 @@ GenModel *g_stop;
 int setup_stop(void **) {
     gpt::TokenizerData d = fixture::spm_base();
     float score = -1;
-    for (const char *p : {"\xE2\x96\x81", "a", "b", "c", "ab", "bc", "abc", "ca", "\xE2\x96\x81" "a", "\xC3\xA9", "\xC3", "\xA9b",
+    for (const char *p : {"\xE2\x96\x81", "a", "b", "c", "ab", "bc", "abc", "ca", "\xE2\x96\x81" "a", "\xC3\xA9", "\xC3", "\xA9" "b",
                           "User:", "\xE2\x96\x81User:", "Us", "er", ":"})
         fixture::add_token(d, p, gpt::TOKEN_NORMAL, score--);
     fixture::Spec s;
