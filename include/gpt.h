@@ -67,7 +67,7 @@
 /* Version of this header. The soname carries GPT_VERSION_MAJOR: it changes only when the
  * ABI breaks. Minor versions add functions, enum values and trailing struct fields. */
 #define GPT_VERSION_MAJOR 0
-#define GPT_VERSION_MINOR 2
+#define GPT_VERSION_MINOR 3
 #define GPT_VERSION_PATCH 0
 #define GPT_VERSION_NUMBER (GPT_VERSION_MAJOR * 10000 + GPT_VERSION_MINOR * 100 + GPT_VERSION_PATCH)
 
@@ -361,7 +361,7 @@ typedef struct gpt_sampling_params {
     const int32_t *stop_tokens;    /* extra token ids that end generation; default NULL */
     uint32_t n_stop_tokens;        /* entries in stop_tokens; default 0 */
     uint32_t reserved;             /* 0 */
-    /* ---- added by issue #18 (struct_size 56 before: such callers get the defaults below) ---- */
+    /* ---- added in 0.3 (struct_size 56 in 0.2: such callers get the defaults below) ---- */
     const char *const *stop_strings; /* texts that end generation (see gpt_generate); default NULL */
     uint32_t n_stop_strings;       /* at most GPT_MAX_STOP_STRINGS; default 0 */
     float frequency_penalty;       /* logit -= count * this, count = times the token was generated

@@ -17,7 +17,7 @@ from ._api import (Context, Detokenizer, Generation, GptError, Model, ModelInfo,
                    cuda_device_count, library_path, status_name, version, version_number)
 from ._capi import LibraryNotFoundError, load as load_library
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = ["Model", "Context", "Detokenizer", "Generation", "TokenStream", "ModelInfo", "GptError", "Status",
            "LibraryNotFoundError", "load_library", "library_path", "version", "version_number", "build_info",
