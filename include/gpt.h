@@ -143,10 +143,15 @@ typedef enum gpt_arch {
     GPT_ARCH_PHI3 = 4,  /* Llama with partial rotation, longrope scaling and an optional sliding
                            window (Phi-3, Phi-3.5, Phi-4-mini) */
     GPT_ARCH_GEMMA2 = 5, /* Gemma-2: GeGLU, pre- and post-norms, soft-capping, alternating sliding window */
-    GPT_ARCH_GEMMA3 = 6  /* Gemma-3 (text): Gemma-2 plus q/k norms, local/global layers with their own RoPE */
+    GPT_ARCH_GEMMA3 = 6, /* Gemma-3 (text): Gemma-2 plus q/k norms, local/global layers with their own RoPE */
+    GPT_ARCH_MIXTRAL = 7,   /* Llama attention, a mixture of SwiGLU experts (softmax router, top-k, renormalised) */
+    GPT_ARCH_QWEN2_MOE = 8, /* Qwen2 attention, many small experts plus a sigmoid-gated shared expert */
+    GPT_ARCH_OLMOE = 9,     /* OLMoE: q/k RMSNorm over the whole projection, many experts, top-8 */
+    GPT_ARCH_QWEN3_MOE = 10 /* Qwen3 attention (q/k norm per head), a mixture of experts */
 } gpt_arch;
 
-/* "gpt2", "llama", "qwen3", "phi3", "gemma2", "gemma3"; "?" for anything else. */
+/* "gpt2", "llama", "qwen3", "phi3", "gemma2", "gemma3", "mixtral", "qwen2_moe", "olmoe",
+ * "qwen3_moe"; "?" for anything else. */
 GPT_API const char *gpt_arch_name(int arch);
 
 /* Devices: a CUDA ordinal (0, 1, ...) or one of these. */

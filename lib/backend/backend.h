@@ -14,6 +14,7 @@
 //                   with out == X the result is added to the residual stream instead
 //   attention       QKV -> q/k norm, RoPE, append K/V to the cache, causal attention -> ATT
 //   matmul_glu      FF[rows, d_ff] = act(in @ gate^T) * (in @ up^T), w = [gate rows | up rows]
+//   moe             X += sum over the top-k experts of p_e * expert_e(H) (+ a shared expert)
 //   logits          LOGITS[selected rows, vocab] = H[selected] @ head^T (+ b) (soft-capped) f32
 // Activation dtypes other than X and LOGITS are the executor's compute dtype.
 #pragma once
@@ -51,6 +52,13 @@ struct ModelShape {
     // The rotations the layers use (AttentionSpec::rope indexes it); empty: no rotary
     // positions. Each gets its cos/sin tables per context.
     std::vector<RopeSpec> ropes;
+    // Mixture of experts (0 for a dense model): experts per MoE layer, how many each token
+    // uses (top-k), each expert's hidden width, the shared expert's hidden width (0: none).
+    // d_ff stays the width of the dense FFN layers a MoE model may also have.
+    uint32_t n_experts = 0;
+    uint32_t n_experts_used = 0;
+    uint32_t d_ff_expert = 0;
+    uint32_t d_ff_shared = 0;
 
     uint32_t q_dim() const { return n_heads * head_dim; }
     uint32_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -101,6 +109,29 @@ struct AttentionSpec {
     float scale = 0;                 // scores = q . k * scale; 0: 1 / sqrt(head_dim)
     uint32_t window = 0;             // 0: every earlier key; else the query at p sees keys (p - window, p]
     float softcap = 0;               // 0: none; else scores = softcap * tanh(scores / softcap) (Gemma-2)
+    // q_norm / k_norm over the whole q (q_dim, weights [q_dim]) and k (kv_dim, weights
+    // [kv_dim]) projection of a row instead of each head (OLMoE).
+    bool qk_norm_whole = false;
+};
+
+// One mixture-of-experts FFN (applied to H, added to X). Router probabilities p =
+// softmax(H @ router^T) in f32; each row uses the k = n_experts_used experts of highest p
+// (ties: the lower expert index first), weighted by p_e, divided by the k chosen p's sum when
+// norm_topk. Expert e: down_e(act(H @ gate_e^T) * (H @ up_e^T)). The experts of a layer are
+// stacked in one matrix each, so quantization, placement and checksums treat them as any
+// other weight.
+struct MoeSpec {
+    const Weight *router = nullptr;  // [n_experts, d_model]
+    const Weight *gate_up = nullptr; // [n_experts * 2 d_ff_expert, d_model]: expert e's gate rows,
+                                     // then its up rows, from row e * 2 d_ff_expert
+    const Weight *down = nullptr;    // [n_experts * d_model, d_ff_expert]: expert e's rows from e * d_model
+    Activation act = Activation::SILU;
+    bool norm_topk = true;
+    // Shared expert (Qwen2-MoE), run on every row: X += g * down_s(act(H @ gate_s^T) * (H @ up_s^T)),
+    // g = sigmoid(H . shared_gate) or 1 without shared_gate. nullptr: none.
+    const Weight *shared_gate_up = nullptr; // [2 d_ff_shared, d_model]
+    const Weight *shared_down = nullptr;    // [d_model, d_ff_shared]
+    const Weight *shared_gate = nullptr;    // [1, d_model]
 };
 
 class Executor {
@@ -124,6 +155,8 @@ public:
     virtual void attention(const AttentionSpec &spec) = 0;
     // act: SILU (SwiGLU) or GELU_TANH (GeGLU).
     virtual void matmul_glu(Act in, const Weight &w, Act out, Activation act) = 0;
+    // A mixture-of-experts FFN over H (see MoeSpec), added to X.
+    virtual void moe(const MoeSpec &spec) = 0;
     // Projects the selected rows of H onto the vocabulary, adds bias ([vocab] f32, or null;
     // nanoGPT-style heads), then softcap * tanh(logit / softcap) when softcap > 0 (Gemma-2).
     // all_logits with a host buffer writes every row's logits there ([rows][vocab]);

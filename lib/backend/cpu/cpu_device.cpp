@@ -206,6 +206,10 @@ public:
         });
     }
 
+    void moe(const MoeSpec &) override {
+        fail(GPT_ERR_UNSUPPORTED, "mixture-of-experts layers are not implemented on the CPU yet");
+    }
+
     void logits(const Weight &head, float *host_all, float softcap, const Weight *bias_w) override {
         const uint32_t d = shape_.d_model, v = shape_.vocab_size;
         const float *bias = bias_w && *bias_w ? static_cast<const float *>(bias_w->data) : nullptr;

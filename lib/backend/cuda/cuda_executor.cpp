@@ -185,6 +185,10 @@ public:
         GPT_CUDA_CHECK(launch_swiglu(dev(plan_.gu), buf(out), rows_, (uint32_t)(w.rows / 2), g.act, (int)p_.compute, stream_));
     }
 
+    void moe(const MoeSpec &) override {
+        fail(GPT_ERR_UNSUPPORTED, "mixture-of-experts layers are not implemented on CUDA yet");
+    }
+
     void attention(const AttentionSpec &s) override {
         flush_delta();
         uint8_t *k_layer = dev(plan_.k_cache) + s.layer * plan_.kv_bytes_per_layer;
