@@ -1,0 +1,380 @@
+// moe.cu - the mixture-of-experts kernels (moe.cuh). One warp per output element of a dot
+// product (router logit, GLU column, down column), so every sum has one owner and a fixed
+// order: no atomics, the same result on every run. The weight loops take 16-byte vectors
+// when the rows are 16-byte aligned (the usual case) and single elements otherwise; the
+// quantized ones walk 16-byte chunks of the packed row as gemv.cu does. The activation type
+// and whether the weights are quantized are the only variants: three instantiations a kernel.
+#include "moe.cuh"
+#include "common.cuh"
+
+using namespace gpt_cuda;
+
+namespace {
+
+constexpr uint32_t kWarps = 8; // warps per block of the dot-product kernels
+
+// The 16-byte vector v as N = 16 / sizeof(T) floats.
+__device__ __forceinline__ void widen(const uint4 &v, float *f, float) {
+    f[0] = __uint_as_float(v.x); f[1] = __uint_as_float(v.y); f[2] = __uint_as_float(v.z); f[3] = __uint_as_float(v.w);
+}
+__device__ __forceinline__ void widen(const uint4 &v, float *f, __half) {
+    const __half2 *h = reinterpret_cast<const __half2 *>(&v);
+    for (int i = 0; i < 4; i++) {
+        const float2 p = __half22float2(h[i]);
+        f[2 * i] = p.x;
+        f[2 * i + 1] = p.y;
+    }
+}
+__device__ __forceinline__ void widen(const uint4 &v, float *f, __nv_bfloat16) {
+    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
+    for (int i = 0; i < 4; i++) {
+        const float2 p = __bfloat1622float2(h[i]);
+        f[2 * i] = p.x;
+        f[2 * i + 1] = p.y;
+    }
+}
+
+// This lane's share of w[0..k) . x[0..k) (the caller sums the warp).
+template <typename T> __device__ float lane_dot(const T *w, const T *x, uint32_t k, uint32_t lane) {
+    constexpr uint32_t N = 16 / sizeof(T);
+    float s = 0.0f;
+    const bool aligned = k % N == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    if (aligned) {
+        const uint4 *wv = reinterpret_cast<const uint4 *>(w), *xv = reinterpret_cast<const uint4 *>(x);
+        for (uint32_t i = lane; i < k / N; i += 32) {
+            float wf[N], xf[N];
+            widen(__ldg(wv + i), wf, T{});
+            widen(xv[i], xf, T{});
+#pragma unroll
+            for (uint32_t e = 0; e < N; e++) s += wf[e] * xf[e];
+        }
+    } else {
+        for (uint32_t i = lane; i < k; i += 32) s += to_f32(w[i]) * to_f32(x[i]);
+    }
+    return s;
+}
+
+// Integers to floats as gemv.cu does: q4 element e of a word (stored q + 8), q8 byte e of a
+// word XOR 0x80808080.
+__device__ __forceinline__ float nibble_at(uint32_t word, int e) {
+    return __int_as_float(0x4B000000u | ((word >> (4 * e)) & 15u)) - 8388616.0f;
+}
+__device__ __forceinline__ float byte_at(uint32_t flipped, int e) {
+    return __int_as_float(0x4B000000u | ((flipped >> (8 * e)) & 255u)) - 8388736.0f;
+}
+
+// This lane's share of row `row` of a quantized [total_rows][k] matrix . x (f16, 16-byte
+// aligned, k a multiple of 32 and of group, group a multiple of 32).
+__device__ float lane_dot_quant(const void *w, bool q4, uint32_t group, uint64_t total_rows, uint64_t row, const __half *x,
+                                uint32_t k, uint32_t lane) {
+    const uint64_t row_bytes = q4 ? k / 2 : k;
+    const uint32_t chunks = (uint32_t)(row_bytes / 16), per_chunk = q4 ? 32 : 16;
+    const uint8_t *base = static_cast<const uint8_t *>(w);
+    const uint4 *wrow = reinterpret_cast<const uint4 *>(base + row * row_bytes);
+    const __half *srow = reinterpret_cast<const __half *>(base + total_rows * row_bytes) + row * (k / group);
+    float s = 0.0f;
+    for (uint32_t i = lane; i < chunks; i += 32) {
+        const uint4 c = __ldg(wrow + i);
+        const uint32_t e0 = i * per_chunk;
+        const float scale = __half2float(srow[e0 / group]);
+        const uint32_t words[4] = {c.x, c.y, c.z, c.w};
+        const uint4 *xv = reinterpret_cast<const uint4 *>(x + e0);
+        float part = 0.0f;
+        if (q4) { // word v: elements 8v .. 8v + 7
+#pragma unroll
+            for (int v = 0; v < 4; v++) {
+                float xf[8];
+                widen(xv[v], xf, __half{});
+#pragma unroll
+                for (int e = 0; e < 8; e++) part += nibble_at(words[v], e) * xf[e];
+            }
+        } else { // words 2v, 2v + 1: elements 8v .. 8v + 7
+#pragma unroll
+            for (int v = 0; v < 2; v++) {
+                float xf[8];
+                widen(xv[v], xf, __half{});
+                const uint32_t lo = words[2 * v] ^ 0x80808080u, hi = words[2 * v + 1] ^ 0x80808080u;
+#pragma unroll
+                for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
+            }
+        }
+        s += scale * part;
+    }
+    return s;
+}
+
+// Row `row` of w (float of type T, or quantized when wq) . x over k columns, this lane's share.
+template <typename T>
+__device__ __forceinline__ float row_dot(const void *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row, const T *x,
+                                         uint32_t k, uint32_t lane) {
+    if (wq) return lane_dot_quant(w, wq == Q4, group, total_rows, row, reinterpret_cast<const __half *>(x), k, lane);
+    return lane_dot(static_cast<const T *>(w) + row * k, x, k, lane);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) router_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t rows,
+                                                             uint32_t n, uint32_t k, float *logits) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t lane = threadIdx.x % 32;
+    const uint64_t unit = (uint64_t)blockIdx.x * kWarps + threadIdx.x / 32;
+    if (unit >= (uint64_t)rows * n) return;
+    const uint32_t r = (uint32_t)(unit / n), e = (uint32_t)(unit % n);
+    const float s = warp_sum(row_dot<T>(w, wq, group, n, e, x + (uint64_t)r * k, k, lane));
+    if (lane == 0) logits[unit] = s;
+}
+
+// Whether candidate (pa, ia) ranks before (pb, ib): a real index before none (~0u), then the
+// larger probability, then the lower index. NaN never ranks before a real candidate.
+__device__ __forceinline__ bool ranks_before(float pa, uint32_t ia, float pb, uint32_t ib) {
+    if (ia == ~0u) return false;
+    if (ib == ~0u) return true;
+    return pa > pb || (pa == pb && ia < ib);
+}
+
+// One warp per row.
+__global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
+                                                  float *weights) {
+    __shared__ uint32_t chosen[kMoeMaxTopK];
+    __shared__ float chosen_p[kMoeMaxTopK];
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t r = blockIdx.x, lane = threadIdx.x;
+    const float *l = logits + (uint64_t)r * n;
+    float m = -INFINITY;
+    for (uint32_t e = lane; e < n; e += 32) m = fmaxf(m, l[e]);
+    m = warp_max(m);
+    float z = 0.0f;
+    for (uint32_t e = lane; e < n; e += 32) z += expf(l[e] - m);
+    z = warp_sum(z);
+    for (uint32_t s = 0; s < k; s++) {
+        float best_p = 0.0f;
+        uint32_t best = ~0u;
+        for (uint32_t e = lane; e < n; e += 32) {
+            bool taken = false;
+            for (uint32_t j = 0; j < s; j++) taken |= chosen[j] == e;
+            if (taken) continue;
+            const float p = expf(l[e] - m) / z;
+            if (ranks_before(p, e, best_p, best)) {
+                best_p = p;
+                best = e;
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            const float op = __shfl_xor_sync(0xffffffffu, best_p, o);
+            const uint32_t oi = __shfl_xor_sync(0xffffffffu, best, o);
+            if (ranks_before(op, oi, best_p, best)) {
+                best_p = op;
+                best = oi;
+            }
+        }
+        // Every lane holds the same winner (a total order on distinct indices); k <= n
+        // leaves one unchosen, so best is a real index.
+        if (lane == 0) {
+            chosen[s] = best;
+            chosen_p[s] = best_p;
+        }
+        __syncwarp();
+    }
+    if (lane != 0) return;
+    float sum = 0.0f;
+    for (uint32_t s = 0; s < k; s++) sum += chosen_p[s];
+    for (uint32_t s = 0; s < k; s++) {
+        ids[(uint64_t)r * k + s] = (int32_t)chosen[s];
+        weights[(uint64_t)r * k + s] = norm ? chosen_p[s] / sum : chosen_p[s];
+    }
+}
+
+__device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair, uint32_t n_experts) {
+    const int32_t e = ids[pair];
+    return e < 0 ? 0u : min((uint32_t)e, n_experts - 1); // always a row of the matrix
+}
+
+// grid (ceil(ff / kWarps), rows * top_k): a warp owns GLU column j of one (row, slot) pair.
+template <typename T> __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeExpertArgs a) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t lane = threadIdx.x % 32, j = blockIdx.x * kWarps + threadIdx.x / 32, pair = blockIdx.y;
+    if (j >= a.ff) return;
+    const uint32_t r = pair / a.top_k, e = expert_of(a.ids, pair, a.n_experts);
+    const uint64_t total = (uint64_t)a.n_experts * 2 * a.ff, first = (uint64_t)e * 2 * a.ff;
+    const T *x = static_cast<const T *>(a.x) + (uint64_t)r * a.d;
+    const float g = warp_sum(row_dot<T>(a.w, a.wq, a.group, total, first + j, x, a.d, lane));
+    const float u = warp_sum(row_dot<T>(a.w, a.wq, a.group, total, first + a.ff + j, x, a.d, lane));
+    if (lane != 0) return;
+    // Gate and up rounded to the activation type first, as the dense GLU stores them.
+    const float v = activate(to_f32(from_f32<T>(g)), a.act) * to_f32(from_f32<T>(u));
+    static_cast<T *>(a.glu_out)[(uint64_t)pair * a.ff + j] = from_f32<T>(v);
+}
+
+// grid (ceil(d / kWarps), rows): a warp owns output column i of row r, over the row's slots.
+template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeExpertArgs a) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t lane = threadIdx.x % 32, i = blockIdx.x * kWarps + threadIdx.x / 32, r = blockIdx.y;
+    if (i >= a.d) return;
+    const uint64_t total = (uint64_t)a.n_experts * a.d;
+    float acc = 0.0f;
+    for (uint32_t s = 0; s < a.top_k; s++) {
+        const uint64_t pair = (uint64_t)r * a.top_k + s;
+        const uint32_t e = expert_of(a.ids, pair, a.n_experts);
+        const T *x = static_cast<const T *>(a.x) + pair * a.ff;
+        const float v = warp_sum(row_dot<T>(a.w, a.wq, a.group, total, (uint64_t)e * a.d + i, x, a.ff, lane));
+        acc += a.weights[pair] * v;
+    }
+    if (lane == 0) a.residual[(uint64_t)r * a.d + i] += acc;
+}
+
+// One block; thread t handles experts t, t + blockDim, ... in three passes.
+__global__ void group_kernel(const int32_t *ids, uint32_t n, uint32_t n_experts, int32_t *offsets, int32_t *perm, int32_t *inv) {
+    pdl_wait();
+    pdl_launch_dependents();
+    for (uint32_t e = threadIdx.x; e < n_experts; e += blockDim.x) {
+        int32_t c = 0;
+        for (uint32_t p = 0; p < n; p++) c += expert_of(ids, p, n_experts) == e;
+        offsets[e + 1] = c; // counts for now
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        offsets[0] = 0;
+        for (uint32_t e = 0; e < n_experts; e++) offsets[e + 1] += offsets[e];
+    }
+    __syncthreads();
+    for (uint32_t e = threadIdx.x; e < n_experts; e += blockDim.x) {
+        int32_t q = offsets[e];
+        for (uint32_t p = 0; p < n; p++)
+            if (expert_of(ids, p, n_experts) == e) {
+                perm[q] = (int32_t)p;
+                inv[p] = q;
+                q++;
+            }
+    }
+}
+
+template <typename T> __global__ void gather_kernel(const T *x, const int32_t *perm, uint32_t top_k, uint32_t d, T *out) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t q = blockIdx.x;
+    const T *src = x + (uint64_t)(perm[q] / top_k) * d;
+    T *dst = out + (uint64_t)q * d;
+    for (uint32_t i = threadIdx.x; i < d; i += blockDim.x) dst[i] = src[i];
+}
+
+__global__ void combine_kernel(const float *down, const float *weights, const int32_t *inv, uint32_t rows, uint32_t top_k,
+                               uint32_t d, float *residual) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (uint64_t)rows * d) return;
+    const uint64_t r = t / d, i = t % d;
+    float acc = 0.0f;
+    for (uint32_t s = 0; s < top_k; s++) {
+        const uint64_t pair = r * top_k + s;
+        acc += weights[pair] * down[(uint64_t)inv[pair] * d + i];
+    }
+    residual[t] += acc;
+}
+
+__global__ void shared_add_kernel(const float *y, const float *gate, uint32_t rows, uint32_t d, float *residual) {
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (uint64_t)rows * d) return;
+    const float g = gate ? 1.0f / (1.0f + expf(-gate[t / d])) : 1.0f;
+    residual[t] += g * y[t];
+}
+
+// The weight checks every dot-product launcher makes.
+bool weights_ok(int wq, uint32_t group, uint32_t k, int act_dtype) {
+    if (!wq) return act_dtype == F32 || act_dtype == F16 || act_dtype == BF16;
+    return (wq == Q8 || wq == Q4) && act_dtype == F16 && k % 32 == 0 && group != 0 && group % 32 == 0 && k % group == 0;
+}
+
+} // namespace
+
+cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t group, uint32_t rows, uint32_t n, uint32_t k,
+                              int act_dtype, float *logits, cudaStream_t stream) {
+    if (rows == 0 || n == 0) return cudaSuccess;
+    if (k == 0 || !weights_ok(wq, group, k, act_dtype)) return cudaErrorInvalidValue;
+    const uint64_t blocks = ((uint64_t)rows * n + kWarps - 1) / kWarps;
+    if (blocks > 0x7fffffffu) return cudaErrorInvalidValue;
+    cudaError_t e2 = cudaSuccess;
+    const cudaError_t e = dispatch_dtype(act_dtype, [&](auto tag) {
+        using T = decltype(tag);
+        e2 = launch_pdl(router_kernel<T>, (uint32_t)blocks, kWarps * 32, 0, stream, static_cast<const T *>(x), w, wq, group, rows,
+                        n, k, logits);
+    });
+    return e != cudaSuccess ? e : e2;
+}
+
+cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_experts, uint32_t k, int norm, int32_t *ids,
+                            float *weights, cudaStream_t stream) {
+    if (rows == 0) return cudaSuccess;
+    if (k == 0 || k > kMoeMaxTopK || k > n_experts) return cudaErrorInvalidValue;
+    return launch_pdl(topk_kernel, rows, 32, 0, stream, logits, n_experts, k, norm, ids, weights);
+}
+
+static cudaError_t check_experts(const MoeExpertArgs &a) {
+    if (a.top_k == 0 || a.top_k > a.n_experts || a.d == 0 || a.ff == 0) return cudaErrorInvalidValue;
+    if (!weights_ok(a.wq, a.group, a.d, a.act_dtype) || !weights_ok(a.wq, a.group, a.ff, a.act_dtype)) return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream) {
+    if (a.rows == 0) return cudaSuccess;
+    if (const cudaError_t c = check_experts(a)) return c;
+    if ((uint64_t)a.rows * a.top_k > 65535) return cudaErrorInvalidValue; // grid.y
+    const dim3 grid(ceil_div(a.ff, kWarps), a.rows * a.top_k);
+    cudaError_t e2 = cudaSuccess;
+    const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
+        using T = decltype(tag);
+        e2 = launch_pdl(gate_up_kernel<T>, grid, kWarps * 32, 0, stream, a);
+    });
+    return e != cudaSuccess ? e : e2;
+}
+
+cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream) {
+    if (a.rows == 0) return cudaSuccess;
+    if (const cudaError_t c = check_experts(a)) return c;
+    if (a.rows > 65535) return cudaErrorInvalidValue; // grid.y
+    const dim3 grid(ceil_div(a.d, kWarps), a.rows);
+    cudaError_t e2 = cudaSuccess;
+    const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
+        using T = decltype(tag);
+        e2 = launch_pdl(down_kernel<T>, grid, kWarps * 32, 0, stream, a);
+    });
+    return e != cudaSuccess ? e : e2;
+}
+
+cudaError_t launch_moe_group(const int32_t *ids, uint32_t n, uint32_t n_experts, int32_t *offsets, int32_t *perm, int32_t *inv,
+                             cudaStream_t stream) {
+    if (n_experts == 0) return cudaErrorInvalidValue;
+    return launch_pdl(group_kernel, 1, 256, 0, stream, ids, n, n_experts, offsets, perm, inv);
+}
+
+cudaError_t launch_moe_gather(const void *x, const int32_t *perm, uint32_t n, uint32_t top_k, uint32_t d, int act_dtype,
+                              void *out, cudaStream_t stream) {
+    if (n == 0) return cudaSuccess;
+    if (top_k == 0) return cudaErrorInvalidValue;
+    cudaError_t e2 = cudaSuccess;
+    const cudaError_t e = dispatch_dtype(act_dtype, [&](auto tag) {
+        using T = decltype(tag);
+        e2 = launch_pdl(gather_kernel<T>, n, 256, 0, stream, static_cast<const T *>(x), perm, top_k, d, static_cast<T *>(out));
+    });
+    return e != cudaSuccess ? e : e2;
+}
+
+cudaError_t launch_moe_combine(const float *down, const float *weights, const int32_t *inv, uint32_t rows, uint32_t top_k,
+                               uint32_t d, float *residual, cudaStream_t stream) {
+    const uint64_t total = (uint64_t)rows * d;
+    if (total == 0) return cudaSuccess;
+    return launch_pdl(combine_kernel, (uint32_t)((total + 255) / 256), 256, 0, stream, down, weights, inv, rows, top_k, d,
+                      residual);
+}
+
+cudaError_t launch_moe_shared_add(const float *y, const float *gate, uint32_t rows, uint32_t d, float *residual,
+                                  cudaStream_t stream) {
+    const uint64_t total = (uint64_t)rows * d;
+    if (total == 0) return cudaSuccess;
+    return launch_pdl(shared_add_kernel, (uint32_t)((total + 255) / 256), 256, 0, stream, y, gate, rows, d, residual);
+}
