@@ -29,7 +29,9 @@
 #include "bias_act.cuh"
 #include "embed.cuh"
 #include "gemv.cuh"
+#include "moe.cuh"
 #include "norm_add.cuh"
+#include "qk_norm.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
 #include "softcap.cuh"
@@ -1339,6 +1341,321 @@ void test_gpu_quant_model(void **) {
             }
 }
 
+// ---------------------------------------------------------------- mixture of experts
+
+// Top-k routing against a naive double softmax and selection, on logits drawn from a few
+// integers so that ties are common (the lower expert first), both normalisations, outputs
+// poisoned.
+void test_gpu_moe_topk(void **) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t rows = 37;
+    for (uint32_t E : {4u, 8u, 64u})
+        for (uint32_t k : {1u, 2u, 8u}) {
+            if (k > E) continue;
+            for (int norm = 0; norm < 2; norm++) {
+                std::vector<float> logits(rows * E);
+                for (auto &v : logits) v = (float)(g_rng() % 5) * 0.5f;
+                DevBuf dl(rows * E, DType::F32), dw(rows * k, DType::F32), di(rows * k, DType::F32);
+                dl.upload(logits);
+                CK(launch_moe_topk(dl.as<float>(), rows, E, k, norm, di.as<int32_t>(), dw.as<float>(), nullptr));
+                CK(cudaDeviceSynchronize());
+                std::vector<int32_t> ids(rows * k);
+                CK(cudaMemcpy(ids.data(), di.p, 4 * ids.size(), cudaMemcpyDeviceToHost));
+                const std::vector<float> w = dw.download();
+                std::vector<float> want_w(rows * k);
+                for (uint32_t r = 0; r < rows; r++) {
+                    const float *l = &logits[r * E];
+                    double m = -1e300, z = 0;
+                    for (uint32_t e = 0; e < E; e++) m = std::max(m, (double)l[e]);
+                    for (uint32_t e = 0; e < E; e++) z += std::exp(l[e] - m);
+                    std::vector<uint32_t> order(E);
+                    for (uint32_t e = 0; e < E; e++) order[e] = e;
+                    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return l[a] > l[b]; });
+                    double sum = 0;
+                    for (uint32_t s = 0; s < k; s++) sum += std::exp(l[order[s]] - m) / z;
+                    for (uint32_t s = 0; s < k; s++) {
+                        if (ids[r * k + s] != (int32_t)order[s])
+                            fail_msg("E %u k %u row %u slot %u: expert %d, want %u", E, k, r, s, ids[r * k + s], order[s]);
+                        const double p = std::exp(l[order[s]] - m) / z;
+                        want_w[r * k + s] = (float)(norm ? p / sum : p);
+                    }
+                }
+                expect_close("moe top-k weights", w, want_w, 1e-6);
+            }
+        }
+}
+
+// The whole-projection q/k RMSNorm (OLMoE) against a naive one; v stays as it was.
+void test_gpu_qk_norm_whole(void **) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t rows = 5, qd = 96, kvd = 40, stride = qd + 2 * kvd;
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+        for (int with_k = 0; with_k < 2; with_k++) {
+            std::vector<float> qkv = randn(rows * stride), qw = randn(qd, 0.3f), kw = randn(kvd, 0.3f);
+            round_to(qkv, t);
+            for (auto &v : qw) v += 1.0f;
+            for (auto &v : kw) v += 1.0f;
+            DevBuf d(rows * stride, t), dq(qd, DType::F32), dk(kvd, DType::F32);
+            d.upload(qkv);
+            dq.upload(qw);
+            dk.upload(kw);
+            CK(launch_qk_norm_whole(d.p, rows, qd, kvd, dq.as<float>(), with_k ? dk.as<float>() : nullptr, 1e-6f, (int)t, nullptr));
+            CK(cudaDeviceSynchronize());
+            std::vector<float> want = qkv;
+            for (uint32_t r = 0; r < rows; r++) {
+                auto norm = [&](uint32_t at, uint32_t n, const std::vector<float> &w) {
+                    double ss = 0;
+                    for (uint32_t i = 0; i < n; i++) ss += (double)qkv[r * stride + at + i] * qkv[r * stride + at + i];
+                    const double inv = 1.0 / std::sqrt(ss / n + 1e-6);
+                    for (uint32_t i = 0; i < n; i++) want[r * stride + at + i] = (float)(qkv[r * stride + at + i] * inv * w[i]);
+                };
+                norm(0, qd, qw);
+                if (with_k) norm(qd, kvd, kw);
+            }
+            char msg[96];
+            std::snprintf(msg, sizeof msg, "qk_norm_whole %s, k norm %d", dname(t), with_k);
+            expect_close(msg, d.download(), want, tol_of(t));
+        }
+}
+
+// One MoE FFN through the Executor: embed, RMSNorm, moe, RMSNorm, logits, against a naive
+// double model of the same steps (activations rounded where the device stores them). Tokens
+// whose routing is nearly tied in the reference are left out (a rounding could flip them:
+// ties have their own test above).
+struct MoeCase {
+    DType t;        // weight dtype (Q8/Q4: the experts quantized, compute f16)
+    uint32_t E, k;
+    bool norm, shared, gelu;
+};
+
+struct MoeModel {
+    MoeCase c;
+    gpt::ModelShape shape;
+    uint32_t d = 64, V = 96, fe = 0, fs = 0;
+    DType compute = DType::F32;
+    enum { TOK, HEAD, N1, N2, ROUTER, GU, DOWN, SGU, SDOWN, SGATE, COUNT };
+    std::vector<std::vector<float>> values;             // what the reference uses (rounded or dequantized)
+    std::vector<std::vector<uint8_t>> quant;            // quantized bytes where quantized
+    std::vector<gpt::Weight> w;                         // host weights to place
+
+    explicit MoeModel(const MoeCase &c_) : c(c_) {
+        const bool q = gpt::is_quantized(c.t);
+        compute = q ? DType::F16 : c.t;
+        fe = q ? 64 : 36; // 36: the unaligned (element-wise) dot-product path in f16/bf16
+        fs = c.shared ? (q ? 64 : 40) : 0;
+        shape.n_layers = 1;
+        shape.d_model = d;
+        shape.n_heads = 2;
+        shape.n_kv_heads = 1;
+        shape.head_dim = 32;
+        shape.d_ff = 0;
+        shape.vocab_size = V;
+        shape.n_experts = c.E;
+        shape.n_experts_used = c.k;
+        shape.d_ff_expert = fe;
+        shape.d_ff_shared = fs;
+        values.resize(COUNT);
+        quant.resize(COUNT);
+        w.resize(COUNT);
+        const float sd = 1.0f / std::sqrt((float)d);
+        add(TOK, V, d, 1.0f, false);
+        add(HEAD, V, d, sd, false);
+        add_norm(N1);
+        add_norm(N2);
+        add(ROUTER, c.E, d, 2.0f * sd, false); // logits of std ~2: well-separated experts
+        add(GU, (uint64_t)c.E * 2 * fe, d, sd, q);
+        add(DOWN, (uint64_t)c.E * d, fe, 1.0f / std::sqrt((float)fe), q);
+        if (c.shared) {
+            add(SGU, 2ull * fs, d, sd, q);
+            add(SDOWN, d, fs, 1.0f / std::sqrt((float)fs), q);
+            add(SGATE, 1, d, sd, false);
+        }
+    }
+    void add(int i, uint64_t rows, uint64_t cols, float scale, bool quantize) {
+        if (quantize) {
+            QuantMatrix m(c.t, rows, cols, 32, scale);
+            quant[i] = m.bytes;
+            values[i] = m.values;
+            w[i] = gpt::Weight{nullptr, c.t, rows, cols, 32};
+            return;
+        }
+        values[i] = randn(rows * cols, scale);
+        w[i] = gpt::Weight{nullptr, DType::F32, rows, cols, 0};
+    }
+    void add_norm(int i) {
+        values[i] = randn(d, 0.2f);
+        for (auto &v : values[i]) v += 1.0f;
+        w[i] = gpt::Weight{nullptr, DType::F32, d, 1, 0};
+    }
+    // Host weights for a device to place (float data as drawn; the device rounds it).
+    std::vector<gpt::Weight> host_weights() {
+        std::vector<gpt::Weight> v = w;
+        for (int i = 0; i < COUNT; i++) v[i].data = quant[i].empty() ? (const void *)values[i].data() : quant[i].data();
+        return v;
+    }
+    // After host_weights: the float matrices as the device holds them.
+    void round_floats() {
+        for (int i : {TOK, HEAD, ROUTER, GU, DOWN, SGU, SDOWN, SGATE})
+            if (quant[i].empty()) round_to(values[i], compute);
+    }
+    void forward(gpt::Executor &ex, const std::vector<gpt::Weight> &ws, float *host_all) const {
+        gpt::MoeSpec m;
+        m.router = &ws[ROUTER];
+        m.gate_up = &ws[GU];
+        m.down = &ws[DOWN];
+        m.act = c.gelu ? gpt::Activation::GELU_TANH : gpt::Activation::SILU;
+        m.norm_topk = c.norm;
+        if (c.shared) {
+            m.shared_gate_up = &ws[SGU];
+            m.shared_down = &ws[SDOWN];
+            m.shared_gate = &ws[SGATE];
+        }
+        ex.embed(ws[TOK], nullptr, 1.0f);
+        ex.norm(gpt::NormKind::RMS, ws[N1], nullptr, 1e-6f);
+        ex.moe(m);
+        ex.norm(gpt::NormKind::RMS, ws[N2], nullptr, 1e-6f);
+        ex.logits(ws[HEAD], host_all, 0.0f, nullptr);
+    }
+
+    double rnd(double v) const {
+        std::vector<float> x{(float)v};
+        round_to(x, compute);
+        return x[0];
+    }
+    double act(double v) const {
+        if (!c.gelu) return v / (1 + std::exp(-v));
+        return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    }
+    std::vector<double> rms(const std::vector<double> &x, int norm) const {
+        double ss = 0;
+        for (double v : x) ss += v * v;
+        const double inv = 1 / std::sqrt(ss / d + 1e-6);
+        std::vector<double> h(d);
+        for (uint32_t i = 0; i < d; i++) h[i] = rnd(x[i] * inv * values[norm][i]);
+        return h;
+    }
+    double dot(const std::vector<double> &x, int m, uint64_t row, uint32_t n) const {
+        double s = 0;
+        for (uint32_t i = 0; i < n; i++) s += x[i] * values[m][row * n + i];
+        return s;
+    }
+    // The routing of a token: experts in rank order and their router logits.
+    std::vector<uint32_t> route(const std::vector<double> &h, std::vector<double> &logit) const {
+        logit.resize(c.E);
+        for (uint32_t e = 0; e < c.E; e++) logit[e] = dot(h, ROUTER, e, d);
+        std::vector<uint32_t> order(c.E);
+        for (uint32_t e = 0; e < c.E; e++) order[e] = e;
+        std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return logit[a] > logit[b]; });
+        return order;
+    }
+    std::vector<double> embed_norm(int32_t tok) const {
+        std::vector<double> x(d);
+        for (uint32_t i = 0; i < d; i++) x[i] = values[TOK][(uint64_t)tok * d + i];
+        return x;
+    }
+    // Whether the token's k-th and (k+1)-th router logits are at least `margin` apart.
+    bool clear_routing(int32_t tok, double margin) const {
+        std::vector<double> logit;
+        const std::vector<uint32_t> order = route(rms(embed_norm(tok), N1), logit);
+        return c.k == c.E || logit[order[c.k - 1]] - logit[order[c.k]] >= margin;
+    }
+    std::vector<float> reference(int32_t tok) const {
+        std::vector<double> x = embed_norm(tok);
+        const std::vector<double> h = rms(x, N1);
+        std::vector<double> logit;
+        const std::vector<uint32_t> order = route(h, logit);
+        double m = logit[order[0]], z = 0, top = 0;
+        for (uint32_t e = 0; e < c.E; e++) z += std::exp(logit[e] - m);
+        for (uint32_t s = 0; s < c.k; s++) top += std::exp(logit[order[s]] - m) / z;
+        std::vector<double> delta(d, 0.0);
+        // One GLU expert: rows [gu0, gu0 + 2 f) of matrix gu, rows [dn0, dn0 + d) of dn.
+        auto expert = [&](int gu, uint64_t gu0, int dn, uint64_t dn0, uint32_t f, double weight) {
+            std::vector<double> ff(f);
+            for (uint32_t j = 0; j < f; j++)
+                ff[j] = rnd(act(rnd(dot(h, gu, gu0 + j, d))) * rnd(dot(h, gu, gu0 + f + j, d)));
+            for (uint32_t i = 0; i < d; i++) delta[i] += weight * dot(ff, dn, dn0 + i, f);
+        };
+        for (uint32_t s = 0; s < c.k; s++) {
+            const uint32_t e = order[s];
+            const double p = std::exp(logit[e] - m) / z;
+            expert(GU, (uint64_t)e * 2 * fe, DOWN, (uint64_t)e * d, fe, c.norm ? p / top : p);
+        }
+        if (c.shared) expert(SGU, 0, SDOWN, 0, fs, 1 / (1 + std::exp(-dot(h, SGATE, 0, d))));
+        for (uint32_t i = 0; i < d; i++) x[i] += delta[i];
+        const std::vector<double> h2 = rms(x, N2);
+        std::vector<float> out(V);
+        for (uint32_t v = 0; v < V; v++) out[v] = (float)dot(h2, HEAD, v, d);
+        return out;
+    }
+};
+
+void moe_case(const MoeCase &c) {
+    MoeModel m(c);
+    std::vector<gpt::Weight> wg = m.host_weights();
+    std::vector<gpt::Weight *> pg;
+    for (auto &x : wg) pg.push_back(&x);
+    auto dev = gpt::make_cuda_device(0);
+    dev->place_weights(pg, c.t);
+    m.round_floats();
+    gpt::ExecParams p;
+    p.max_batch = 8;
+    p.max_seq = 64;
+    p.max_step_tokens = 300;
+    dev->choose(p, 0, 0, 0);
+    assert_int_equal((int)p.compute, (int)m.compute);
+    auto ex = dev->create_executor(m.shape, p);
+    const uint64_t allocations = gpt::cuda::allocation_count();
+    // Tokens with a clear routing (bf16's rounding of H moves logits by up to ~1e-2).
+    const double margin = m.compute == DType::BF16 ? 0.1 : 0.05;
+    std::vector<int32_t> good;
+    for (int32_t t = 0; t < (int32_t)m.V; t++)
+        if (m.clear_routing(t, margin)) good.push_back(t);
+    if (good.size() < 8) fail_msg("only %zu of %u tokens route clearly", good.size(), m.V);
+    const double tol = c.t == DType::F32 ? 1e-4 : c.t == DType::BF16 ? 5e-2 : 2e-2;
+    uint32_t start[8] = {0};
+    // Decode shapes (batch rows of one token: the expert GEMVs, captured then replayed) and
+    // prefill shapes (one sequence: grouped GEMMs); each run twice with other tokens.
+    struct Shape { uint32_t batch, n_tokens; };
+    for (Shape s : {Shape{1, 1}, Shape{3, 1}, Shape{8, 1}, Shape{1, 37}, Shape{1, 300}})
+        for (int rep = 0; rep < 2; rep++) {
+            const uint32_t rows = s.batch * s.n_tokens;
+            std::vector<int32_t> toks(rows);
+            for (auto &t : toks) t = good[g_rng() % good.size()];
+            std::vector<float> got(rows * m.V, NAN), want;
+            gpt::StepInput in;
+            in.batch = s.batch;
+            in.n_tokens = s.n_tokens;
+            in.tokens = toks.data();
+            in.start_pos = start;
+            in.all_logits = s.n_tokens > 1;
+            in.logits_seq_stride = s.n_tokens;
+            in.host_all_logits = in.all_logits ? got.data() : nullptr;
+            ex->begin_step(in);
+            ex->run([&] { m.forward(*ex, wg, in.host_all_logits); }, true);
+            if (!in.all_logits) ex->read_logits(got.data());
+            for (int32_t t : toks) {
+                const std::vector<float> r = m.reference(t);
+                want.insert(want.end(), r.begin(), r.end());
+            }
+            char msg[200];
+            std::snprintf(msg, sizeof msg, "moe %s E %u k %u norm %d shared %d %s: %u x %u rows, run %d", dname(c.t), c.E, c.k, c.norm,
+                          c.shared, c.gelu ? "GeGLU" : "SwiGLU", s.batch, s.n_tokens, rep);
+            expect_close(msg, got, want, tol);
+        }
+    assert_int_equal(gpt::cuda::allocation_count(), allocations); // every buffer was planned at creation
+}
+
+void test_gpu_moe(void **) {
+    SKIP_WITHOUT_GPU();
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8, DType::Q4})
+        for (MoeCase c : {MoeCase{t, 4, 1, true, false, false}, MoeCase{t, 8, 2, false, true, false},
+                          MoeCase{t, 8, 2, true, true, true}, MoeCase{t, 64, 8, false, false, false},
+                          MoeCase{t, 64, 8, true, true, false}}) {
+            c.t = t;
+            moe_case(c);
+        }
+}
+
 void test_gpu_graph_replay_equals_eager(void **) {
     SKIP_WITHOUT_GPU();
     for (fixture::Spec s : model_specs()) {
@@ -1569,6 +1886,9 @@ int main(void) {
         cmocka_unit_test(test_gpu_penalties_match_cpu),
         cmocka_unit_test(test_gpu_quant_kernels),
         cmocka_unit_test(test_gpu_quant_model),
+        cmocka_unit_test(test_gpu_moe_topk),
+        cmocka_unit_test(test_gpu_qk_norm_whole),
+        cmocka_unit_test(test_gpu_moe),
         cmocka_unit_test(test_gpu_graph_replay_equals_eager),
         cmocka_unit_test(test_gpu_no_allocation_in_generate),
         cmocka_unit_test(test_gpu_out_of_memory_at_creation),

@@ -17,7 +17,9 @@
 #include "dtype.cuh"
 #include "embed.cuh"
 #include "gemv.cuh"
+#include "moe.cuh"
 #include "norm_add.cuh"
+#include "qk_norm.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
 #include "softcap.cuh"
@@ -102,7 +104,10 @@ public:
     // comes (repeated scoring or benchmark batches); later steps of that shape replay it.
     // A full-logits head writes into the caller's buffer, so it runs after the graph.
     void run(const std::function<void()> &ops, bool replayable) override {
-        if (!replayable || !p_.use_graphs) {
+        // Mixture-of-experts layers past the expert GEMVs' rows read their group sizes back to
+        // the host (moe_grouped): such steps run eagerly, never inside a capture.
+        const bool host_sync = shape_.n_experts && rows_ > kMoeDecodeMaxRows;
+        if (!replayable || !p_.use_graphs || host_sync) {
             ops();
             return;
         }
@@ -185,8 +190,21 @@ public:
         GPT_CUDA_CHECK(launch_swiglu(dev(plan_.gu), buf(out), rows_, (uint32_t)(w.rows / 2), g.act, (int)p_.compute, stream_));
     }
 
-    void moe(const MoeSpec &) override {
-        fail(GPT_ERR_UNSUPPORTED, "mixture-of-experts layers are not implemented on CUDA yet");
+    // Router logits and top-k on the device, then the experts: per-(row, slot) GEMVs for up to
+    // kMoeDecodeMaxRows rows (graph-safe: the ids stay on the device), else the pairs grouped
+    // by expert and one cuBLAS GEMM per used expert; then the shared expert, if any.
+    void moe(const MoeSpec &s) override {
+        flush_delta();
+        check_moe(s);
+        const uint32_t E = shape_.n_experts, k = shape_.n_experts_used, d = shape_.d_model;
+        const Weight &router = *s.router;
+        GPT_CUDA_CHECK(launch_moe_router(dev(plan_.h), router.data, quant_code(router), router.group, rows_, E, d, (int)p_.compute,
+                                         dev<float>(plan_.moe_logits), stream_));
+        GPT_CUDA_CHECK(launch_moe_topk(dev<float>(plan_.moe_logits), rows_, E, k, s.norm_topk ? 1 : 0,
+                                       dev<int32_t>(plan_.moe_ids), dev<float>(plan_.moe_weights), stream_));
+        if (rows_ <= kMoeDecodeMaxRows) moe_decode(s);
+        else moe_grouped(s);
+        if (s.shared_gate_up && *s.shared_gate_up) moe_shared(s);
     }
 
     void attention(const AttentionSpec &s) override {
@@ -204,6 +222,13 @@ public:
         r.q_norm = s.q_norm && *s.q_norm ? static_cast<const float *>(s.q_norm->data) : nullptr;
         r.k_norm = s.k_norm && *s.k_norm ? static_cast<const float *>(s.k_norm->data) : nullptr;
         r.norm_eps = s.qk_norm_eps;
+        if (s.qk_norm_whole) { // OLMoE: over the whole projections, before the per-head work
+            check_whole_norm(s.q_norm, shape_.q_dim(), "q");
+            check_whole_norm(s.k_norm, shape_.kv_dim(), "k");
+            GPT_CUDA_CHECK(launch_qk_norm_whole(r.qkv, rows_, shape_.q_dim(), shape_.kv_dim(), r.q_norm, r.k_norm, s.qk_norm_eps,
+                                                (int)p_.compute, stream_));
+            r.q_norm = r.k_norm = nullptr;
+        }
         r.k_cache = k_layer;
         r.v_cache = v_layer;
         r.rows = rows_;
@@ -492,22 +517,190 @@ private:
     // y[rows][w.rows] = x @ w^T through cuBLAS; quantized weights are dequantized first, in
     // slices of rows that fit the f16 scratch buffer, each GEMM filling its slice of y's columns.
     void project(const Weight &w, const void *x, DType x_dtype, uint64_t ldx, void *y, DType y_dtype, uint32_t rows) {
-        if (!is_quantized(w.dtype)) return gemm(cublas_, w, x, x_dtype, ldx, y, y_dtype, rows, p_.allow_tf32);
+        project_rows(w, 0, w.rows, x, x_dtype, ldx, y, y_dtype, rows, w.rows);
+    }
+    // The same with rows [row0, row0 + n_rows) of w (one expert of a stacked matrix), y's rows
+    // ldy elements apart.
+    void project_rows(const Weight &w, uint64_t row0, uint64_t n_rows, const void *x, DType x_dtype, uint64_t ldx, void *y,
+                      DType y_dtype, uint32_t rows, uint64_t ldy) {
+        if (!is_quantized(w.dtype)) {
+            Weight part = w;
+            part.data = static_cast<const uint8_t *>(w.data) + row0 * w.cols * dtype_bytes(w.dtype);
+            part.rows = n_rows;
+            return gemm(cublas_, part, x, x_dtype, ldx, y, y_dtype, rows, p_.allow_tf32, ldy);
+        }
         const uint64_t slice = plan_.dequant.bytes / (2 * w.cols);
         if (slice == 0) fail(GPT_ERR_INTERNAL, "dequantization buffer of %llu bytes holds no row of %llu columns",
                              (unsigned long long)plan_.dequant.bytes, (unsigned long long)w.cols);
-        for (uint64_t r0 = 0; r0 < w.rows; r0 += slice) {
-            const uint64_t n = std::min(slice, w.rows - r0);
-            GPT_CUDA_CHECK(launch_dequant_f16(w.data, (int)w.dtype, w.group, w.rows, r0, n, (uint32_t)w.cols, dev(plan_.dequant),
-                                              stream_));
+        for (uint64_t r0 = 0; r0 < n_rows; r0 += slice) {
+            const uint64_t n = std::min(slice, n_rows - r0);
+            GPT_CUDA_CHECK(launch_dequant_f16(w.data, (int)w.dtype, w.group, w.rows, row0 + r0, n, (uint32_t)w.cols,
+                                              dev(plan_.dequant), stream_));
             Weight part;
             part.data = dev(plan_.dequant);
             part.dtype = DType::F16;
             part.rows = n;
             part.cols = w.cols;
             gemm(cublas_, part, x, x_dtype, ldx, static_cast<uint8_t *>(y) + r0 * dtype_bytes(y_dtype), y_dtype, rows, p_.allow_tf32,
-                 w.rows);
+                 ldy);
         }
+    }
+
+    static int quant_code(const Weight &w) { return is_quantized(w.dtype) ? (int)w.dtype : 0; }
+
+    // The architecture built the spec from a checked file; a mismatch here is a bug of ours.
+    void check_moe(const MoeSpec &s) const {
+        const uint64_t E = shape_.n_experts, k = shape_.n_experts_used, d = shape_.d_model, fe = shape_.d_ff_expert;
+        auto need = [&](const Weight *w, uint64_t rows, uint64_t cols, const char *what) {
+            if (!w || !*w || w->rows != rows || w->cols != cols)
+                fail(GPT_ERR_INTERNAL, "moe: %s is not [%llu, %llu]", what, (unsigned long long)rows, (unsigned long long)cols);
+            if (!is_quantized(w->dtype) && w->dtype != p_.compute)
+                fail(GPT_ERR_INTERNAL, "moe: %s is %s, the activations %s", what, dtype_name(w->dtype), dtype_name(p_.compute));
+        };
+        if (!E || !k || k > E || k > kMoeMaxTopK || !fe)
+            fail(GPT_ERR_UNSUPPORTED, "moe: %llu of %llu experts a token (at most %u on CUDA) of width %llu", (unsigned long long)k,
+                 (unsigned long long)E, kMoeMaxTopK, (unsigned long long)fe);
+        need(s.router, E, d, "the router");
+        need(s.gate_up, E * 2 * fe, d, "the experts' gate|up");
+        need(s.down, E * d, fe, "the experts' down");
+        if (s.act != Activation::SILU && s.act != Activation::GELU_TANH)
+            fail(GPT_ERR_INTERNAL, "moe: activation %d is no GLU gate's", (int)s.act);
+        for (const Weight *w : {s.router, s.gate_up, s.down})
+            if (is_quantized(w->dtype) && (d % 32 || fe % 32))
+                fail(GPT_ERR_UNSUPPORTED, "moe: quantized experts need d_model (%llu) and d_ff_expert (%llu) in multiples of 32",
+                     (unsigned long long)d, (unsigned long long)fe);
+        if (s.shared_gate_up && *s.shared_gate_up) {
+            const uint64_t fs = shape_.d_ff_shared;
+            if (!fs) fail(GPT_ERR_INTERNAL, "moe: a shared expert in a shape without d_ff_shared");
+            need(s.shared_gate_up, 2 * fs, d, "the shared expert's gate|up");
+            need(s.shared_down, d, fs, "the shared expert's down");
+            if (s.shared_gate && *s.shared_gate) need(s.shared_gate, 1, d, "the shared expert's gate");
+            if (is_quantized(s.shared_gate_up->dtype) && fs % 32)
+                fail(GPT_ERR_UNSUPPORTED, "moe: a quantized shared expert needs d_ff_shared (%llu) in multiples of 32",
+                     (unsigned long long)fs);
+        }
+    }
+
+    void check_whole_norm(const Weight *w, uint32_t n, const char *which) const {
+        if (w && *w && (w->rows != n || w->dtype != DType::F32))
+            fail(GPT_ERR_INTERNAL, "attention: the whole-projection %s norm has %llu weights, not %u", which,
+                 (unsigned long long)w->rows, n);
+    }
+
+    MoeExpertArgs expert_args(const Weight &w) const {
+        MoeExpertArgs a{};
+        a.w = w.data;
+        a.wq = quant_code(w);
+        a.group = w.group;
+        a.rows = rows_;
+        a.n_experts = shape_.n_experts;
+        a.top_k = shape_.n_experts_used;
+        a.d = shape_.d_model;
+        a.ff = shape_.d_ff_expert;
+        a.act_dtype = (int)p_.compute;
+        return a;
+    }
+
+    // Few rows: each (row, slot) pair's GLU over its expert's rows, then each row's down
+    // projections weighted and summed into X, reading the chosen ids on the device.
+    void moe_decode(const MoeSpec &s) {
+        MoeExpertArgs g = expert_args(*s.gate_up);
+        g.x = dev(plan_.h);
+        g.ids = dev<int32_t>(plan_.moe_ids);
+        g.glu_out = dev(plan_.moe_ff);
+        g.act = (int)s.act;
+        GPT_CUDA_CHECK(launch_moe_gate_up(g, stream_));
+        MoeExpertArgs dn = expert_args(*s.down);
+        dn.x = dev(plan_.moe_ff);
+        dn.ids = g.ids;
+        dn.weights = dev<float>(plan_.moe_weights);
+        dn.residual = dev<float>(plan_.x);
+        GPT_CUDA_CHECK(launch_moe_down(dn, stream_));
+    }
+
+    // Many rows: the pairs grouped by expert on the device, the group offsets read back (the
+    // step runs eagerly: see run), one GEMM per used expert over its grouped rows for gate|up
+    // and again for down, then the weighted sum of each row's slots added to X.
+    void moe_grouped(const MoeSpec &s) {
+        if (capturing_) fail(GPT_ERR_INTERNAL, "moe: a %u-row step inside a graph capture", rows_);
+        const uint32_t E = shape_.n_experts, k = shape_.n_experts_used, d = shape_.d_model, fe = shape_.d_ff_expert;
+        const uint32_t pairs = rows_ * k;
+        const uint64_t a = dtype_bytes(p_.compute);
+        int32_t *offsets = dev<int32_t>(plan_.moe_offsets);
+        GPT_CUDA_CHECK(launch_moe_group(dev<int32_t>(plan_.moe_ids), pairs, E, offsets, dev<int32_t>(plan_.moe_perm),
+                                        dev<int32_t>(plan_.moe_inv), stream_));
+        GPT_CUDA_CHECK(cudaMemcpyAsync(host_ + plan_.h_moe_offsets.offset, offsets, 4ull * (E + 1), cudaMemcpyDeviceToHost, stream_));
+        GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        std::vector<int32_t> off(host<int32_t>(plan_.h_moe_offsets), host<int32_t>(plan_.h_moe_offsets) + E + 1);
+        for (uint32_t e = 0; e < E; e++)
+            if (off[e] < 0 || off[e] > off[e + 1] || (uint32_t)off[e + 1] > pairs)
+                fail(GPT_ERR_INTERNAL, "moe: expert %u's group [%d, %d) of %u pairs", e, off[e], off[e + 1], pairs);
+        GPT_CUDA_CHECK(launch_moe_gather(dev(plan_.h), dev<int32_t>(plan_.moe_perm), pairs, k, d, (int)p_.compute, dev(plan_.moe_x),
+                                         stream_));
+        uint8_t *xg = dev(plan_.moe_x), *gu = dev(plan_.moe_gu), *ff = dev(plan_.moe_ff), *down = dev(plan_.moe_down);
+        for (uint32_t e = 0; e < E; e++) {
+            const uint32_t n = (uint32_t)(off[e + 1] - off[e]);
+            if (!n) continue;
+            project_rows(*s.gate_up, (uint64_t)e * 2 * fe, 2ull * fe, xg + (uint64_t)off[e] * d * a, p_.compute, d,
+                         gu + (uint64_t)off[e] * 2 * fe * a, p_.compute, n, 2ull * fe);
+        }
+        GPT_CUDA_CHECK(launch_swiglu(gu, ff, pairs, fe, (int)s.act, (int)p_.compute, stream_));
+        for (uint32_t e = 0; e < E; e++) {
+            const uint32_t n = (uint32_t)(off[e + 1] - off[e]);
+            if (!n) continue;
+            project_rows(*s.down, (uint64_t)e * d, d, ff + (uint64_t)off[e] * fe * a, p_.compute, fe, down + (uint64_t)off[e] * d * 4,
+                         DType::F32, n, d);
+        }
+        GPT_CUDA_CHECK(launch_moe_combine(dev<float>(plan_.moe_down), dev<float>(plan_.moe_weights), dev<int32_t>(plan_.moe_inv),
+                                          rows_, k, d, dev<float>(plan_.x), stream_));
+    }
+
+    // The shared expert on every row (the dense paths: the GEMV with its GLU for one or two
+    // rows, cuBLAS beyond), scaled by sigmoid(H . shared_gate) when there is a gate.
+    void moe_shared(const MoeSpec &s) {
+        const Weight &gu = *s.shared_gate_up, &down = *s.shared_down;
+        const uint32_t d = shape_.d_model, fs = shape_.d_ff_shared;
+        const bool gated = s.shared_gate && *s.shared_gate;
+        if (gated)
+            GPT_CUDA_CHECK(launch_moe_router(dev(plan_.h), s.shared_gate->data, quant_code(*s.shared_gate), s.shared_gate->group, rows_,
+                                             1, d, (int)p_.compute, dev<float>(plan_.shared_gate), stream_));
+        const bool gemv = rows_ <= kGemvRows && gemv_supported(rows_, d, d, (int)p_.compute, quant_code(gu)) &&
+                          gemv_supported(rows_, fs, fs, (int)p_.compute, quant_code(down));
+        if (gemv) {
+            GemvArgs g{};
+            g.wq = quant_code(gu);
+            g.group = gu.group;
+            g.x = dev(plan_.h);
+            g.ldx = d;
+            g.w = gu.data;
+            g.y = dev(plan_.shared_ff);
+            g.rows = rows_;
+            g.n = fs;
+            g.k = d;
+            g.glu = 1;
+            g.act = (int)s.act;
+            g.dtype = (int)p_.compute;
+            GPT_CUDA_CHECK(launch_gemv(g, stream_));
+            GemvArgs o{};
+            o.wq = quant_code(down);
+            o.group = down.group;
+            o.x = dev(plan_.shared_ff);
+            o.ldx = fs;
+            o.w = down.data;
+            o.y = dev(plan_.shared_down);
+            o.y_f32 = 1;
+            o.rows = rows_;
+            o.n = d;
+            o.k = fs;
+            o.dtype = (int)p_.compute;
+            GPT_CUDA_CHECK(launch_gemv(o, stream_));
+        } else {
+            project(gu, dev(plan_.h), p_.compute, d, dev(plan_.shared_gu), p_.compute, rows_);
+            GPT_CUDA_CHECK(launch_swiglu(dev(plan_.shared_gu), dev(plan_.shared_ff), rows_, fs, (int)s.act, (int)p_.compute, stream_));
+            project(down, dev(plan_.shared_ff), p_.compute, fs, dev(plan_.shared_down), DType::F32, rows_);
+        }
+        GPT_CUDA_CHECK(launch_moe_shared_add(dev<float>(plan_.shared_down), gated ? dev<float>(plan_.shared_gate) : nullptr, rows_, d,
+                                             dev<float>(plan_.x), stream_));
     }
 
     // Adds a residual delta left by a GEMM when no norm follows to absorb it.

@@ -64,6 +64,26 @@ CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
     sample_ws = dev.take(sample_workspace_bytes(p.max_batch, s.vocab_size));
     cublas_ws = dev.take(kCublasWorkspace);
     dequant = dev.take(p.dequant_scratch);
+    if (s.n_experts) {
+        const uint64_t E = s.n_experts, pairs = (uint64_t)rows * s.n_experts_used, d = s.d_model;
+        const uint64_t fe = s.d_ff_expert, fs = s.d_ff_shared;
+        moe_logits = dev.take(4ull * rows * E);
+        moe_ids = dev.take(4 * pairs);
+        moe_weights = dev.take(4 * pairs);
+        moe_offsets = dev.take(4 * (E + 1));
+        moe_perm = dev.take(4 * pairs);
+        moe_inv = dev.take(4 * pairs);
+        moe_x = dev.take(a * pairs * d);
+        moe_gu = dev.take(a * pairs * 2 * fe);
+        moe_ff = dev.take(a * pairs * fe);
+        moe_down = dev.take(4 * pairs * d);
+        if (fs) {
+            shared_gate = dev.take(4ull * rows);
+            shared_gu = dev.take(a * rows * 2 * fs);
+            shared_ff = dev.take(a * rows * fs);
+            shared_down = dev.take(4ull * rows * d);
+        }
+    }
     device_bytes = dev.total;
 
     Carver host;
@@ -77,6 +97,7 @@ CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
     h_adjust_deltas = host.take(4ull * p.max_batch * adjust_stride);
     h_n_adjust = host.take(4ull * p.max_batch);
     h_sampled = host.take(4ull * p.max_batch);
+    if (s.n_experts) h_moe_offsets = host.take(4ull * (s.n_experts + 1));
     pinned_bytes = host.total;
 }
 

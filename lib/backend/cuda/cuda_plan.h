@@ -39,10 +39,18 @@ struct CudaPlan {
     Region x, h, qkv, att, gu, ff, delta, logits, k_cache, v_cache, rope_cos, rope_sin, attn_o, attn_ml, tokens,
         positions, seqs, uniform, recent, n_recent, adjust_tokens, adjust_deltas, n_adjust, sampled, sample_ws, cublas_ws,
         dequant;
+    // Mixture of experts (empty without experts): router logits [rows][E] f32, the chosen
+    // experts [rows][k] (ids i32, weights f32), the grouping of the rows x k pairs by expert
+    // (offsets [E + 1], perm and inv [rows x k] i32), the grouped inputs [rows x k][d], their
+    // gate|up [rows x k][2 ff_e] and GLU outputs [rows x k][ff_e] (compute dtype), the
+    // experts' outputs [rows x k][d] f32; the shared expert's gate logit [rows] f32, gate|up
+    // [rows][2 ff_s] and GLU output [rows][ff_s] (compute dtype) and output [rows][d] f32.
+    Region moe_logits, moe_ids, moe_weights, moe_offsets, moe_perm, moe_inv, moe_x, moe_gu, moe_ff, moe_down, shared_gate,
+        shared_gu, shared_ff, shared_down;
     uint64_t device_bytes = 0;
     // Pinned host regions.
     Region h_tokens, h_positions, h_seqs, h_uniform, h_recent, h_n_recent, h_adjust_tokens, h_adjust_deltas, h_n_adjust,
-        h_sampled;
+        h_sampled, h_moe_offsets;
     uint32_t adjust_stride = 0; // adjust_capacity of the model and params
     uint64_t pinned_bytes = 0;
     uint64_t kv_bytes_per_layer = 0; // one of K or V
