@@ -225,14 +225,19 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
     if (lane == 0) a.residual[(uint64_t)r * a.d + i] += acc;
 }
 
-// One block; thread t handles experts t, t + blockDim, ... in three passes.
+// One block; warp w handles experts w, w + warps, ...: it walks the pairs 32 at a time, a
+// ballot marking its expert's, so the positions within an expert follow the pair order.
 __global__ void group_kernel(const int32_t *ids, uint32_t n, uint32_t n_experts, int32_t *offsets, int32_t *perm, int32_t *inv) {
     pdl_wait();
     pdl_launch_dependents();
-    for (uint32_t e = threadIdx.x; e < n_experts; e += blockDim.x) {
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (uint32_t e = warp; e < n_experts; e += warps) {
         int32_t c = 0;
-        for (uint32_t p = 0; p < n; p++) c += expert_of(ids, p, n_experts) == e;
-        offsets[e + 1] = c; // counts for now
+        for (uint32_t base = 0; base < n; base += 32) {
+            const uint32_t p = base + lane;
+            c += __popc(__ballot_sync(0xffffffffu, p < n && expert_of(ids, p, n_experts) == e));
+        }
+        if (lane == 0) offsets[e + 1] = c; // counts for now
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -240,14 +245,19 @@ __global__ void group_kernel(const int32_t *ids, uint32_t n, uint32_t n_experts,
         for (uint32_t e = 0; e < n_experts; e++) offsets[e + 1] += offsets[e];
     }
     __syncthreads();
-    for (uint32_t e = threadIdx.x; e < n_experts; e += blockDim.x) {
+    for (uint32_t e = warp; e < n_experts; e += warps) {
         int32_t q = offsets[e];
-        for (uint32_t p = 0; p < n; p++)
-            if (expert_of(ids, p, n_experts) == e) {
-                perm[q] = (int32_t)p;
-                inv[p] = q;
-                q++;
+        for (uint32_t base = 0; base < n; base += 32) {
+            const uint32_t p = base + lane;
+            const bool hit = p < n && expert_of(ids, p, n_experts) == e;
+            const uint32_t mask = __ballot_sync(0xffffffffu, hit);
+            if (hit) {
+                const int32_t at = q + __popc(mask & ((1u << lane) - 1));
+                perm[at] = (int32_t)p;
+                inv[p] = at;
             }
+            q += __popc(mask);
+        }
     }
 }
 
@@ -349,7 +359,7 @@ cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream) {
 cudaError_t launch_moe_group(const int32_t *ids, uint32_t n, uint32_t n_experts, int32_t *offsets, int32_t *perm, int32_t *inv,
                              cudaStream_t stream) {
     if (n_experts == 0) return cudaErrorInvalidValue;
-    return launch_pdl(group_kernel, 1, 256, 0, stream, ids, n, n_experts, offsets, perm, inv);
+    return launch_pdl(group_kernel, 1, 1024, 0, stream, ids, n, n_experts, offsets, perm, inv);
 }
 
 cudaError_t launch_moe_gather(const void *x, const int32_t *perm, uint32_t n, uint32_t top_k, uint32_t d, int act_dtype,

@@ -1385,6 +1385,37 @@ void test_gpu_moe_topk(void **) {
         }
 }
 
+// The grouping of (row, slot) pairs by expert against a naive stable sort by expert,
+// outputs poisoned; experts left unused leave empty groups.
+void test_gpu_moe_group(void **) {
+    SKIP_WITHOUT_GPU();
+    for (uint32_t E : {1u, 4u, 64u, 300u})
+        for (uint32_t n : {1u, 31u, 33u, 296u, 4800u}) {
+            std::vector<int32_t> ids(n);
+            for (auto &e : ids) e = (int32_t)(g_rng() % std::min(E, 7u)) * (E >= 7 ? (int32_t)(E / 7) : 1);
+            DevBuf di(n, DType::F32), doff(E + 1, DType::F32), dperm(n, DType::F32), dinv(n, DType::F32);
+            di.upload_raw(ids.data(), 4 * n);
+            CK(launch_moe_group(di.as<int32_t>(), n, E, doff.as<int32_t>(), dperm.as<int32_t>(), dinv.as<int32_t>(), nullptr));
+            CK(cudaDeviceSynchronize());
+            std::vector<int32_t> off(E + 1), perm(n), inv(n);
+            CK(cudaMemcpy(off.data(), doff.p, 4 * off.size(), cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(perm.data(), dperm.p, 4 * n, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(inv.data(), dinv.p, 4 * n, cudaMemcpyDeviceToHost));
+            std::vector<int32_t> want_perm(n);
+            for (uint32_t p = 0; p < n; p++) want_perm[p] = (int32_t)p;
+            std::stable_sort(want_perm.begin(), want_perm.end(), [&](int32_t a, int32_t b) { return ids[a] < ids[b]; });
+            int32_t at = 0;
+            for (uint32_t e = 0; e <= E; e++) {
+                if (off[e] != at) fail_msg("E %u n %u: offsets[%u] = %d, want %d", E, n, e, off[e], at);
+                if (e < E) at += (int32_t)std::count(ids.begin(), ids.end(), (int32_t)e);
+            }
+            for (uint32_t q = 0; q < n; q++) {
+                if (perm[q] != want_perm[q]) fail_msg("E %u n %u: perm[%u] = %d, want %d", E, n, q, perm[q], want_perm[q]);
+                if (inv[want_perm[q]] != (int32_t)q) fail_msg("E %u n %u: inv[%d] = %d, want %u", E, n, want_perm[q], inv[want_perm[q]], q);
+            }
+        }
+}
+
 // The whole-projection q/k RMSNorm (OLMoE) against a naive one; v stays as it was.
 void test_gpu_qk_norm_whole(void **) {
     SKIP_WITHOUT_GPU();
@@ -1887,6 +1918,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_quant_kernels),
         cmocka_unit_test(test_gpu_quant_model),
         cmocka_unit_test(test_gpu_moe_topk),
+        cmocka_unit_test(test_gpu_moe_group),
         cmocka_unit_test(test_gpu_qk_norm_whole),
         cmocka_unit_test(test_gpu_moe),
         cmocka_unit_test(test_gpu_graph_replay_equals_eager),
