@@ -34,24 +34,38 @@ __device__ __forceinline__ void widen(const uint4 &v, float *f, __nv_bfloat16) {
     }
 }
 
-// This lane's share of w[0..k) . x[0..k) (the caller sums the warp).
-template <typename T> __device__ float lane_dot(const T *w, const T *x, uint32_t k, uint32_t lane) {
+// acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
+// warp): each weight vector is loaded once for the m rows.
+template <typename T, int R>
+__device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
     constexpr uint32_t N = 16 / sizeof(T);
-    float s = 0.0f;
-    const bool aligned = k % N == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-    if (aligned) {
-        const uint4 *wv = reinterpret_cast<const uint4 *>(w), *xv = reinterpret_cast<const uint4 *>(x);
-        for (uint32_t i = lane; i < k / N; i += 32) {
-            float wf[N], xf[N];
-            widen(__ldg(wv + i), wf, T{});
-            widen(xv[i], xf, T{});
+    bool aligned = k % N == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
 #pragma unroll
-            for (uint32_t e = 0; e < N; e++) s += wf[e] * xf[e];
+    for (int r = 0; r < R; r++)
+        if (r < m) aligned = aligned && reinterpret_cast<uintptr_t>(x[r]) % 16 == 0;
+    if (aligned) {
+        const uint4 *wv = reinterpret_cast<const uint4 *>(w);
+#pragma unroll 4 // several weight loads in flight per lane: the experts' GEMVs are bandwidth-bound
+        for (uint32_t i = lane; i < k / N; i += 32) {
+            float wf[N];
+            widen(__ldg(wv + i), wf, T{});
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                if (r >= m) break;
+                float xf[N];
+                widen(reinterpret_cast<const uint4 *>(x[r])[i], xf, T{});
+#pragma unroll
+                for (uint32_t e = 0; e < N; e++) acc[r] += wf[e] * xf[e];
+            }
         }
     } else {
-        for (uint32_t i = lane; i < k; i += 32) s += to_f32(w[i]) * to_f32(x[i]);
+        for (uint32_t i = lane; i < k; i += 32) {
+            const float wf = to_f32(w[i]);
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                if (r < m) acc[r] += wf * to_f32(x[r][i]);
+        }
     }
-    return s;
 }
 
 // Integers to floats as gemv.cu does: q4 element e of a word (stored q + 8), q8 byte e of a
@@ -63,52 +77,66 @@ __device__ __forceinline__ float byte_at(uint32_t flipped, int e) {
     return __int_as_float(0x4B000000u | ((flipped >> (8 * e)) & 255u)) - 8388736.0f;
 }
 
-// This lane's share of row `row` of a quantized [total_rows][k] matrix . x (f16, 16-byte
-// aligned, k a multiple of 32 and of group, group a multiple of 32).
-__device__ float lane_dot_quant(const void *w, bool q4, uint32_t group, uint64_t total_rows, uint64_t row, const __half *x,
-                                uint32_t k, uint32_t lane) {
+// acc[r] += this lane's share of row `row` of a quantized [total_rows][k] matrix . x[r] for
+// r < m <= R (x f16, 16-byte aligned; k a multiple of 32 and of group, group of 32).
+template <int R>
+__device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t total_rows, uint64_t row, const __half *const *x,
+                                int m, uint32_t k, uint32_t lane, float *acc) {
     const uint64_t row_bytes = q4 ? k / 2 : k;
     const uint32_t chunks = (uint32_t)(row_bytes / 16), per_chunk = q4 ? 32 : 16;
     const uint8_t *base = static_cast<const uint8_t *>(w);
     const uint4 *wrow = reinterpret_cast<const uint4 *>(base + row * row_bytes);
     const __half *srow = reinterpret_cast<const __half *>(base + total_rows * row_bytes) + row * (k / group);
-    float s = 0.0f;
+#pragma unroll 2
     for (uint32_t i = lane; i < chunks; i += 32) {
         const uint4 c = __ldg(wrow + i);
         const uint32_t e0 = i * per_chunk;
         const float scale = __half2float(srow[e0 / group]);
         const uint32_t words[4] = {c.x, c.y, c.z, c.w};
-        const uint4 *xv = reinterpret_cast<const uint4 *>(x + e0);
-        float part = 0.0f;
-        if (q4) { // word v: elements 8v .. 8v + 7
 #pragma unroll
-            for (int v = 0; v < 4; v++) {
-                float xf[8];
-                widen(xv[v], xf, __half{});
+        for (int r = 0; r < R; r++) {
+            if (r >= m) break;
+            const uint4 *xv = reinterpret_cast<const uint4 *>(x[r] + e0);
+            float part = 0.0f;
+            if (q4) { // word v: elements 8v .. 8v + 7
 #pragma unroll
-                for (int e = 0; e < 8; e++) part += nibble_at(words[v], e) * xf[e];
+                for (int v = 0; v < 4; v++) {
+                    float xf[8];
+                    widen(xv[v], xf, __half{});
+#pragma unroll
+                    for (int e = 0; e < 8; e++) part += nibble_at(words[v], e) * xf[e];
+                }
+            } else { // words 2v, 2v + 1: elements 8v .. 8v + 7
+#pragma unroll
+                for (int v = 0; v < 2; v++) {
+                    float xf[8];
+                    widen(xv[v], xf, __half{});
+                    const uint32_t lo = words[2 * v] ^ 0x80808080u, hi = words[2 * v + 1] ^ 0x80808080u;
+#pragma unroll
+                    for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
+                }
             }
-        } else { // words 2v, 2v + 1: elements 8v .. 8v + 7
-#pragma unroll
-            for (int v = 0; v < 2; v++) {
-                float xf[8];
-                widen(xv[v], xf, __half{});
-                const uint32_t lo = words[2 * v] ^ 0x80808080u, hi = words[2 * v + 1] ^ 0x80808080u;
-#pragma unroll
-                for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
-            }
+            acc[r] += scale * part;
         }
-        s += scale * part;
     }
-    return s;
 }
 
-// Row `row` of w (float of type T, or quantized when wq) . x over k columns, this lane's share.
+// acc[r] += this lane's share of row `row` of w (of type T, or quantized when wq) . x[r], r < m.
+template <typename T, int R>
+__device__ __forceinline__ void row_dots(const void *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row,
+                                         const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
+    if (wq)
+        lane_dots_quant<R>(w, wq == Q4, group, total_rows, row, reinterpret_cast<const __half *const *>(x), m, k, lane, acc);
+    else
+        lane_dots<T, R>(static_cast<const T *>(w) + row * k, x, m, k, lane, acc);
+}
+// One row: this lane's share of row `row` of w . x.
 template <typename T>
 __device__ __forceinline__ float row_dot(const void *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row, const T *x,
                                          uint32_t k, uint32_t lane) {
-    if (wq) return lane_dot_quant(w, wq == Q4, group, total_rows, row, reinterpret_cast<const __half *>(x), k, lane);
-    return lane_dot(static_cast<const T *>(w) + row * k, x, k, lane);
+    float acc[1] = {0.0f};
+    row_dots<T, 1>(w, wq, group, total_rows, row, &x, 1, k, lane, acc);
+    return acc[0];
 }
 
 template <typename T>
@@ -190,21 +218,47 @@ __device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair,
     return e < 0 ? 0u : min((uint32_t)e, n_experts - 1); // always a row of the matrix
 }
 
-// grid (ceil(ff / kWarps), rows * top_k): a warp owns GLU column j of one (row, slot) pair.
+// grid (ceil(ff / kWarps), rows * top_k): a warp owns GLU column j of the expert of pair
+// blockIdx.y when that pair is the expert's first; it then serves every pair routed to the
+// expert (up to kMoeDecodeMaxRows at a time), so each expert row is read once per step.
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeExpertArgs a) {
+    constexpr int R = kMoeDecodeMaxRows;
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t lane = threadIdx.x % 32, j = blockIdx.x * kWarps + threadIdx.x / 32, pair = blockIdx.y;
+    const uint32_t pairs = a.rows * a.top_k;
     if (j >= a.ff) return;
-    const uint32_t r = pair / a.top_k, e = expert_of(a.ids, pair, a.n_experts);
+    const uint32_t e = expert_of(a.ids, pair, a.n_experts);
+    for (uint32_t q = 0; q < pair; q++)
+        if (expert_of(a.ids, q, a.n_experts) == e) return; // an earlier pair's block owns this expert
     const uint64_t total = (uint64_t)a.n_experts * 2 * a.ff, first = (uint64_t)e * 2 * a.ff;
-    const T *x = static_cast<const T *>(a.x) + (uint64_t)r * a.d;
-    const float g = warp_sum(row_dot<T>(a.w, a.wq, a.group, total, first + j, x, a.d, lane));
-    const float u = warp_sum(row_dot<T>(a.w, a.wq, a.group, total, first + a.ff + j, x, a.d, lane));
-    if (lane != 0) return;
-    // Gate and up rounded to the activation type first, as the dense GLU stores them.
-    const float v = activate(to_f32(from_f32<T>(g)), a.act) * to_f32(from_f32<T>(u));
-    static_cast<T *>(a.glu_out)[(uint64_t)pair * a.ff + j] = from_f32<T>(v);
+    const T *x = static_cast<const T *>(a.x);
+    uint32_t q = pair;
+    while (q < pairs) {
+        uint32_t served[R];
+        const T *xs[R];
+        int m = 0;
+        for (; q < pairs && m < R; q++)
+            if (expert_of(a.ids, q, a.n_experts) == e) {
+                served[m] = q;
+                xs[m] = x + (uint64_t)(q / a.top_k) * a.d;
+                m++;
+            }
+        float g[R], u[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) g[r] = u[r] = 0.0f;
+        row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, g);
+        row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, u);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            if (r >= m) break;
+            const float gs = warp_sum(g[r]), us = warp_sum(u[r]);
+            // Gate and up rounded to the activation type first, as the dense GLU stores them.
+            if (lane == 0)
+                static_cast<T *>(a.glu_out)[(uint64_t)served[r] * a.ff + j] =
+                    from_f32<T>(activate(to_f32(from_f32<T>(gs)), a.act) * to_f32(from_f32<T>(us)));
+        }
+    }
 }
 
 // grid (ceil(d / kWarps), rows): a warp owns output column i of row r, over the row's slots.
