@@ -1685,6 +1685,29 @@ void test_gpu_moe(void **) {
             c.t = t;
             moe_case(c);
         }
+    // A top-k the CUDA routing cannot take is refused at creation, naming the numbers.
+    MoeModel m(MoeCase{DType::F32, 8, 2, true, false, false});
+    std::vector<gpt::Weight> wg = m.host_weights();
+    std::vector<gpt::Weight *> pg;
+    for (auto &x : wg) pg.push_back(&x);
+    auto dev = gpt::make_cuda_device(0);
+    dev->place_weights(pg, DType::F32);
+    gpt::ExecParams p;
+    p.max_seq = 16;
+    dev->choose(p, 0, 0, 0);
+    for (uint32_t k : {0u, 9u}) {
+        gpt::ModelShape bad = m.shape;
+        bad.n_experts_used = k;
+        try {
+            (void)dev->create_executor(bad, p);
+            fail_msg("top-%u of 8 experts was accepted", k);
+        } catch (const gpt::Error &e) {
+            assert_int_equal(e.status(), GPT_ERR_UNSUPPORTED);
+            char want[32];
+            std::snprintf(want, sizeof want, "%u of 8 experts", k);
+            assert_non_null(std::strstr(e.what(), want));
+        }
+    }
 }
 
 void test_gpu_graph_replay_equals_eager(void **) {

@@ -10,6 +10,8 @@
 #include "core/quant.h"
 #include "core/system_memory.h"
 
+#include "moe.cuh"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -173,6 +175,9 @@ public:
         if (group > 64 || group * s.head_dim > 16384)
             fail(GPT_ERR_UNSUPPORTED, "%u query heads per kv head of dimension %u exceed the CUDA attention's limits (64, and 16384 in all)",
                  group, s.head_dim);
+        if (s.n_experts && (s.n_experts_used == 0 || s.n_experts_used > s.n_experts || s.n_experts_used > kMoeMaxTopK))
+            fail(GPT_ERR_UNSUPPORTED, "%u of %u experts a token: the CUDA routing takes 1 to %u, at most the expert count",
+                 s.n_experts_used, s.n_experts, kMoeMaxTopK);
         for (size_t i = 0; i < s.ropes.size(); i++)
             if (s.ropes[i].rot_dim < 2 || s.ropes[i].rot_dim % 2 || s.ropes[i].rot_dim > s.head_dim)
                 fail(GPT_ERR_UNSUPPORTED, "rotary embedding %zu rotates %u dims: the CUDA kernels need an even count from 2 to head_dim %u",
