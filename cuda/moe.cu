@@ -244,6 +244,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) gate_up_ker
                 xs[m] = x + (uint64_t)(q / a.top_k) * a.d;
                 m++;
             }
+        if (m == 0) break; // the last batch of pairs was full
         float g[R], u[R];
 #pragma unroll
         for (int r = 0; r < R; r++) g[r] = u[r] = 0.0f;
