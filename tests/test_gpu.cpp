@@ -4,7 +4,8 @@
 // show (the new architectures' features too: q/k norms, partial rotation, sliding windows,
 // soft-capping, GeGLU, post-norms, scaled embeddings); then a synthetic model using all of
 // them through the Executor interface, whole models CUDA vs CPU in every dtype, greedy
-// generation, graph replay vs eager, allocation counts and out-of-memory handling.
+// generation, graph replay vs eager, allocation counts and out-of-memory handling; the
+// mixture-of-experts kernels and op (routing, grouping, every weight dtype) against naive ones.
 // Tolerances (relative L2 error): fp32 1e-5 per kernel, tf32 5e-4, fp16/bf16 1e-2.
 #include "fixture.h"
 #include "format_decoder.h"
