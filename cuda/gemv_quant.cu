@@ -32,6 +32,29 @@ constexpr int kSteps = 2;   // steps whose loads are issued together
 #define GPT_QGEMV_MIN_BLOCKS 256
 #endif
 
+constexpr int ilog2(int v) { return v <= 1 ? 0 : 1 + ilog2(v / 2); }
+
+// Sums N values (a power of two, at most 32) across the warp in 31 shuffles or fewer (against
+// 5 N for N butterflies): at each offset O a lane keeps half of its values and adds the
+// partner's copy of that half. Returns sum j (over all 32 lanes) in lanes j << (5 - log2 N) ..
+// ((j + 1) << (5 - log2 N)) - 1. (Recursive so every array index is a constant.)
+template <int N, int O = 16> __device__ __forceinline__ float warp_reduce_scatter(float *v, uint32_t lane) {
+    if constexpr (O == 0) {
+        return v[0];
+    } else if constexpr (N > 1) {
+        const bool upper = lane & O; // keeps the upper half
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) {
+            const float send = upper ? v[i] : v[i + N / 2], keep = upper ? v[i + N / 2] : v[i];
+            v[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+        }
+        return warp_reduce_scatter<N / 2, O / 2>(v, lane);
+    } else {
+        v[0] += __shfl_xor_sync(0xffffffffu, v[0], O);
+        return warp_reduce_scatter<1, O / 2>(v, lane);
+    }
+}
+
 template <int R, bool PAIR> __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : R == 2 ? 2 : 1) gemv_quant_tiled(GemvArgs a, uint32_t log_tk) {
     constexpr int M = kSetRows, C = PAIR ? 2 : 4; // weight rows and output columns of a set
     const uint32_t tk = 1u << log_tk, t = threadIdx.x & (tk - 1), lane = threadIdx.x & 31;
@@ -135,21 +158,17 @@ template <int R, bool PAIR> __global__ void __launch_bounds__(kThreads, R == 1 ?
         }
     }
 
-    // Every lane gets every sum of its warp; lane o = c * R + r keeps output (column c, row r):
-    // the gate (or plain) sum and, with PAIR, the up sum.
+    // The warp's sums: lane o = c * R + r gets output (column c, row r)'s gate (or plain) sum
+    // and, with PAIR, its up sum.
+    float flat[M * R];
 #pragma unroll
     for (int m = 0; m < M; m++)
 #pragma unroll
-        for (int r = 0; r < R; r++) acc[m][r] = warp_sum(acc[m][r]);
-    float sum = 0.0f, up = 0.0f;
-#pragma unroll
-    for (int c = 0; c < C; c++)
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            if (lane == (uint32_t)(c * R + r)) {
-                sum = acc[c][r];
-                if (PAIR) up = acc[2 + c][r];
-            }
+        for (int r = 0; r < R; r++) flat[m * R + r] = acc[m][r];
+    const float mine = warp_reduce_scatter<M * R>(flat, lane);
+    constexpr int kSpread = 5 - ilog2(M * R); // sum j is held by lanes j << kSpread ...
+    float sum = __shfl_sync(0xffffffffu, mine, (lane << kSpread) & 31), up = 0.0f;
+    if (PAIR) up = __shfl_sync(0xffffffffu, mine, ((lane + 2 * R) << kSpread) & 31); // the up rows' sums follow the gates'
     if (tk > 32) { // the set's warps, added in warp order by its first warp
         __shared__ float partial[kThreads / 32][2][32];
         const uint32_t warp = threadIdx.x / 32;
