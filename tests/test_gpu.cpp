@@ -1278,11 +1278,11 @@ void test_gpu_quant_kernels(void **) {
                     for (int mode = 0; mode < 5; mode++) check_quant_gemv(q, g, k, n, rows, mode);
                     check_quant_gemv_exact(q, g, k, 29, rows);
                 }
-                // Long rows (several rounds of loads per thread: 131 groups of 128) and a wide
-                // matrix (many blocks), rows 1 and the most.
+                // Long rows (131 groups: 256 threads a set and, but for q4 g32, several rounds
+                // of loads per thread) and a wide matrix (many blocks), rows 1 and the most.
                 for (uint32_t rows : {1u, gemv_quant_max_rows()}) {
-                    check_quant_gemv(q, 128, 128 * 131, 9, rows, rows == 1 ? 4 : 2);
-                    check_quant_gemv_exact(q, 128, 128 * 131, 5, rows);
+                    check_quant_gemv(q, g, g * 131, 9, rows, rows == 1 ? 4 : 2);
+                    check_quant_gemv_exact(q, g, g * 131, 5, rows);
                     check_quant_gemv(q, g, g * 3, 3001, rows, rows == 1 ? 2 : 4);
                 }
             }
