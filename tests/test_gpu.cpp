@@ -1278,8 +1278,8 @@ void test_gpu_quant_kernels(void **) {
                     for (int mode = 0; mode < 5; mode++) check_quant_gemv(q, g, k, n, rows, mode);
                     check_quant_gemv_exact(q, g, k, 29, rows);
                 }
-                // Long rows (131 groups: 256 threads a set and, but for q4 g32, several rounds
-                // of loads per thread) and a wide matrix (many blocks), rows 1 and the most.
+                // Long rows (131 groups: 256 threads a set; two rounds of loads per thread for
+                // q8 g64 / g128 and q4 g128) and a wide matrix (many blocks), rows 1 and the most.
                 for (uint32_t rows : {1u, gemv_quant_max_rows()}) {
                     check_quant_gemv(q, g, g * 131, 9, rows, rows == 1 ? 4 : 2);
                     check_quant_gemv_exact(q, g, g * 131, 5, rows);
