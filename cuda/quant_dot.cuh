@@ -10,26 +10,59 @@
 // for q8) and FMA rounds once, the exact result (n - z) * s fitting too. So each element costs
 // a LOP3 (or PRMT) and one FFMA, with the scale applied: q * scale exactly as the CPU's
 // dequantize_row gives it.
+//
+// The element helpers compile for the host too (GPT_QUANT_HD), so tests check them
+// exhaustively without a GPU; the chunk-level ones are CUDA only.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#ifdef __CUDACC__
 #include "common.cuh"
+#define GPT_QUANT_HD __host__ __device__ __forceinline__
+#else
+#define GPT_QUANT_HD inline
+#endif
 
 namespace gpt_cuda {
+
+GPT_QUANT_HD float quant_bits_float(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+// PRMT: byte i of the result is byte (sel >> 4i) & 7 of the pair {x (bytes 0-3), y (4-7)}.
+GPT_QUANT_HD uint32_t quant_byte_perm(uint32_t x, uint32_t y, uint32_t sel) {
+#ifdef __CUDA_ARCH__
+    return __byte_perm(x, y, sel);
+#else
+    const uint64_t both = (uint64_t)y << 32 | x;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) r |= (uint32_t)(both >> (8 * ((sel >> (4 * i)) & 7)) & 0xFF) << (8 * i);
+    return r;
+#endif
+}
 
 // A group's scale s and the FFMA constants for its positions: q4 at bits 8, 12 and 16
 // (-(2^15 + 8) s, -(2^11 + 8) s, -(2^7 + 8) s), q8 at bit 8 (-(2^15 + 128) s in c8).
 struct QuantScale {
     float s, c8, c12, c16;
 };
-__device__ __forceinline__ QuantScale quant_scale(float s, bool q4) {
+GPT_QUANT_HD QuantScale quant_scale(float s, bool q4) {
     return {s, (q4 ? -32776.0f : -32896.0f) * s, -2056.0f * s, -136.0f * s};
 }
 // Elements 0..7 of a q4 word (element e in bits 4e .. 4e + 3, stored as q + 8), times the scale.
-__device__ __forceinline__ void q4_word(uint32_t w, const QuantScale &k, float *out) {
+GPT_QUANT_HD void q4_word(uint32_t w, const QuantScale &k, float *out) {
     const uint32_t hi = w >> 12, lo = w << 12; // elements 5-7 and 0-1 moved into bits 8-19
-    auto at8 = [&](uint32_t v) { return fmaf(__uint_as_float(0x47000000u | (v & 0x00000F00u)), k.s, k.c8); };
-    auto at12 = [&](uint32_t v) { return fmaf(__uint_as_float(0x45000000u | (v & 0x0000F000u)), k.s, k.c12); };
-    auto at16 = [&](uint32_t v) { return fmaf(__uint_as_float(0x43000000u | (v & 0x000F0000u)), k.s, k.c16); };
+    auto at8 = [&](uint32_t v) { return fmaf(quant_bits_float(0x47000000u | (v & 0x00000F00u)), k.s, k.c8); };
+    auto at12 = [&](uint32_t v) { return fmaf(quant_bits_float(0x45000000u | (v & 0x0000F000u)), k.s, k.c12); };
+    auto at16 = [&](uint32_t v) { return fmaf(quant_bits_float(0x43000000u | (v & 0x000F0000u)), k.s, k.c16); };
     out[0] = at12(lo);
     out[1] = at16(lo);
     out[2] = at8(w);
@@ -40,27 +73,16 @@ __device__ __forceinline__ void q4_word(uint32_t w, const QuantScale &k, float *
     out[7] = at16(hi);
 }
 // Elements 0..3 of a q8 word (byte e = element e, an int8), times the scale.
-__device__ __forceinline__ void q8_word(uint32_t w, const QuantScale &k, float *out) {
+GPT_QUANT_HD void q8_word(uint32_t w, const QuantScale &k, float *out) {
     const uint32_t f = w ^ 0x80808080u; // q + 128, unsigned
     // PRMT builds the bytes [0, byte e of f, 0, 0x47]: the float 2^15 + (q + 128).
-    out[0] = fmaf(__uint_as_float(__byte_perm(f, 0x47000000u, 0x7404)), k.s, k.c8);
-    out[1] = fmaf(__uint_as_float(__byte_perm(f, 0x47000000u, 0x7414)), k.s, k.c8);
-    out[2] = fmaf(__uint_as_float(__byte_perm(f, 0x47000000u, 0x7424)), k.s, k.c8);
-    out[3] = fmaf(__uint_as_float(__byte_perm(f, 0x47000000u, 0x7434)), k.s, k.c8);
+    out[0] = fmaf(quant_bits_float(quant_byte_perm(f, 0x47000000u, 0x7404)), k.s, k.c8);
+    out[1] = fmaf(quant_bits_float(quant_byte_perm(f, 0x47000000u, 0x7414)), k.s, k.c8);
+    out[2] = fmaf(quant_bits_float(quant_byte_perm(f, 0x47000000u, 0x7424)), k.s, k.c8);
+    out[3] = fmaf(quant_bits_float(quant_byte_perm(f, 0x47000000u, 0x7434)), k.s, k.c8);
 }
 
-// Elements 8v .. 8v + 7 of a 16-byte chunk (v < 4 for q4, < 2 for q8), dequantized and
-// scaled by the chunk's group (k: quant_scale of its scale).
-__device__ __forceinline__ void chunk_eight(const uint4 &chunk, int v, bool q4, const QuantScale &k, float *out) {
-    const uint32_t *words = &chunk.x;
-    if (q4) {
-        q4_word(words[v], k, out);
-    } else {
-        q8_word(words[2 * v], k, out);
-        q8_word(words[2 * v + 1], k, out + 4);
-    }
-}
-
+#ifdef __CUDACC__
 // Eight f16 values (16 bytes) widened to f32.
 __device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {
     const __half2 *h = reinterpret_cast<const __half2 *>(&u);
@@ -76,5 +98,7 @@ __device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {
 // elements i << chunk_shift .. and uses scale (i << chunk_shift) >> group_shift of its row.
 __device__ __forceinline__ uint32_t group_shift(uint32_t group) { return group == 32 ? 5 : group == 64 ? 6 : 7; }
 __device__ __forceinline__ uint32_t chunk_shift(bool q4) { return q4 ? 5 : 4; }
+
+#endif // __CUDACC__
 
 } // namespace gpt_cuda

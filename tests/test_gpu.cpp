@@ -30,6 +30,7 @@
 #include "embed.cuh"
 #include "gemv.cuh"
 #include "norm_add.cuh"
+#include "quant_dot.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
 #include "softcap.cuh"
@@ -1159,6 +1160,37 @@ struct QuantMatrix {
     }
 };
 
+// The kernels' dequantization arithmetic (quant_dot.cuh, compiled for the host here: IEEE
+// float FMA and multiply, as on the GPU) for every finite f16 scale, every q4 value at each of
+// the 8 nibble positions and every q8 value at each of the 4 byte positions, the other fields
+// random: exactly q * scale. Runs without a GPU.
+void test_quant_dequant_exact_host(void **) {
+    uint64_t checked = 0;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7C00) == 0x7C00) continue; // Inf / NaN: refused at load
+        const float s = gpt::f16_to_f32((uint16_t)h);
+        for (bool q4 : {true, false}) {
+            const gpt_cuda::QuantScale k = gpt_cuda::quant_scale(s, q4);
+            const int values = q4 ? 16 : 256, fields = q4 ? 8 : 4, bits = q4 ? 4 : 8;
+            for (int e = 0; e < fields; e++)
+                for (int v = 0; v < values; v += (h % 7 == 0 ? 1 : 5)) { // every value for 1 scale in 7
+                    const uint32_t mask = (uint32_t)(values - 1) << (bits * e);
+                    const uint32_t w = ((uint32_t)g_rng() & ~mask) | (uint32_t)v << (bits * e);
+                    float out[8];
+                    if (q4) gpt_cuda::q4_word(w, k, out);
+                    else gpt_cuda::q8_word(w, k, out);
+                    const int q = q4 ? v - 8 : (int)(int8_t)v;
+                    const float want = (float)((double)q * s); // exact: 8 bits times 11
+                    if (!(out[e] == want || (out[e] == 0 && want == 0)))
+                        fail_msg("%s element %d of word %08x, scale %g (f16 %04x): %.9g, want %.9g", q4 ? "q4" : "q8", e, w, s, h,
+                                 out[e], want);
+                    checked++;
+                }
+        }
+    }
+    assert_true(checked > 1000000);
+}
+
 // One quantized GEMV case against the double reference (dequantize_row is exact, then a naive
 // matmul in double): mode 0 plain, 1 bias + GELU, 2 residual add, 3 strided x and f32 output
 // with soft-cap, 4 SwiGLU over gate and up rows. Outputs start poisoned (NaN).
@@ -1639,6 +1671,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_model_logits),
         cmocka_unit_test(test_gpu_greedy_matches_cpu),
         cmocka_unit_test(test_gpu_penalties_match_cpu),
+        cmocka_unit_test(test_quant_dequant_exact_host),
         cmocka_unit_test(test_gpu_quant_kernels),
         cmocka_unit_test(test_gpu_quant_model),
         cmocka_unit_test(test_gpu_graph_replay_equals_eager),
