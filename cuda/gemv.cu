@@ -192,6 +192,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
 }
 
 
+// The first quantized kernel, kept only as the GPT_QGEMV=old benchmarking baseline for the
+// tiled one (gemv_quant.cu); remove both once measured.
 // Quantized weights (Q8, Q4) with f16 activations: one warp per unit (a column, or a GLU
 // column's gate and up rows), each lane taking 16-byte chunks of the packed row (16 q8 or 32
 // q4 values, inside one group since groups are multiples of 32), kUnroll in flight; each

@@ -2,7 +2,7 @@
 // with the neighbouring elementwise work fused in: GELU, SwiGLU or GeGLU over paired gate/up
 // rows, soft-capping, or accumulation into the residual stream. Weights are streamed once with 16-byte loads,
 // several in flight per thread, one or two weight rows per warp, one to eight warps per row(s),
-// for one or two rows of x.
+// for one or two rows of x; quantized weights (gemv_quant.cu) for one to eight rows of x.
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
