@@ -10,9 +10,9 @@
 //   - each chunk is dequantized in registers, exactly and with the scale applied, by one FFMA
 //     per element (quant_dot.cuh), and each x value (widened once per chunk) serves the 4
 //     rows; each weight value serves every row of x (the batch rides on one weight pass);
-//   - the sums meet by warp shuffles (every lane gets every sum), then across the set's warps
-//     in shared memory in a fixed order, and each of the set's outputs is finished by its own
-//     lane with the float kernels' epilogue (bias, GLU, activation, soft-cap, residual add).
+//   - the sums meet by a warp reduce-scatter (31 shuffles at most), then across the set's
+//     warps in shared memory in a fixed order, and each of the set's outputs is finished by its
+//     own lane with the float kernels' epilogue (bias, GLU, activation, soft-cap, residual add).
 // Kernels: rows 1, 2, 4 or 8 (3 and 5-7 run the next size, the extra rows reading row 0 of x
 // again and writing nothing) x GLU or not: 8 in all; Q8 or Q4 and tk are run-time values.
 #include "gemv.cuh"
