@@ -14,6 +14,11 @@
 // launch the weight stream overlaps that kernel's tail.
 #include "gemv.cuh"
 #include "common.cuh"
+#include "gemv_epilogue.cuh"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 using namespace gpt_cuda;
 
@@ -79,17 +84,6 @@ template <> struct Vec<__nv_bfloat16> {
         }
     }
 };
-
-// The activations after the sums, out of line: one copy of their code serves all 18 kernels
-// (it runs once per output, in one lane). act is a run-time code (GELU tanh or erf, ReLU,
-// SiLU), so no activation adds a kernel. pair: act(v) * up (the GLU's gate); else act(v);
-// then the soft-cap when softcap > 0.
-__device__ __noinline__ float epilogue(float v, float up, bool pair, int act, float softcap) {
-    v = activate(v, act);
-    if (pair) v *= up;
-    if (softcap > 0.0f) v = soft_cap(v, softcap);
-    return v;
-}
 
 // W weight rows per warp: the unit's gate and up rows (PAIR) or W adjacent output columns.
 // S = 1 << log_s warps share a unit (a run-time value: one kernel serves every split count).
@@ -186,9 +180,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
         for (int r = 0; r < R; r++) {
             float v = acc[j][r] + b;
             if (PAIR) { // gate and up are rounded to dtype first, as the unfused path stores them
-                v = epilogue(to_f32(from_f32<T>(v)), to_f32(from_f32<T>(acc[1][r])), true, a.act, a.softcap);
+                v = gemv_epilogue(to_f32(from_f32<T>(v)), to_f32(from_f32<T>(acc[1][r])), true, a.act, a.softcap);
             } else if (a.act || a.softcap > 0.0f) {
-                v = epilogue(v, 0.0f, false, a.act, a.softcap);
+                v = gemv_epilogue(v, 0.0f, false, a.act, a.softcap);
             }
             if (a.residual) a.residual[(uint64_t)r * a.n + col] += v;
             else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + col] = v;
@@ -198,6 +192,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
 }
 
 
+// The first quantized kernel, kept only as the GPT_QGEMV=old benchmarking baseline for the
+// tiled one (gemv_quant.cu); remove both once measured.
 // Quantized weights (Q8, Q4) with f16 activations: one warp per unit (a column, or a GLU
 // column's gate and up rows), each lane taking 16-byte chunks of the packed row (16 q8 or 32
 // q4 values, inside one group since groups are multiples of 32), kUnroll in flight; each
@@ -314,8 +310,8 @@ template <int R, bool PAIR> __global__ void __launch_bounds__(kWarps * 32) gemv_
 #pragma unroll
     for (int r = 0; r < R; r++) {
         float v = acc[0][r] + b;
-        if (PAIR) v = epilogue(to_f32(from_f32<__half>(v)), to_f32(from_f32<__half>(acc[W - 1][r])), true, a.act, a.softcap);
-        else if (a.act || a.softcap > 0.0f) v = epilogue(v, 0.0f, false, a.act, a.softcap);
+        if (PAIR) v = gemv_epilogue(to_f32(from_f32<__half>(v)), to_f32(from_f32<__half>(acc[W - 1][r])), true, a.act, a.softcap);
+        else if (a.act || a.softcap > 0.0f) v = gemv_epilogue(v, 0.0f, false, a.act, a.softcap);
         if (a.residual) a.residual[(uint64_t)r * a.n + unit] += v;
         else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + unit] = v;
         else ((__half *)a.y)[(uint64_t)r * a.n + unit] = from_f32<__half>(v);
@@ -391,8 +387,25 @@ uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype) {
     return s;
 }
 
+namespace {
+// -1: not yet read from GPT_QGEMV.
+std::atomic<int> quant_kernel_choice{-1};
+} // namespace
+
+QuantGemvKernel quant_gemv_kernel() {
+    int k = quant_kernel_choice.load(std::memory_order_relaxed);
+    if (k < 0) {
+        const char *env = std::getenv("GPT_QGEMV");
+        k = env && std::strcmp(env, "old") == 0 ? QGEMV_OLD : QGEMV_TILED;
+        quant_kernel_choice.store(k, std::memory_order_relaxed);
+    }
+    return (QuantGemvKernel)k;
+}
+void set_quant_gemv_kernel(QuantGemvKernel k) { quant_kernel_choice.store(k, std::memory_order_relaxed); }
+uint32_t gemv_quant_max_rows() { return quant_gemv_kernel() == QGEMV_OLD ? kGemvMaxRows : kGemvQuantMaxRows; }
+
 bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype, int wq) {
-    if (wq) return rows >= 1 && rows <= kGemvMaxRows && dtype == F16 && (wq == Q8 || wq == Q4) && k % 32 == 0 && ldx % 8 == 0;
+    if (wq) return rows >= 1 && rows <= gemv_quant_max_rows() && dtype == F16 && (wq == Q8 || wq == Q4) && k % 32 == 0 && ldx % 8 == 0;
     const uint32_t per16 = 16 / dtype_size(dtype);
     return rows >= 1 && rows <= kGemvMaxRows && k % per16 == 0 && ldx % per16 == 0;
 }
@@ -401,7 +414,8 @@ cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream) {
     if (a.n == 0 || a.rows == 0) return cudaSuccess;
     if (!gemv_supported(a.rows, a.k, a.ldx, a.dtype, a.wq)) return cudaErrorInvalidValue;
     if (a.wq) {
-        if (a.group == 0 || a.group % 32 != 0 || a.k % a.group != 0) return cudaErrorInvalidValue;
+        if ((a.group != 32 && a.group != 64 && a.group != 128) || a.k % a.group != 0) return cudaErrorInvalidValue;
+        if (quant_gemv_kernel() == QGEMV_TILED) return launch_gemv_quant_tiled(a, stream);
         return a.glu ? launch_quant<true>(a, stream) : launch_quant<false>(a, stream);
     }
     switch (a.dtype) {

@@ -33,6 +33,7 @@
 #include "moe.cuh"
 #include "norm_add.cuh"
 #include "qk_norm.cuh"
+#include "quant_dot.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
 #include "softcap.cuh"
@@ -1162,73 +1163,169 @@ struct QuantMatrix {
     }
 };
 
-// The quantized GEMV (rows 1 and 2: plain, bias + GELU, residual, strided f32 output with
-// soft-cap, SwiGLU) against the double reference; the f16 dequantization slices (bit-exact:
-// q * scale rounded once); the quantized embedding (exact in f32, with positions).
+// The kernels' dequantization arithmetic (quant_dot.cuh, compiled for the host here: IEEE
+// float FMA and multiply, as on the GPU) for every finite f16 scale, every q4 value at each of
+// the 8 nibble positions and every q8 value at each of the 4 byte positions, the other fields
+// random: exactly q * scale. Runs without a GPU.
+void test_quant_dequant_exact_host(void **) {
+    uint64_t checked = 0;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7C00) == 0x7C00) continue; // Inf / NaN: refused at load
+        const float s = gpt::f16_to_f32((uint16_t)h);
+        for (bool q4 : {true, false}) {
+            const gpt_cuda::QuantScale k = gpt_cuda::quant_scale(s, q4);
+            const int values = q4 ? 16 : 256, fields = q4 ? 8 : 4, bits = q4 ? 4 : 8;
+            for (int e = 0; e < fields; e++)
+                for (int v = 0; v < values; v += (h % 7 == 0 ? 1 : 5)) { // every value for 1 scale in 7
+                    const uint32_t mask = (uint32_t)(values - 1) << (bits * e);
+                    const uint32_t w = ((uint32_t)g_rng() & ~mask) | (uint32_t)v << (bits * e);
+                    float out[8];
+                    if (q4) gpt_cuda::q4_word(w, k, out);
+                    else gpt_cuda::q8_word(w, k, out);
+                    const int q = q4 ? v - 8 : (int)(int8_t)v;
+                    const float want = (float)((double)q * s); // exact: 8 bits times 11
+                    if (!(out[e] == want || (out[e] == 0 && want == 0)))
+                        fail_msg("%s element %d of word %08x, scale %g (f16 %04x): %.9g, want %.9g", q4 ? "q4" : "q8", e, w, s, h,
+                                 out[e], want);
+                    checked++;
+                }
+        }
+    }
+    assert_true(checked > 1000000);
+}
+
+// One quantized GEMV case against the double reference (dequantize_row is exact, then a naive
+// matmul in double): mode 0 plain, 1 bias + GELU, 2 residual add, 3 strided x and f32 output
+// with soft-cap, 4 SwiGLU over gate and up rows. Outputs start poisoned (NaN).
+void check_quant_gemv(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_t rows, int mode) {
+    const bool bias = mode == 1, gelu = mode == 1, residual = mode == 2, f32_out = mode == 3, glu = mode == 4;
+    const float softcap = mode == 3 ? 1.5f : 0.0f;
+    const uint64_t ldx = f32_out ? 3 * k : k;
+    const uint32_t wrows = glu ? 2 * n : n;
+    QuantMatrix w(q, wrows, k, g, 0.05f);
+    auto x = randn(rows * ldx), b = randn(n, 0.5f), res = randn(rows * n);
+    round_to(x, DType::F16);
+    DevBuf dx(rows * ldx, DType::F16), dw(w.bytes.size(), DType::F32), db(n, DType::F32),
+        dy(rows * n, f32_out ? DType::F32 : DType::F16), dr(rows * n, DType::F32);
+    dx.upload(x);
+    dw.upload_raw(w.bytes.data(), w.bytes.size());
+    db.upload(b);
+    dr.upload(res);
+    GemvArgs a{};
+    a.x = dx.p;
+    a.ldx = ldx;
+    a.w = dw.p;
+    a.bias = bias ? db.as<float>() : nullptr;
+    a.y = dy.p;
+    a.residual = residual ? dr.as<float>() : nullptr;
+    a.rows = rows;
+    a.n = n;
+    a.k = k;
+    a.act = (int)(glu ? gpt::Activation::SILU : gelu ? gpt::Activation::GELU_TANH : gpt::Activation::NONE);
+    a.glu = glu;
+    a.y_f32 = f32_out;
+    a.softcap = softcap;
+    a.dtype = (int)DType::F16;
+    a.wq = (int)q;
+    a.group = g;
+    assert_true(gemv_supported(rows, k, ldx, (int)DType::F16, (int)q));
+    CK(launch_gemv(a, 0));
+    CK(cudaDeviceSynchronize());
+    std::vector<float> want(rows * n);
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t i = 0; i < n; i++) {
+            auto dot = [&](uint64_t wr) {
+                double sum = 0;
+                for (uint32_t c = 0; c < k; c++) sum += (double)x[r * ldx + c] * w.values[wr * k + c];
+                return sum;
+            };
+            float v = (float)dot(i) + (bias ? b[i] : 0.0f);
+            if (glu) {
+                std::vector<float> gu = {v, (float)dot(n + i)};
+                round_to(gu, DType::F16);
+                v = gpt::cpu::silu(gu[0]) * gu[1];
+            } else if (gelu) {
+                v = gpt::cpu::gelu_tanh(v);
+            }
+            if (softcap > 0) v = softcap * std::tanh(v / softcap);
+            want[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
+        }
+    char what[128];
+    std::snprintf(what, sizeof what, "quant gemv (%s kernel) %s g%u k=%u n=%u rows=%u mode=%d",
+                  quant_gemv_kernel() == QGEMV_OLD ? "old" : "tiled", dname(q), g, k, n, rows, mode);
+    // fp32 accumulation of exact products: f32 outputs within float rounding, f16 ones within
+    // an f16 rounding (plus the GLU's rounded gate and up).
+    expect_close(what, residual ? dr.download() : dy.download(), want, (f32_out || residual) ? 1e-5 : 2e-3);
+}
+
+// One-hot rows of x pick single weights: y[r][i] == w[i][c_r] exactly (f32 output), so the
+// dequantization (every nibble or byte position, every group's scale) is checked bit for bit.
+void check_quant_gemv_exact(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_t rows) {
+    QuantMatrix w(q, n, k, g, 0.3f);
+    std::vector<uint32_t> pick(rows);
+    std::vector<float> x(rows * k, 0.0f);
+    for (uint32_t r = 0; r < rows; r++) {
+        pick[r] = std::uniform_int_distribution<uint32_t>(0, k - 1)(g_rng);
+        x[r * k + pick[r]] = 1.0f;
+    }
+    DevBuf dx(rows * k, DType::F16), dw(w.bytes.size(), DType::F32), dy(rows * n, DType::F32);
+    dx.upload(x);
+    dw.upload_raw(w.bytes.data(), w.bytes.size());
+    GemvArgs a{};
+    a.x = dx.p;
+    a.ldx = k;
+    a.w = dw.p;
+    a.y = dy.p;
+    a.rows = rows;
+    a.n = n;
+    a.k = k;
+    a.y_f32 = 1;
+    a.dtype = (int)DType::F16;
+    a.wq = (int)q;
+    a.group = g;
+    CK(launch_gemv(a, 0));
+    CK(cudaDeviceSynchronize());
+    const std::vector<float> got = dy.download();
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t i = 0; i < n; i++) {
+            const float want = w.values[(uint64_t)i * k + pick[r]];
+            if (!(got[r * n + i] == want))
+                fail_msg("quant gemv exact (%s kernel) %s g%u k=%u row %u column %u (weight column %u): %.9g, want %.9g",
+                         quant_gemv_kernel() == QGEMV_OLD ? "old" : "tiled", dname(q), g, k, r, i, pick[r], got[r * n + i], want);
+        }
+}
+
+// The quantized GEMV, both kernels while the old one exists (rows 1 to gemv_quant_max_rows(),
+// the five epilogue modes, k an odd multiple of the group: 160 + 64 j for groups 32 and 64,
+// so not a multiple of 256; widths that give 1 to 8 warps a column set and several load rounds
+// per thread; n odd, so the last column set is partly past n); the f16 dequantization slices
+// (bit-exact: q * scale rounded once); the quantized embedding (exact in f32, with positions).
 void test_gpu_quant_kernels(void **) {
     SKIP_WITHOUT_GPU();
+    for (QuantGemvKernel kernel : {QGEMV_TILED, QGEMV_OLD}) {
+        set_quant_gemv_kernel(kernel);
+        assert_int_equal(gemv_quant_max_rows(), kernel == QGEMV_OLD ? 2 : kGemvQuantMaxRows);
+        assert_false(gemv_supported(gemv_quant_max_rows() + 1, 256, 256, (int)DType::F16, (int)DType::Q4));
+        for (DType q : {DType::Q8, DType::Q4})
+            for (uint32_t g : {32u, 64u, 128u}) {
+                const uint32_t k = g == 32 ? 160 : g == 64 ? 1344 : 2176, n = 77;
+                for (uint32_t rows = 1; rows <= gemv_quant_max_rows(); rows++) {
+                    for (int mode = 0; mode < 5; mode++) check_quant_gemv(q, g, k, n, rows, mode);
+                    check_quant_gemv_exact(q, g, k, 29, rows);
+                }
+                // Long rows (131 groups: 256 threads a set; two rounds of loads per thread for
+                // q8 g64 / g128 and q4 g128) and a wide matrix (many blocks), rows 1 and the most.
+                for (uint32_t rows : {1u, gemv_quant_max_rows()}) {
+                    check_quant_gemv(q, g, g * 131, 9, rows, rows == 1 ? 4 : 2);
+                    check_quant_gemv_exact(q, g, g * 131, 5, rows);
+                    check_quant_gemv(q, g, g * 3, 3001, rows, rows == 1 ? 2 : 4);
+                }
+            }
+    }
+    set_quant_gemv_kernel(QGEMV_TILED);
     for (DType q : {DType::Q8, DType::Q4})
         for (uint32_t g : {32u, 64u, 128u}) {
-            // k not a multiple of 256 for 32 and 64 (160 + 64 * j), n odd.
-            const uint32_t k = g == 32 ? 160 : g == 64 ? 1344 : 2176, n = 77;
-            for (uint32_t rows = 1; rows <= kGemvMaxRows; rows++)
-                for (int mode = 0; mode < 5; mode++) {
-                    const bool bias = mode == 1, gelu = mode == 1, residual = mode == 2, f32_out = mode == 3, glu = mode == 4;
-                    const float softcap = mode == 3 ? 1.5f : 0.0f;
-                    const uint64_t ldx = f32_out ? 3 * k : k;
-                    const uint32_t wrows = glu ? 2 * n : n;
-                    QuantMatrix w(q, wrows, k, g, 0.05f);
-                    auto x = randn(rows * ldx), b = randn(n, 0.5f), res = randn(rows * n);
-                    round_to(x, DType::F16);
-                    DevBuf dx(rows * ldx, DType::F16), dw(w.bytes.size(), DType::F32), db(n, DType::F32),
-                        dy(rows * n, f32_out ? DType::F32 : DType::F16), dr(rows * n, DType::F32);
-                    dx.upload(x);
-                    dw.upload_raw(w.bytes.data(), w.bytes.size());
-                    db.upload(b);
-                    dr.upload(res);
-                    GemvArgs a{};
-                    a.x = dx.p;
-                    a.ldx = ldx;
-                    a.w = dw.p;
-                    a.bias = bias ? db.as<float>() : nullptr;
-                    a.y = dy.p;
-                    a.residual = residual ? dr.as<float>() : nullptr;
-                    a.rows = rows;
-                    a.n = n;
-                    a.k = k;
-                    a.act = (int)(glu ? gpt::Activation::SILU : gelu ? gpt::Activation::GELU_TANH : gpt::Activation::NONE);
-                    a.glu = glu;
-                    a.y_f32 = f32_out;
-                    a.softcap = softcap;
-                    a.dtype = (int)DType::F16;
-                    a.wq = (int)q;
-                    a.group = g;
-                    assert_true(gemv_supported(rows, k, ldx, (int)DType::F16, (int)q));
-                    CK(launch_gemv(a, 0));
-                    CK(cudaDeviceSynchronize());
-                    std::vector<float> want(rows * n);
-                    for (uint32_t r = 0; r < rows; r++)
-                        for (uint32_t i = 0; i < n; i++) {
-                            auto dot = [&](uint64_t wr) {
-                                double sum = 0;
-                                for (uint32_t c = 0; c < k; c++) sum += (double)x[r * ldx + c] * w.values[wr * k + c];
-                                return sum;
-                            };
-                            float v = (float)dot(i) + (bias ? b[i] : 0.0f);
-                            if (glu) {
-                                std::vector<float> gu = {v, (float)dot(n + i)};
-                                round_to(gu, DType::F16);
-                                v = gpt::cpu::silu(gu[0]) * gu[1];
-                            } else if (gelu) {
-                                v = gpt::cpu::gelu_tanh(v);
-                            }
-                            if (softcap > 0) v = softcap * std::tanh(v / softcap);
-                            want[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
-                        }
-                    char what[96];
-                    std::snprintf(what, sizeof what, "quant gemv %s g%u rows=%u mode=%d", dname(q), g, rows, mode);
-                    expect_close(what, residual ? dr.download() : dy.download(), want, (f32_out || residual) ? 1e-3 : 1e-2);
-                }
+            const uint32_t k = g == 32 ? 160 : g == 64 ? 1344 : 2176;
             // Dequantization of rows [3, 3 + 40) of a [61][k] matrix: exact f16 values.
             QuantMatrix w(q, 61, k, g, 0.3f);
             DevBuf dw(w.bytes.size(), DType::F32), out(40 * k, DType::F16);
@@ -1281,7 +1378,8 @@ fixture::Model quantized_fixture(fixture::Spec s, DType q, uint32_t g) {
 }
 
 // Quantized models on the GPU (packed weights, f16 compute) against the CPU on the same file:
-// prefill (cuBLAS over dequantized slices), decode (the quantized GEMV, graphs), batch 2, no
+// prefill (cuBLAS over dequantized slices), decode (the quantized GEMV, graphs), batches of 2,
+// 5 and 8, no
 // allocation while generating, weights smaller than f16's.
 void test_gpu_quant_model(void **) {
     SKIP_WITHOUT_GPU();
@@ -1299,7 +1397,7 @@ void test_gpu_quant_model(void **) {
                 const fixture::Model fx = quantized_fixture(s, q, g);
                 Loaded cpu, gpu;
                 load(cpu, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
-                load(gpu, fx, 0, GPT_DTYPE_AUTO, 0, 2);
+                load(gpu, fx, 0, GPT_DTYPE_AUTO, 0, 8);
                 gpt_model_info info;
                 std::memset(&info, 0, sizeof info);
                 info.struct_size = sizeof info;
@@ -1322,21 +1420,27 @@ void test_gpu_quant_model(void **) {
                     assert_int_equal(gpt_forward(gpu.c, &toks[T + i], 1, 1, 0, lb.data()), GPT_OK);
                     expect_close((std::string(what) + " decode").c_str(), lb, la, 2e-2);
                 }
-                // Batch 2: a 2 x 2 prefill, then one decode step of two rows (the GEMV's second
-                // row), each sequence against its own CPU run.
-                gpt_ctx_reset(gpu.c);
-                const std::vector<int32_t> two = {toks[0], toks[1], toks[2], toks[3]}, next = {toks[4], toks[5]};
-                std::vector<float> lb(2 * V, NAN);
-                assert_int_equal(gpt_forward(gpu.c, two.data(), 2, 2, 0, lb.data()), GPT_OK);
-                std::fill(lb.begin(), lb.end(), NAN);
-                assert_int_equal(gpt_forward(gpu.c, next.data(), 2, 1, 0, lb.data()), GPT_OK);
-                for (uint32_t seq = 0; seq < 2; seq++) {
-                    gpt_ctx_reset(cpu.c);
-                    const std::vector<int32_t> mine = {two[2 * seq], two[2 * seq + 1], next[seq]};
-                    std::vector<float> la(V, NAN);
-                    assert_int_equal(gpt_forward(cpu.c, mine.data(), 1, 3, 0, la.data()), GPT_OK);
-                    expect_close((std::string(what) + " batch 2").c_str(),
-                                 std::vector<float>(lb.begin() + seq * V, lb.begin() + (seq + 1) * V), la, 2e-2);
+                // Batches of 2, 5 and 8: a B x 2 prefill (the GEMV for 4 rows, cuBLAS for 10 and
+                // 16), then one decode step of B rows (the quantized GEMV's rows 2, 5 and 8), each
+                // sequence against its own CPU run.
+                for (uint32_t B : {2u, 5u, 8u}) {
+                    gpt_ctx_reset(gpu.c);
+                    std::vector<int32_t> two(2 * B), next(B);
+                    for (uint32_t i = 0; i < 2 * B; i++) two[i] = toks[i % toks.size()];
+                    for (uint32_t i = 0; i < B; i++) next[i] = toks[(2 * B + i) % toks.size()];
+                    std::vector<float> lb(B * V, NAN);
+                    if (gpt_forward(gpu.c, two.data(), B, 2, 0, lb.data()) != GPT_OK)
+                        fail_msg("gpu forward batch %u: %s", B, gpt_ctx_last_error(gpu.c));
+                    std::fill(lb.begin(), lb.end(), NAN);
+                    assert_int_equal(gpt_forward(gpu.c, next.data(), B, 1, 0, lb.data()), GPT_OK);
+                    for (uint32_t seq = 0; seq < B; seq++) {
+                        gpt_ctx_reset(cpu.c);
+                        const std::vector<int32_t> mine = {two[2 * seq], two[2 * seq + 1], next[seq]};
+                        std::vector<float> la(V, NAN);
+                        assert_int_equal(gpt_forward(cpu.c, mine.data(), 1, 3, 0, la.data()), GPT_OK);
+                        expect_close((std::string(what) + " batch " + std::to_string(B)).c_str(),
+                                     std::vector<float>(lb.begin() + seq * V, lb.begin() + (seq + 1) * V), la, 2e-2);
+                    }
                 }
                 assert_int_equal(gpt::cuda::allocation_count(), n0);
             }
@@ -1939,6 +2043,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_model_logits),
         cmocka_unit_test(test_gpu_greedy_matches_cpu),
         cmocka_unit_test(test_gpu_penalties_match_cpu),
+        cmocka_unit_test(test_quant_dequant_exact_host),
         cmocka_unit_test(test_gpu_quant_kernels),
         cmocka_unit_test(test_gpu_quant_model),
         cmocka_unit_test(test_gpu_moe_topk),

@@ -46,7 +46,9 @@ static_assert((int)Activation::NONE == gpt_cuda::ACT_NONE && (int)Activation::GE
 namespace {
 
 constexpr size_t kMaxGraphs = 16;  // recorded step shapes kept per context (least recently used go)
-constexpr uint32_t kGemvRows = 2;  // the GEMV for 1-2 rows; cuBLAS (tensor cores) beyond (measured)
+constexpr uint32_t kGemvRows = 2;  // the float GEMV for 1-2 rows; cuBLAS (tensor cores) beyond (measured)
+// Quantized weights: the GEMV up to gemv_quant_max_rows() rows (one pass over the packed
+// weights), since the alternative dequantizes the whole matrix to f16 every step.
 
 class CudaExecutor final : public Executor {
 public:
@@ -287,7 +289,7 @@ public:
         const void *last = h + (uint64_t)(in_.n_tokens - 1) * d * a;
         const uint64_t ld = (uint64_t)in_.n_tokens * d;
         const int wq = is_quantized(head.dtype) ? (int)head.dtype : 0;
-        if (in_.batch <= kGemvRows && gemv_supported(in_.batch, (uint32_t)d, ld, (int)p_.compute, wq)) {
+        if ((wq || in_.batch <= kGemvRows) && gemv_supported(in_.batch, (uint32_t)d, ld, (int)p_.compute, wq)) {
             GemvArgs g{};
             g.wq = wq;
             g.group = head.group;
@@ -715,7 +717,7 @@ private:
     bool try_gemv(Act in, const Weight &w, GemvArgs &g) {
         flush_delta();
         const int wq = is_quantized(w.dtype) ? (int)w.dtype : 0;
-        if (rows_ > kGemvRows || !gemv_supported(rows_, (uint32_t)w.cols, w.cols, (int)p_.compute, wq)) return false;
+        if ((!wq && rows_ > kGemvRows) || !gemv_supported(rows_, (uint32_t)w.cols, w.cols, (int)p_.compute, wq)) return false;
         g.wq = wq;
         g.group = w.group;
         g.x = buf(in);

@@ -1,0 +1,104 @@
+// quant_dot.cuh - device helpers for kernels that read weight-only quantized matrices (Q8, Q4:
+// lib/core/quant.h's layout, 16-byte chunks of 16 q8 or 32 q4 values, one group each):
+// exact dequantization into f32 registers with one FFMA per element, and the chunk walk.
+//
+// The trick (no I2F, a quarter-rate instruction): a bit field n placed at mantissa bit p of a
+// float whose exponent is 23 - p reads as f = 2^(23 - p) + n. Then
+//     fma(f, s, -(2^(23 - p) + z) * s) == (n - z) * s     exactly,
+// because the constant (2^(23 - p) + z) * s fits a float's 24 bits (it spans 21 - p bits for
+// z = 8 and 17 - p bits for z = 128, times the 11 bits of an f16 scale: p >= 8 for q4, p = 8
+// for q8) and FMA rounds once, the exact result (n - z) * s fitting too. So each element costs
+// a LOP3 (or PRMT) and one FFMA, with the scale applied: q * scale exactly as the CPU's
+// dequantize_row gives it.
+//
+// The element helpers compile for the host too (GPT_QUANT_HD), so tests check them
+// exhaustively without a GPU; the chunk-level ones are CUDA only.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#ifdef __CUDACC__
+#include "common.cuh"
+#define GPT_QUANT_HD __host__ __device__ __forceinline__
+#else
+#define GPT_QUANT_HD inline
+#endif
+
+namespace gpt_cuda {
+
+GPT_QUANT_HD float quant_bits_float(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+// PRMT: byte i of the result is byte (sel >> 4i) & 7 of the pair {x (bytes 0-3), y (4-7)}.
+GPT_QUANT_HD uint32_t quant_byte_perm(uint32_t x, uint32_t y, uint32_t sel) {
+#ifdef __CUDA_ARCH__
+    return __byte_perm(x, y, sel);
+#else
+    const uint64_t both = (uint64_t)y << 32 | x;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) r |= (uint32_t)(both >> (8 * ((sel >> (4 * i)) & 7)) & 0xFF) << (8 * i);
+    return r;
+#endif
+}
+
+// A group's scale s and the FFMA constants for its positions: q4 at bits 8, 12 and 16
+// (-(2^15 + 8) s, -(2^11 + 8) s, -(2^7 + 8) s), q8 at bit 8 (-(2^15 + 128) s in c8).
+struct QuantScale {
+    float s, c8, c12, c16;
+};
+GPT_QUANT_HD QuantScale quant_scale(float s, bool q4) {
+    return {s, (q4 ? -32776.0f : -32896.0f) * s, -2056.0f * s, -136.0f * s};
+}
+// Elements 0..7 of a q4 word (element e in bits 4e .. 4e + 3, stored as q + 8), times the scale.
+GPT_QUANT_HD void q4_word(uint32_t w, const QuantScale &k, float *out) {
+    const uint32_t hi = w >> 12, lo = w << 12; // elements 5-7 and 0-1 moved into bits 8-19
+    auto at8 = [&](uint32_t v) { return fmaf(quant_bits_float(0x47000000u | (v & 0x00000F00u)), k.s, k.c8); };
+    auto at12 = [&](uint32_t v) { return fmaf(quant_bits_float(0x45000000u | (v & 0x0000F000u)), k.s, k.c12); };
+    auto at16 = [&](uint32_t v) { return fmaf(quant_bits_float(0x43000000u | (v & 0x000F0000u)), k.s, k.c16); };
+    out[0] = at12(lo);
+    out[1] = at16(lo);
+    out[2] = at8(w);
+    out[3] = at12(w);
+    out[4] = at16(w);
+    out[5] = at8(hi);
+    out[6] = at12(hi);
+    out[7] = at16(hi);
+}
+// Elements 0..3 of a q8 word (byte e = element e, an int8), times the scale.
+GPT_QUANT_HD void q8_word(uint32_t w, const QuantScale &k, float *out) {
+    const uint32_t f = w ^ 0x80808080u; // q + 128, unsigned
+    // PRMT builds the bytes [0, byte e of f, 0, 0x47]: the float 2^15 + (q + 128).
+    out[0] = fmaf(quant_bits_float(quant_byte_perm(f, 0x47000000u, 0x7404)), k.s, k.c8);
+    out[1] = fmaf(quant_bits_float(quant_byte_perm(f, 0x47000000u, 0x7414)), k.s, k.c8);
+    out[2] = fmaf(quant_bits_float(quant_byte_perm(f, 0x47000000u, 0x7424)), k.s, k.c8);
+    out[3] = fmaf(quant_bits_float(quant_byte_perm(f, 0x47000000u, 0x7434)), k.s, k.c8);
+}
+
+#ifdef __CUDACC__
+// Eight f16 values (16 bytes) widened to f32.
+__device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {
+    const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 p = __half22float2(h[i]);
+        f[2 * i] = p.x;
+        f[2 * i + 1] = p.y;
+    }
+}
+
+// log2 of the group size (32, 64 or 128) and of the elements in a chunk: chunk i holds
+// elements i << chunk_shift .. and uses scale (i << chunk_shift) >> group_shift of its row.
+__device__ __forceinline__ uint32_t group_shift(uint32_t group) { return group == 32 ? 5 : group == 64 ? 6 : 7; }
+__device__ __forceinline__ uint32_t chunk_shift(bool q4) { return q4 ? 5 : 4; }
+
+#endif // __CUDACC__
+
+} // namespace gpt_cuda
