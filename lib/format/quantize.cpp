@@ -12,21 +12,9 @@ bool quantizable(const std::vector<uint64_t> &shape, uint32_t group) {
     return shape.size() == 2 && is_valid_group(group) && shape[1] % group == 0;
 }
 
-bool always_float(const std::string &name) {
-    auto ends = [&](const char *suffix) {
-        const std::string x(suffix);
-        return name.size() >= x.size() && name.compare(name.size() - x.size(), x.size(), x) == 0;
-    };
-    return ends(".ffn_router.weight") || ends(".ffn_shared_gate.weight");
-}
-
-bool quantized_in_file(const std::string &name, const std::vector<uint64_t> &shape, uint32_t group) {
-    return quantizable(shape, group) && !always_float(name);
-}
-
 DType add_quantized_or_keep(Writer &w, const std::string &name, const std::vector<uint64_t> &shape, DType q, uint32_t group,
                             FillF32 fill_f32, DType keep, Writer::Fill keep_fill) {
-    if (!quantized_in_file(name, shape, group)) {
+    if (!quantizable(shape, group)) {
         w.add_tensor(name, keep, shape, std::move(keep_fill));
         return keep;
     }

@@ -1,8 +1,7 @@
 // quantize.h - which tensors a quantized file holds quantized, and adding them to a Writer.
 // One rule for every tool (gpt convert --dtype q8|q4, gpt quantize): a matrix (2-D) whose
 // column count the group divides is quantized; anything else (norms, biases, a matrix of odd
-// width) keeps its float dtype, and so do a mixture-of-experts layer's router and shared-expert
-// gate (always_float). docs/FORMAT.md section 5.1 and docs/VALIDATION.md say why.
+// width) keeps its float dtype. docs/FORMAT.md section 5.1 and docs/VALIDATION.md say why.
 #pragma once
 
 #include "format/writer.h"
@@ -18,18 +17,10 @@ inline constexpr uint32_t kDefaultGroup = 32;
 
 bool quantizable(const std::vector<uint64_t> &shape, uint32_t group);
 
-// Tensors kept in float whatever their shape: blk.N.ffn_router.weight and
-// blk.N.ffn_shared_gate.weight, so that quantization noise cannot change which experts a token
-// uses (the router's top-k) or flip the shared expert's sigmoid gate. Tiny ([E, d], [1, d]).
-bool always_float(const std::string &name);
-
-// quantizable(shape, group) and not always_float(name): whether a quantized file holds `name` quantized.
-bool quantized_in_file(const std::string &name, const std::vector<uint64_t> &shape, uint32_t group);
-
 // Writes the tensor's f32 values, [shape[0]][shape[1]], into dst. May throw gpt::Error.
 using FillF32 = std::function<void(float *dst)>;
 
-// Adds `name` to w: quantized to q (Q8 or Q4) with `group` when quantized_in_file(name, shape, group),
+// Adds `name` to w: quantized to q (Q8 or Q4) with `group` when quantizable(shape, group),
 // else in `keep` (a float dtype) through keep_fill. Returns the dtype it gets. The f32 values
 // are produced when the file is written, one tensor at a time.
 DType add_quantized_or_keep(Writer &w, const std::string &name, const std::vector<uint64_t> &shape, DType q, uint32_t group,
