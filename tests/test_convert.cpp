@@ -1614,7 +1614,7 @@ void check_quantized(const std::string &src, Scratch &sc, const char *label) {
                 const gpt::format::TensorEntry *e = f->find(t.name);
                 if (!e) fail_msg("%s: '%s' missing", what, t.name.c_str());
                 const std::vector<uint64_t> shape(t.dims, t.dims + t.ndim);
-                if (!gpt::format::quantizable(shape, g)) {
+                if (!gpt::format::quantizable(t.name, shape, g)) {
                     if (e->dtype != DType::F32 || e->nbytes != t.nbytes || std::memcmp(f->data(*e), ref->data(t), t.nbytes) != 0)
                         fail_msg("%s: '%s' is not the f32 tensor unchanged", what, t.name.c_str());
                     continue;
