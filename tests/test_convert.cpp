@@ -1746,9 +1746,31 @@ void expect_moe_config(const gpt::ModelConfig &c, const HfMoeModel &m, const cha
     assert_int_equal(c.sliding_window, 0);
 }
 
+// The naive double reference's model from the spec (not from the converted file) and the
+// expected tensors (from the per-expert modules).
+RefInput moe_reference_input(const HfMoeModel &m, const WantMap &want) {
+    const HfMoeSpec &s = m.spec;
+    RefInput r;
+    gpt::ModelConfig &c = r.config;
+    c.arch = moe_arch(s.type);
+    c.n_layers = s.layers, c.d_model = s.d, c.n_heads = s.heads, c.n_kv_heads = s.kv, c.head_dim = m.hd();
+    c.d_ff = m.qwen() ? s.ff_dense : s.ff_expert, c.vocab_size = s.vocab, c.context_length = s.ctx, c.norm_eps = 1e-5f;
+    c.rope_theta = 10000.0f, c.tied_head = s.tied, c.qkv_bias = s.type == "qwen2_moe";
+    c.n_experts = s.experts, c.n_experts_used = s.top_k, c.d_ff_expert = s.ff_expert;
+    c.d_ff_shared = s.type == "qwen2_moe" ? s.ff_shared : 0;
+    c.norm_topk_prob = s.type == "mixtral" || s.norm_topk;
+    for (uint32_t i = 0; i < s.layers; i++) c.moe_layers.push_back(m.moe_layer(i));
+    for (const auto &[name, w] : want) r.tensors[name] = w.values;
+    return r;
+}
+
+// Routing closer than this (probability gap at the top-k boundary) may go either way in f32.
+constexpr double kAmbiguousRouting = 1e-6;
+
 // Converts a MoE fixture in its own dtype, f32 and bf16: every tensor exactly the stacked
 // modules, the expert keys as the spec says, the engine runs it (the converter's own
-// verification) and gives finite logits for a prompt; then q8: experts quantized, the router
+// verification); the f32 file's logits match the naive double reference's on the spec's
+// config and the modules' values (1e-4); then q8: the quantization rule holds, the router
 // and the shared expert's gate kept in the source's float dtype.
 void check_moe(const HfMoeSpec &spec, const char *label) {
     Scratch sc;
@@ -1766,21 +1788,30 @@ void check_moe(const HfMoeSpec &spec, const char *label) {
         assert_true(r.result.verified);
         check_tensors(path, want, out, what);
         expect_moe_config(read_config(path), m, what);
-        for (float x : engine_logits(path, toks, spec.vocab))
-            if (!std::isfinite(x)) fail_msg("%s: a logit is %g", what, (double)x);
+        const std::vector<float> got = engine_logits(path, toks, spec.vocab);
+        if (out != DType::F32) continue;
+        RefInput ref = moe_reference_input(m, want);
+        ref.layout.max_seq = (uint32_t)toks.size();
+        double gap = INFINITY;
+        const std::vector<double> want_logits = reference::forward(ref.config, ref.tensors, toks, ref.layout, &gap);
+        if (gap < kAmbiguousRouting) fail_msg("%s: routing gap %.2g: draw the fixture with another seed", what, gap);
+        expect_logits_close(got, want_logits, what);
     }
     const std::string qpath = sc.in_out("q8.gpt");
     expect_ok(convert(sc.src, qpath, GPT_DTYPE_Q8, true), label);
     gpt::format::ReadOptions ro;
     auto f = gpt::format::WeightFile::open(qpath, ro);
-    size_t routers = 0;
+    size_t routers = 0, experts_quantized = 0;
     for (const auto &t : f->tensors()) {
-        const bool keep = contains(t.name, "ffn_router") || contains(t.name, "ffn_shared_gate.");
-        const bool quantized = t.dtype == DType::Q8;
-        if (keep && t.dtype != spec.dtype) fail_msg("%s q8: '%s' is %s, not the source's float dtype", label, t.name.c_str(), gpt::dtype_name(t.dtype));
-        if (contains(t.name, "ffn_experts_") && !quantized) fail_msg("%s q8: '%s' was not quantized", label, t.name.c_str());
+        const std::vector<uint64_t> shape(t.dims, t.dims + t.ndim);
+        const bool gate = contains(t.name, "ffn_router") || contains(t.name, "ffn_shared_gate.");
+        if (gate && t.dtype != spec.dtype) fail_msg("%s q8: '%s' is %s, not the source's float dtype", label, t.name.c_str(), gpt::dtype_name(t.dtype));
+        if ((t.dtype == DType::Q8) != gpt::format::quantizable(t.name, shape, gpt::format::kDefaultGroup))
+            fail_msg("%s q8: '%s' is %s against the quantization rule", label, t.name.c_str(), gpt::dtype_name(t.dtype));
         routers += contains(t.name, "ffn_router");
+        experts_quantized += contains(t.name, "ffn_experts_") && t.dtype == DType::Q8;
     }
+    if (!experts_quantized) fail_msg("%s q8: no expert tensor quantized", label);
     size_t moe_layers = 0;
     for (uint32_t i = 0; i < spec.layers; i++) moe_layers += m.moe_layer(i);
     assert_int_equal(routers, moe_layers);
@@ -1830,6 +1861,7 @@ void check_moe_as_dense(HfMoeSpec s, const char *label) {
     for (uint32_t i = 0; i < s.layers; i++)
         for (uint32_t e = 1; e < s.experts; e++)
             for (const char *which : {"gate", "up", "down"}) m.hf.values[m.expert(i, e, which)] = m.hf.v(m.expert(i, 0, which));
+    if (s.fused) m.restack();
     write_hf_dir(sc.src, m.hf.config, m.hf.entries(), 1);
     const std::string path = sc.in_out("m.gpt");
     expect_ok(convert(sc.src, path, GPT_DTYPE_F32), label);

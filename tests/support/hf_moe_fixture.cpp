@@ -30,6 +30,27 @@ std::string HfMoeModel::expert(uint32_t i, uint32_t e, const char *which) const 
     return x + w + "_proj.weight";
 }
 
+void HfMoeModel::restack() {
+    const uint64_t d = spec.d, ff = spec.ff_expert, E = spec.experts;
+    for (uint32_t i = 0; i < spec.layers; i++) {
+        if (!moe_layer(i)) continue;
+        const std::string h = "model.layers." + std::to_string(i) + ".";
+        std::vector<float> gate_up, down;
+        for (uint32_t e = 0; e < E; e++) {
+            for (const char *w : {"gate", "up"}) {
+                const std::vector<float> &x = hf.v(expert(i, e, w));
+                gate_up.insert(gate_up.end(), x.begin(), x.end());
+            }
+            const std::vector<float> &x = hf.v(expert(i, e, "down"));
+            down.insert(down.end(), x.begin(), x.end());
+        }
+        hf.values[h + "mlp.experts.gate_up_proj"] = std::move(gate_up);
+        hf.shapes[h + "mlp.experts.gate_up_proj"] = {E, 2 * ff, d};
+        hf.values[h + "mlp.experts.down_proj"] = std::move(down);
+        hf.shapes[h + "mlp.experts.down_proj"] = {E, d, ff};
+    }
+}
+
 HfMoeModel make_hf_moe(const HfMoeSpec &s) {
     HfMoeModel m;
     m.spec = s;
@@ -116,31 +137,17 @@ HfMoeModel make_hf_moe(const HfMoeSpec &s) {
             f.add(rng, h + "mlp.down_proj.weight", {d, s.ff_dense}, 0, 0.8f / std::sqrt((float)s.ff_dense));
             continue;
         }
-        f.add(rng, m.router(i), {E, d}, 0, 1.0f);
+        f.add(rng, m.router(i), {E, d}, 0, 0.25f); // router logits of a unit or two: no vanishing probabilities
         const size_t first_expert = f.order.size();
         for (uint32_t e = 0; e < E; e++) {
             f.add(rng, m.expert(i, e, "gate"), {ff, d}, 0, wstd);
             f.add(rng, m.expert(i, e, "up"), {ff, d}, 0, wstd);
             f.add(rng, m.expert(i, e, "down"), {d, ff}, 0, 0.8f / std::sqrt((float)ff));
         }
-        if (s.fused) { // replace the modules by transformers 5's two stacked parameters
+        if (s.fused) { // transformers 5's two stacked parameters replace the modules
             f.order.resize(first_expert);
-            std::vector<float> gate_up, down;
-            for (uint32_t e = 0; e < E; e++) {
-                for (const char *w : {"gate", "up"}) {
-                    const std::vector<float> &x = f.v(m.expert(i, e, w));
-                    gate_up.insert(gate_up.end(), x.begin(), x.end());
-                }
-                const std::vector<float> &x = f.v(m.expert(i, e, "down"));
-                down.insert(down.end(), x.begin(), x.end());
-            }
-            auto put = [&](const std::string &name, std::vector<uint64_t> shape, std::vector<float> vals) {
-                f.order.push_back(name);
-                f.values[name] = std::move(vals);
-                f.shapes[name] = std::move(shape);
-            };
-            put(h + "mlp.experts.gate_up_proj", {E, 2 * ff, d}, std::move(gate_up));
-            put(h + "mlp.experts.down_proj", {E, d, ff}, std::move(down));
+            f.order.push_back(h + "mlp.experts.gate_up_proj");
+            f.order.push_back(h + "mlp.experts.down_proj");
         }
         if (q2) {
             const uint64_t fs = s.ff_shared;
@@ -150,6 +157,7 @@ HfMoeModel make_hf_moe(const HfMoeSpec &s) {
             f.add(rng, h + "mlp.shared_expert_gate.weight", {1, d}, 0, wstd);
         }
     }
+    if (s.fused) m.restack();
     f.add(rng, "model.norm.weight", {d}, 1, 0.1f);
     if (!s.tied) f.add(rng, "lm_head.weight", {v, d}, 0, wstd * 2);
     f.config = c.dump(2);

@@ -40,6 +40,8 @@ struct HfMoeModel {
     // The module names of layer i's router and of expert e's gate, up and down projections.
     std::string router(uint32_t i) const;
     std::string expert(uint32_t i, uint32_t e, const char *which /* "gate" | "up" | "down" */) const;
+    // fused: recomputes the stacked tensors from the per-expert values (after a test edits them).
+    void restack();
 };
 
 HfMoeModel make_hf_moe(const HfMoeSpec &s);
