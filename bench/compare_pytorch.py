@@ -19,8 +19,8 @@ OUTDIR/performance.png (the chart).
 
 Mixture-of-experts shapes (issue 19; `--moe-only` runs just these): moe-768 (the founding
 document's 12 layers x 768, 8 experts top-2, vocabulary 95) and mixtral-8x7b as MixtralConfig,
-olmoe-1b-7b as OlmoeConfig, built on the GPU in fp16 (Mixtral-8x7B only where the card holds
-a card of 100 GiB or more: its 93 GB of fp16 weights, PyTorch's copy freed before ours loads; skipped by --quick). "Eager" runs transformers'
+olmoe-1b-7b as OlmoeConfig, built on the GPU in fp16 (Mixtral-8x7B only on a card of 100 GiB or
+more: its 93 GB of fp16 weights, PyTorch's copy freed before ours loads; skipped by --quick). "Eager" runs transformers'
 default experts implementation (its name is in the note); the CUDA-graph column is the fastest
 of transformers 5's capturable experts implementations (batched_mm, grouped_mm) that captures.
 """

@@ -1743,7 +1743,8 @@ void expect_moe_config(const gpt::ModelConfig &c, const HfMoeModel &m, const cha
     if (c.moe_layers != layers) fail_msg("%s: model.moe_layers differs from the spec's dense layers", what);
     assert_int_equal(c.qkv_bias, s.type == "qwen2_moe");
     assert_int_equal(c.head_dim, m.hd());
-    assert_int_equal(c.sliding_window, 0);
+    assert_int_equal(c.sliding_window, s.sliding_window);
+    assert_true(c.window_layers.empty()); // Mixtral: every layer
 }
 
 // The naive double reference's model from the spec (not from the converted file) and the
@@ -1760,6 +1761,7 @@ RefInput moe_reference_input(const HfMoeModel &m, const WantMap &want) {
     c.d_ff_shared = s.type == "qwen2_moe" ? s.ff_shared : 0;
     c.norm_topk_prob = s.type == "mixtral" || s.norm_topk;
     for (uint32_t i = 0; i < s.layers; i++) c.moe_layers.push_back(m.moe_layer(i));
+    c.sliding_window = s.sliding_window;
     for (const auto &[name, w] : want) r.tensors[name] = w.values;
     return r;
 }
@@ -1823,6 +1825,8 @@ void test_convert_mixtral(void **) {
     check_moe(s, "mixtral 4 experts top-2, block_sparse_moe modules");
     s.fused = true, s.experts = 5, s.top_k = 1, s.dtype = DType::BF16, s.shards = 3, s.seed = 72;
     check_moe(s, "mixtral 5 experts top-1, transformers 5 fused experts, bf16, 3 shards");
+    s.fused = false, s.experts = 4, s.top_k = 2, s.dtype = DType::F32, s.shards = 1, s.sliding_window = 4, s.seed = 79;
+    check_moe(s, "mixtral with a sliding window of 4 (under a 9-token prompt)");
 }
 
 void test_convert_qwen2_moe(void **) {
@@ -1964,8 +1968,6 @@ void test_convert_moe_rejects(void **) {
          GPT_ERR_FORMAT, {"config.json", "decoder_sparse_step"}},
         {"olmoe clip_qkv", [] { HfMoeSpec s; s.type = "olmoe"; return s; }(),
          [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["clip_qkv"] = 8.0; }, GPT_ERR_UNSUPPORTED, {"config.json", "clip_qkv"}},
-        {"a binding sliding window", mixtral, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["sliding_window"] = 8; },
-         GPT_ERR_UNSUPPORTED, {"config.json", "sliding_window"}},
         {"use_sliding_window", qwen2, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["use_sliding_window"] = true; c["sliding_window"] = 8; },
          GPT_ERR_UNSUPPORTED, {"config.json", "sliding_window"}},
         {"too many experts", mixtral, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["num_local_experts"] = 100000; },

@@ -3,7 +3,8 @@
 
 For each case - random tiny and odd configs of Mixtral, Qwen2-MoE, OLMoE and Qwen3-MoE: 4 to 16
 experts, top-1/2/4, the shared expert (Qwen2-MoE) on and off (the other families),
-norm_topk_prob both ways, dense layers mixed in (mlp_only_layers, decoder_sparse_step), and
+norm_topk_prob both ways, dense layers mixed in (mlp_only_layers, decoder_sparse_step), Mixtral
+with a sliding window shorter than the prompt, and
 routers with tied rows whose tied experts are identical (a tie in the top-k then cannot change
 the output, whichever expert wins it) - this script
 
@@ -77,6 +78,9 @@ CASES = [
     ("mixtral-e16-top4-192", "mixtral",
      dict(**_attn(192, 3, 3), num_hidden_layers=2, intermediate_size=160, num_local_experts=16, num_experts_per_tok=4,
           vocab_size=1009, tie_word_embeddings=False, sliding_window=None), 10000.0, False),
+    ("mixtral-e4-top2-window12", "mixtral",
+     dict(**_attn(160, 5, 5), num_hidden_layers=2, intermediate_size=224, num_local_experts=4, num_experts_per_tok=2,
+          vocab_size=1011, tie_word_embeddings=False, sliding_window=12), 10000.0, False),
     ("mixtral-e4-top2-tied-router", "mixtral",
      dict(**_attn(128, 2, 1), num_hidden_layers=2, intermediate_size=200, num_local_experts=4, num_experts_per_tok=2,
           vocab_size=1003, tie_word_embeddings=False, sliding_window=None), 10000.0, True),

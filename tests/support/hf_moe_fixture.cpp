@@ -84,7 +84,7 @@ HfMoeModel make_hf_moe(const HfMoeSpec &s) {
     if (s.type == "mixtral") {
         c["num_local_experts"] = s.experts;
         c["intermediate_size"] = s.ff_expert;
-        c["sliding_window"] = nullptr;
+        c["sliding_window"] = s.sliding_window ? json(s.sliding_window) : json(nullptr);
         c["router_jitter_noise"] = 0.0;
     } else {
         c["num_experts"] = s.experts;

@@ -22,6 +22,7 @@ struct HfMoeSpec {
     bool norm_topk = false;  // qwen, olmoe: norm_topk_prob (mixtral always renormalises)
     uint32_t sparse_step = 1;                // qwen: decoder_sparse_step
     std::vector<uint32_t> mlp_only_layers;   // qwen: dense layers
+    uint32_t sliding_window = 0;             // mixtral (0: null)
     bool fused = false;
     bool tied = false;
     gpt::DType dtype = gpt::DType::F32;

@@ -1,6 +1,6 @@
 // hf_config_moe.cpp - config.json of the mixture-of-experts families (mixtral, qwen2_moe,
-// olmoe, qwen3_moe): the attention part read as the dense family each one extends, then the
-// experts. Missing expert keys take the transformers config class's defaults, as
+// olmoe, qwen3_moe): the attention part read as the dense family each one extends (Mixtral:
+// Mistral's sliding window on every layer), then the experts. Missing expert keys take the transformers config class's defaults, as
 // transformers itself would; anything the engine cannot run is refused by key.
 #include "convert/hf_config_fields.h"
 
@@ -91,10 +91,8 @@ void read_moe_family(HfConfig &h, const Fields &f, const std::string &src) {
     if (c.n_experts_used > c.n_experts)
         fail(GPT_ERR_FORMAT, "%s: \"num_experts_per_tok\" %u is more than the %u experts (\"%s\")", src.c_str(), c.n_experts_used,
              c.n_experts, n_key);
-    // The engine's MoE layers attend over every earlier key; a window that binds is refused.
-    if (c.sliding_window)
-        fail(GPT_ERR_UNSUPPORTED, "%s: sliding_window %u (shorter than the context %u) is not supported for %s", src.c_str(),
-             c.sliding_window, c.context_length, type.c_str());
+    // Mixtral keeps Mistral's window on every layer (read above); Qwen-MoE's windowed layers
+    // have followed different rules across transformers versions: refused.
     if (qwen && f.bool_or("use_sliding_window", false))
         fail(GPT_ERR_UNSUPPORTED, "%s: use_sliding_window is true; %s runs here with full attention only", src.c_str(), type.c_str());
     // output_router_logits, router_aux_loss_coef and router_jitter_noise concern training only.
