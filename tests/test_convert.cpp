@@ -1964,6 +1964,8 @@ void test_convert_moe_rejects(void **) {
          GPT_ERR_FORMAT, {"model.layers.2.mlp.shared_expert_gate.weight", "missing"}},
         {"mlp_only_layers past the layers", qwen2, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["mlp_only_layers"] = {0, 3}; },
          GPT_ERR_FORMAT, {"config.json", "mlp_only_layers", "3"}},
+        {"a billion layers", qwen2, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["num_hidden_layers"] = 1000000000; },
+         GPT_ERR_FORMAT, {"config.json", "num_hidden_layers"}},
         {"decoder_sparse_step 0", qwen2, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["decoder_sparse_step"] = 0; },
          GPT_ERR_FORMAT, {"config.json", "decoder_sparse_step"}},
         {"olmoe clip_qkv", [] { HfMoeSpec s; s.type = "olmoe"; return s; }(),

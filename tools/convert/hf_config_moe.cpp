@@ -21,6 +21,8 @@ const char *base_type(const std::string &type) {
 // Which layers are MoE under Qwen2-MoE / Qwen3-MoE's rule: layer i is sparse unless it is in
 // mlp_only_layers, and only when (i + 1) % decoder_sparse_step == 0. Empty: every layer.
 std::vector<uint8_t> qwen_moe_layers(const Fields &f, uint32_t n_layers, const std::string &src) {
+    // ModelConfig::validate's limit, checked before a flag per layer is allocated.
+    if (n_layers > 1024) fail(GPT_ERR_FORMAT, "%s: \"num_hidden_layers\" %u is more than 1024", src.c_str(), n_layers);
     const uint32_t step = f.u32_or("decoder_sparse_step", 1);
     std::set<uint32_t> dense;
     if (f.has("mlp_only_layers")) {
