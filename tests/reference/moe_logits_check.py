@@ -10,8 +10,9 @@ the output, whichever expert wins it) - this script
 
   1. builds the model with transformers (fp32, eager attention), perturbs every parameter
      (norm weights around 1, biases non-zero, routers spread so that the top-k is decisive)
-     and saves it with save_pretrained (safetensors, fp32; per-expert modules or transformers
-     5's fused experts, whichever this transformers writes: the line per case says which);
+     and saves it with save_pretrained (safetensors, fp32): transformers 5 writes the
+     checkpoints' per-expert modules by default and, for every other case here, its fused
+     runtime tensors (save_original_format=False); each line says which layout was read;
   2. runs `BUILD/tools/gpt convert DIR OUT.gpt --dtype f32 --force`;
   3. for each device (default: cpu and CUDA device 0) runs our engine through the public API
      (BUILD/tests/dump_logits): the logits of every position of a 16-token prompt, and 64
@@ -32,6 +33,7 @@ note). --only NAME runs the cases whose name contains NAME; --tokens N the greed
 """
 
 import argparse
+import inspect
 import math
 import os
 import sys
@@ -195,7 +197,12 @@ def check_case(idx, name, family, kwargs, theta, tie, args):
     model = build(family, kwargs, theta, tie, seed)
     d = os.path.join(args.out_dir, name)
     gpt_file = d + ".gpt"
-    model.save_pretrained(d, safe_serialization=True)
+    # transformers 5 saves the checkpoints' per-expert layout by default (its reverse weight
+    # conversion); every other case keeps its fused runtime layout, so both are converted.
+    save_kw = {}
+    if idx % 2 and "save_original_format" in inspect.signature(model.save_pretrained).parameters:
+        save_kw["save_original_format"] = False
+    model.save_pretrained(d, safe_serialization=True, **save_kw)
     layout = saved_layout(d)
     t0 = time.time()
     run([args.gpt, "convert", d, gpt_file, "--dtype", "f32", "--force", "--quiet", "--no-progress"], "gpt convert")
