@@ -1790,6 +1790,9 @@ void check_moe(const HfMoeSpec &spec, const char *label) {
         assert_true(r.result.verified);
         check_tensors(path, want, out, what);
         expect_moe_config(read_config(path), m, what);
+        char experts[96];
+        std::snprintf(experts, sizeof experts, "experts     %u a layer, top-%u", spec.experts, spec.top_k);
+        if (!contains(cv::format_summary(r.result), experts)) fail_msg("%s: the summary has no \"%s\"", what, experts);
         const std::vector<float> got = engine_logits(path, toks, spec.vocab);
         if (out != DType::F32) continue;
         RefInput ref = moe_reference_input(m, want);
