@@ -1,6 +1,7 @@
 // test_convert.cpp - `gpt convert` end to end on checkpoints the test writes itself: Hugging
 // Face directories (tests/support/hf_fixture: safetensors, single file and sharded with an
-// index; config.json for gpt2, llama, mistral, qwen2, gemma2, gemma3_text) and llama2.c checkpoints
+// index; config.json for gpt2, llama, mistral, qwen2, gemma2, gemma3_text; hf_moe_fixture:
+// mixtral, qwen2_moe, olmoe, qwen3_moe, experts per module or fused) and llama2.c checkpoints
 // (tests/support/llama2c_fixture: v0 and v1, shared and unshared classifier, GQA),
 // converted to every dtype.
 //
@@ -30,6 +31,7 @@
 #include "dtype_values.h"
 #include "files.h"
 #include "hf_fixture.h"
+#include "hf_moe_fixture.h"
 #include "llama2c_fixture.h"
 #include "model/config.h"
 #include "reference.h"
@@ -43,6 +45,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <map>
 #include <random>
 #include <spawn.h>
@@ -67,6 +70,8 @@ using gpt::DType;
 using nlohmann::json;
 namespace cv = gpt::convert;
 using fixture::HfModel;
+using fixture::HfMoeModel;
+using fixture::HfMoeSpec;
 using fixture::HfSpec;
 using fixture::L2cModel;
 using fixture::L2cSpec;
@@ -1609,7 +1614,7 @@ void check_quantized(const std::string &src, Scratch &sc, const char *label) {
                 const gpt::format::TensorEntry *e = f->find(t.name);
                 if (!e) fail_msg("%s: '%s' missing", what, t.name.c_str());
                 const std::vector<uint64_t> shape(t.dims, t.dims + t.ndim);
-                if (!gpt::format::quantizable(shape, g)) {
+                if (!gpt::format::quantizable(t.name, shape, g)) {
                     if (e->dtype != DType::F32 || e->nbytes != t.nbytes || std::memcmp(f->data(*e), ref->data(t), t.nbytes) != 0)
                         fail_msg("%s: '%s' is not the f32 tensor unchanged", what, t.name.c_str());
                     continue;
@@ -1654,6 +1659,411 @@ void test_convert_quantized(void **) {
         write_hf_dir(sc.src, m.config, m.entries(), 1);
         check_quantized(sc.src, sc, "gemma2 (bf16 source, f32 norms)");
     }
+}
+
+// ---------------------------------------------------------------- mixture of experts
+
+// Every output tensor of a MoE checkpoint, stated from the fixture's per-expert modules:
+// attention as the dense families; a MoE layer's router as is, expert e's gate rows then up
+// rows from row e * 2 ff, its down rows from row e * d; Qwen2-MoE's shared expert fused
+// gate | up; a dense layer (qwen's mlp_only_layers / decoder_sparse_step) as llama's FFN.
+WantMap expected_moe(const HfMoeModel &m) {
+    const HfMoeSpec &s = m.spec;
+    const HfModel &f = m.hf;
+    const uint64_t d = s.d, v = s.vocab, hd = m.hd(), qd = s.heads * hd, kvd = s.kv * hd, ff = s.ff_expert, E = s.experts;
+    WantMap w;
+    w["tok_emb.weight"] = {{v, d}, f.v("model.embed_tokens.weight")};
+    for (uint32_t i = 0; i < s.layers; i++) {
+        const std::string h = "model.layers." + std::to_string(i) + ".", at = h + "self_attn.", o = "blk." + std::to_string(i) + ".";
+        w[o + "attn_norm.weight"] = {{d}, f.v(h + "input_layernorm.weight")};
+        w[o + "attn_qkv.weight"] = {{qd + 2 * kvd, d}, concat({&f.v(at + "q_proj.weight"), &f.v(at + "k_proj.weight"), &f.v(at + "v_proj.weight")})};
+        if (s.type == "qwen2_moe")
+            w[o + "attn_qkv.bias"] = {{qd + 2 * kvd}, concat({&f.v(at + "q_proj.bias"), &f.v(at + "k_proj.bias"), &f.v(at + "v_proj.bias")})};
+        if (s.type == "qwen3_moe" || s.type == "olmoe") {
+            const bool whole = s.type == "olmoe";
+            w[o + "attn_q_norm.weight"] = {{whole ? qd : hd}, f.v(at + "q_norm.weight")};
+            w[o + "attn_k_norm.weight"] = {{whole ? kvd : hd}, f.v(at + "k_norm.weight")};
+        }
+        w[o + "attn_out.weight"] = {{d, qd}, f.v(at + "o_proj.weight")};
+        w[o + "ffn_norm.weight"] = {{d}, f.v(h + "post_attention_layernorm.weight")};
+        if (!m.moe_layer(i)) {
+            w[o + "ffn_gate_up.weight"] = {{2 * (uint64_t)s.ff_dense, d}, concat({&f.v(h + "mlp.gate_proj.weight"), &f.v(h + "mlp.up_proj.weight")})};
+            w[o + "ffn_down.weight"] = {{d, s.ff_dense}, f.v(h + "mlp.down_proj.weight")};
+            continue;
+        }
+        w[o + "ffn_router.weight"] = {{E, d}, f.v(m.router(i))};
+        std::vector<float> gate_up, down;
+        for (uint32_t e = 0; e < E; e++) {
+            for (const char *which : {"gate", "up"}) {
+                const std::vector<float> &x = f.v(m.expert(i, e, which));
+                gate_up.insert(gate_up.end(), x.begin(), x.end());
+            }
+            const std::vector<float> &x = f.v(m.expert(i, e, "down"));
+            down.insert(down.end(), x.begin(), x.end());
+        }
+        w[o + "ffn_experts_gate_up.weight"] = {{E * 2 * ff, d}, gate_up};
+        w[o + "ffn_experts_down.weight"] = {{E * d, ff}, down};
+        if (s.type == "qwen2_moe") {
+            const std::string se = h + "mlp.shared_expert.";
+            w[o + "ffn_shared_gate_up.weight"] = {{2 * (uint64_t)s.ff_shared, d}, concat({&f.v(se + "gate_proj.weight"), &f.v(se + "up_proj.weight")})};
+            w[o + "ffn_shared_down.weight"] = {{d, s.ff_shared}, f.v(se + "down_proj.weight")};
+            w[o + "ffn_shared_gate.weight"] = {{1, d}, f.v(h + "mlp.shared_expert_gate.weight")};
+        }
+    }
+    w["out_norm.weight"] = {{d}, f.v("model.norm.weight")};
+    if (!s.tied) w["lm_head.weight"] = {{v, d}, f.v("lm_head.weight")};
+    return w;
+}
+
+gpt_arch moe_arch(const std::string &type) {
+    if (type == "mixtral") return GPT_ARCH_MIXTRAL;
+    if (type == "qwen2_moe") return GPT_ARCH_QWEN2_MOE;
+    if (type == "olmoe") return GPT_ARCH_OLMOE;
+    return GPT_ARCH_QWEN3_MOE;
+}
+
+// The converted file's expert keys, from the spec (not from the converter's reading of it).
+void expect_moe_config(const gpt::ModelConfig &c, const HfMoeModel &m, const char *what) {
+    const HfMoeSpec &s = m.spec;
+    const bool qwen = m.qwen();
+    if (c.arch != moe_arch(s.type)) fail_msg("%s: architecture %d", what, (int)c.arch);
+    assert_int_equal(c.n_experts, s.experts);
+    assert_int_equal(c.n_experts_used, s.top_k);
+    assert_int_equal(c.d_ff_expert, s.ff_expert);
+    assert_int_equal(c.d_ff, qwen ? s.ff_dense : s.ff_expert);
+    assert_int_equal(c.d_ff_shared, s.type == "qwen2_moe" ? s.ff_shared : 0);
+    assert_int_equal(c.norm_topk_prob, s.type == "mixtral" ? true : s.norm_topk);
+    std::vector<uint8_t> layers;
+    bool all = true;
+    for (uint32_t i = 0; i < s.layers; i++) {
+        layers.push_back(m.moe_layer(i));
+        all = all && m.moe_layer(i);
+    }
+    if (all) layers.clear();
+    if (c.moe_layers != layers) fail_msg("%s: model.moe_layers differs from the spec's dense layers", what);
+    assert_int_equal(c.qkv_bias, s.type == "qwen2_moe");
+    assert_int_equal(c.head_dim, m.hd());
+    assert_int_equal(c.sliding_window, s.sliding_window);
+    assert_true(c.window_layers.empty()); // Mixtral: every layer
+}
+
+// The naive double reference's model from the spec (not from the converted file) and the
+// expected tensors (from the per-expert modules).
+RefInput moe_reference_input(const HfMoeModel &m, const WantMap &want) {
+    const HfMoeSpec &s = m.spec;
+    RefInput r;
+    gpt::ModelConfig &c = r.config;
+    c.arch = moe_arch(s.type);
+    c.n_layers = s.layers, c.d_model = s.d, c.n_heads = s.heads, c.n_kv_heads = s.kv, c.head_dim = m.hd();
+    c.d_ff = m.qwen() ? s.ff_dense : s.ff_expert, c.vocab_size = s.vocab, c.context_length = s.ctx, c.norm_eps = 1e-5f;
+    c.rope_theta = 10000.0f, c.tied_head = s.tied, c.qkv_bias = s.type == "qwen2_moe";
+    c.n_experts = s.experts, c.n_experts_used = s.top_k, c.d_ff_expert = s.ff_expert;
+    c.d_ff_shared = s.type == "qwen2_moe" ? s.ff_shared : 0;
+    c.norm_topk_prob = s.type == "mixtral" || s.norm_topk;
+    for (uint32_t i = 0; i < s.layers; i++) c.moe_layers.push_back(m.moe_layer(i));
+    c.sliding_window = s.sliding_window;
+    for (const auto &[name, w] : want) r.tensors[name] = w.values;
+    return r;
+}
+
+// Routing closer than this (probability gap at the top-k boundary) may go either way in f32.
+constexpr double kAmbiguousRouting = 1e-6;
+
+// Converts a MoE fixture in its own dtype, f32 and bf16: every tensor exactly the stacked
+// modules, the expert keys as the spec says, the engine runs it (the converter's own
+// verification); the f32 file's logits match the naive double reference's on the spec's
+// config and the modules' values (1e-4); then q8: the quantization rule holds, the router
+// and the shared expert's gate kept in the source's float dtype.
+void check_moe(const HfMoeSpec &spec, const char *label) {
+    Scratch sc;
+    const HfMoeModel m = fixture::make_hf_moe(spec);
+    write_hf_dir(sc.src, m.hf.config, m.hf.entries(), spec.shards);
+    const WantMap want = expected_moe(m);
+    const std::vector<int32_t> toks = test_tokens(spec.vocab, 9, spec.seed + 100);
+    for (uint32_t req : {(uint32_t)GPT_DTYPE_AUTO, (uint32_t)GPT_DTYPE_F32, (uint32_t)GPT_DTYPE_BF16}) {
+        const DType out = req == GPT_DTYPE_AUTO ? spec.dtype : req == GPT_DTYPE_F32 ? DType::F32 : DType::BF16;
+        char what[200];
+        std::snprintf(what, sizeof what, "%s (%s source, --dtype %s)", label, dt_name(spec.dtype), req == GPT_DTYPE_AUTO ? "default" : dt_name(out));
+        const std::string path = sc.in_out("model.gpt");
+        const Run r = convert(sc.src, path, req, /*force=*/true);
+        expect_ok(r, what);
+        assert_true(r.result.verified);
+        check_tensors(path, want, out, what);
+        expect_moe_config(read_config(path), m, what);
+        char experts[96];
+        std::snprintf(experts, sizeof experts, "experts     %u a layer, top-%u", spec.experts, spec.top_k);
+        if (!contains(cv::format_summary(r.result), experts)) fail_msg("%s: the summary has no \"%s\"", what, experts);
+        const std::vector<float> got = engine_logits(path, toks, spec.vocab);
+        if (out != DType::F32) continue;
+        RefInput ref = moe_reference_input(m, want);
+        ref.layout.max_seq = (uint32_t)toks.size();
+        double gap = INFINITY;
+        const std::vector<double> want_logits = reference::forward(ref.config, ref.tensors, toks, ref.layout, &gap);
+        if (gap < kAmbiguousRouting) fail_msg("%s: routing gap %.2g: draw the fixture with another seed", what, gap);
+        expect_logits_close(got, want_logits, what);
+    }
+    const std::string qpath = sc.in_out("q8.gpt");
+    expect_ok(convert(sc.src, qpath, GPT_DTYPE_Q8, true), label);
+    gpt::format::ReadOptions ro;
+    auto f = gpt::format::WeightFile::open(qpath, ro);
+    size_t routers = 0, experts_quantized = 0;
+    for (const auto &t : f->tensors()) {
+        const std::vector<uint64_t> shape(t.dims, t.dims + t.ndim);
+        const bool gate = contains(t.name, "ffn_router") || contains(t.name, "ffn_shared_gate.");
+        if (gate && t.dtype != spec.dtype) fail_msg("%s q8: '%s' is %s, not the source's float dtype", label, t.name.c_str(), gpt::dtype_name(t.dtype));
+        if ((t.dtype == DType::Q8) != gpt::format::quantizable(t.name, shape, gpt::format::kDefaultGroup))
+            fail_msg("%s q8: '%s' is %s against the quantization rule", label, t.name.c_str(), gpt::dtype_name(t.dtype));
+        routers += contains(t.name, "ffn_router");
+        experts_quantized += contains(t.name, "ffn_experts_") && t.dtype == DType::Q8;
+    }
+    if (!experts_quantized) fail_msg("%s q8: no expert tensor quantized", label);
+    size_t moe_layers = 0;
+    for (uint32_t i = 0; i < spec.layers; i++) moe_layers += m.moe_layer(i);
+    assert_int_equal(routers, moe_layers);
+}
+
+void test_convert_mixtral(void **) {
+    HfMoeSpec s;
+    s.type = "mixtral", s.experts = 4, s.top_k = 2, s.seed = 71;
+    check_moe(s, "mixtral 4 experts top-2, block_sparse_moe modules");
+    s.fused = true, s.experts = 5, s.top_k = 1, s.dtype = DType::BF16, s.shards = 3, s.seed = 72;
+    check_moe(s, "mixtral 5 experts top-1, transformers 5 fused experts, bf16, 3 shards");
+    s.fused = false, s.experts = 4, s.top_k = 2, s.dtype = DType::F32, s.shards = 1, s.sliding_window = 4, s.seed = 79;
+    check_moe(s, "mixtral with a sliding window of 4 (under a 9-token prompt)");
+}
+
+void test_convert_qwen2_moe(void **) {
+    HfMoeSpec s;
+    s.type = "qwen2_moe", s.experts = 8, s.top_k = 4, s.ff_expert = 16, s.ff_shared = 24, s.norm_topk = false, s.seed = 73;
+    s.layers = 4, s.sparse_step = 2, s.mlp_only_layers = {3}; // layer 1 alone is MoE
+    check_moe(s, "qwen2_moe 8 experts top-4, shared expert, decoder_sparse_step 2 and mlp_only_layers");
+    s.fused = true, s.norm_topk = true, s.sparse_step = 1, s.mlp_only_layers = {0}, s.dtype = DType::F16, s.seed = 74;
+    check_moe(s, "qwen2_moe fused, norm_topk_prob, layer 0 dense, f16");
+}
+
+void test_convert_olmoe(void **) {
+    HfMoeSpec s;
+    s.type = "olmoe", s.experts = 16, s.top_k = 4, s.ff_expert = 8, s.heads = 4, s.kv = 4, s.seed = 75;
+    check_moe(s, "olmoe 16 experts top-4, whole-projection q/k norms");
+    s.fused = true, s.kv = 2, s.norm_topk = true, s.tied = true, s.seed = 76;
+    check_moe(s, "olmoe fused, GQA, norm_topk_prob, tied");
+}
+
+void test_convert_qwen3_moe(void **) {
+    HfMoeSpec s;
+    s.type = "qwen3_moe", s.experts = 6, s.top_k = 2, s.head_dim = 12, s.norm_topk = true, s.seed = 77;
+    check_moe(s, "qwen3_moe 6 experts top-2, head_dim 12");
+    s.fused = true, s.experts = 4, s.top_k = 4, s.norm_topk = false, s.layers = 2, s.mlp_only_layers = {1}, s.seed = 78;
+    check_moe(s, "qwen3_moe fused, top-4 of 4, layer 1 dense");
+}
+
+// Every expert identical and the chosen weights renormalised: the MoE FFN is that expert,
+// so the engine's logits must match the naive reference's dense model (Llama for Mixtral,
+// Qwen3 for Qwen3-MoE) on expert 0's weights - whatever the router picks. This checks
+// gate/up order and the down layout end to end through the engine.
+void check_moe_as_dense(HfMoeSpec s, const char *label) {
+    Scratch sc;
+    s.norm_topk = true;
+    HfMoeModel m = fixture::make_hf_moe(s);
+    for (uint32_t i = 0; i < s.layers; i++)
+        for (uint32_t e = 1; e < s.experts; e++)
+            for (const char *which : {"gate", "up", "down"}) m.hf.values[m.expert(i, e, which)] = m.hf.v(m.expert(i, 0, which));
+    if (s.fused) m.restack();
+    write_hf_dir(sc.src, m.hf.config, m.hf.entries(), 1);
+    const std::string path = sc.in_out("m.gpt");
+    expect_ok(convert(sc.src, path, GPT_DTYPE_F32), label);
+
+    const HfModel &f = m.hf;
+    RefInput ref;
+    gpt::ModelConfig &c = ref.config;
+    c.arch = s.type == "qwen3_moe" ? GPT_ARCH_QWEN3 : GPT_ARCH_LLAMA;
+    c.n_layers = s.layers, c.d_model = s.d, c.n_heads = s.heads, c.n_kv_heads = s.kv, c.head_dim = m.hd();
+    c.d_ff = s.ff_expert, c.vocab_size = s.vocab, c.context_length = s.ctx, c.norm_eps = 1e-5f, c.rope_theta = 10000.0f;
+    c.tied_head = s.tied;
+    reference::TensorMap &t = ref.tensors;
+    t["tok_emb.weight"] = f.v("model.embed_tokens.weight");
+    for (uint32_t i = 0; i < s.layers; i++) {
+        const std::string h = "model.layers." + std::to_string(i) + ".", at = h + "self_attn.", o = "blk." + std::to_string(i) + ".";
+        t[o + "attn_norm.weight"] = f.v(h + "input_layernorm.weight");
+        t[o + "attn_qkv.weight"] = concat({&f.v(at + "q_proj.weight"), &f.v(at + "k_proj.weight"), &f.v(at + "v_proj.weight")});
+        if (c.arch == GPT_ARCH_QWEN3) {
+            t[o + "attn_q_norm.weight"] = f.v(at + "q_norm.weight");
+            t[o + "attn_k_norm.weight"] = f.v(at + "k_norm.weight");
+        }
+        t[o + "attn_out.weight"] = f.v(at + "o_proj.weight");
+        t[o + "ffn_norm.weight"] = f.v(h + "post_attention_layernorm.weight");
+        t[o + "ffn_gate_up.weight"] = concat({&f.v(m.expert(i, 0, "gate")), &f.v(m.expert(i, 0, "up"))});
+        t[o + "ffn_down.weight"] = f.v(m.expert(i, 0, "down"));
+    }
+    t["out_norm.weight"] = f.v("model.norm.weight");
+    if (!s.tied) t["lm_head.weight"] = f.v("lm_head.weight");
+    const std::vector<int32_t> toks = test_tokens(s.vocab, 8, s.seed + 7);
+    ref.layout.max_seq = (uint32_t)toks.size();
+    expect_logits_close(engine_logits(path, toks, s.vocab), ref.forward(toks), label);
+}
+
+void test_convert_moe_identical_experts(void **) {
+    HfMoeSpec s;
+    s.type = "mixtral", s.experts = 4, s.top_k = 2, s.seed = 81;
+    check_moe_as_dense(s, "mixtral, 4 identical experts top-2 = llama");
+    s.type = "qwen3_moe", s.experts = 8, s.top_k = 3, s.head_dim = 16, s.fused = true, s.seed = 82;
+    check_moe_as_dense(s, "qwen3_moe fused, 8 identical experts top-3 = qwen3");
+}
+
+// Damaged MoE checkpoints: each refused naming the tensor or the key, nothing written.
+void test_convert_moe_rejects(void **) {
+    struct Case {
+        const char *what;
+        HfMoeSpec spec;
+        std::function<void(HfMoeModel &, std::vector<StEntry> &, json &)> damage;
+        gpt_status status;
+        std::vector<std::string> names;
+    };
+    HfMoeSpec mixtral;
+    mixtral.type = "mixtral";
+    HfMoeSpec qwen2 = mixtral;
+    qwen2.type = "qwen2_moe";
+    HfMoeSpec fused = mixtral;
+    fused.fused = true;
+    auto drop = [](std::vector<StEntry> &e, const std::string &name) {
+        const size_t n = e.size();
+        e.erase(std::remove_if(e.begin(), e.end(), [&](const StEntry &x) { return x.name == name; }), e.end());
+        assert_int_equal(e.size(), n - 1);
+    };
+    auto reshape = [](std::vector<StEntry> &e, const std::string &name, std::vector<uint64_t> shape) {
+        for (auto &x : e)
+            if (x.name == name) {
+                uint64_t n = 4;
+                for (uint64_t s : shape) n *= s;
+                x.shape = shape;
+                x.bytes.assign(n, 0);
+                return;
+            }
+        fail_msg("no tensor %s", name.c_str());
+    };
+    const std::vector<Case> cases = {
+        {"an expert's w2 missing", mixtral, [&](HfMoeModel &, std::vector<StEntry> &e, json &) { drop(e, "model.layers.1.block_sparse_moe.experts.2.w2.weight"); },
+         GPT_ERR_FORMAT, {"model.layers.1.block_sparse_moe.experts.2.w2.weight", "missing"}},
+        {"an expert's up_proj of another width", qwen2,
+         [&](HfMoeModel &, std::vector<StEntry> &e, json &) { reshape(e, "model.layers.0.mlp.experts.1.up_proj.weight", {25, 32}); },
+         GPT_ERR_FORMAT, {"model.layers.0.mlp.experts.1.up_proj.weight", "[25, 32]", "[24, 32]"}},
+        {"the router's rows", mixtral, [&](HfMoeModel &, std::vector<StEntry> &e, json &) { reshape(e, "model.layers.2.block_sparse_moe.gate.weight", {5, 32}); },
+         GPT_ERR_FORMAT, {"model.layers.2.block_sparse_moe.gate.weight", "[5, 32]", "[4, 32]"}},
+        {"an expert more than num_local_experts", mixtral,
+         [&](HfMoeModel &, std::vector<StEntry> &e, json &) {
+             StEntry x = e[1];
+             x.name = "model.layers.0.block_sparse_moe.experts.4.w1.weight";
+             e.push_back(x);
+         },
+         GPT_ERR_FORMAT, {"model.layers.0.block_sparse_moe.experts.4.w1.weight", "not part of"}},
+        {"top-k above the experts", mixtral, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["num_experts_per_tok"] = 5; },
+         GPT_ERR_FORMAT, {"config.json", "num_experts_per_tok", "num_local_experts"}},
+        {"fused gate_up stored [E, d, 2ff]", fused,
+         [&](HfMoeModel &, std::vector<StEntry> &e, json &) { reshape(e, "model.layers.0.mlp.experts.gate_up_proj", {4, 32, 48}); },
+         GPT_ERR_FORMAT, {"model.layers.0.mlp.experts.gate_up_proj", "[4, 32, 48]", "[4, 48, 32]"}},
+        {"fused down_proj missing", fused, [&](HfMoeModel &, std::vector<StEntry> &e, json &) { drop(e, "model.layers.1.mlp.experts.down_proj"); },
+         GPT_ERR_FORMAT, {"model.layers.1.mlp.experts.down_proj", "missing"}},
+        {"a shared expert gate missing", qwen2, [&](HfMoeModel &, std::vector<StEntry> &e, json &) { drop(e, "model.layers.2.mlp.shared_expert_gate.weight"); },
+         GPT_ERR_FORMAT, {"model.layers.2.mlp.shared_expert_gate.weight", "missing"}},
+        {"mlp_only_layers past the layers", qwen2, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["mlp_only_layers"] = {0, 3}; },
+         GPT_ERR_FORMAT, {"config.json", "mlp_only_layers", "3"}},
+        {"a billion layers", qwen2, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["num_hidden_layers"] = 1000000000; },
+         GPT_ERR_FORMAT, {"config.json", "num_hidden_layers"}},
+        {"decoder_sparse_step 0", qwen2, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["decoder_sparse_step"] = 0; },
+         GPT_ERR_FORMAT, {"config.json", "decoder_sparse_step"}},
+        {"olmoe clip_qkv", [] { HfMoeSpec s; s.type = "olmoe"; return s; }(),
+         [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["clip_qkv"] = 8.0; }, GPT_ERR_UNSUPPORTED, {"config.json", "clip_qkv"}},
+        {"use_sliding_window", qwen2, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["use_sliding_window"] = true; c["sliding_window"] = 8; },
+         GPT_ERR_UNSUPPORTED, {"config.json", "sliding_window"}},
+        {"too many experts", mixtral, [&](HfMoeModel &, std::vector<StEntry> &, json &c) { c["num_local_experts"] = 100000; },
+         GPT_ERR_UNSUPPORTED, {"config.json", "num_local_experts"}},
+    };
+    for (const Case &k : cases) {
+        Scratch sc;
+        HfMoeModel m = fixture::make_hf_moe(k.spec);
+        std::vector<StEntry> e = m.hf.entries();
+        json c = json::parse(m.hf.config);
+        k.damage(m, e, c);
+        write_hf_dir(sc.src, c.dump(), e, 1);
+        const Run r = convert(sc.src, sc.in_out("m.gpt"));
+        if (r.status == GPT_OK) fail_msg("%s: converted, expected a failure", k.what);
+        if (r.status != k.status) fail_msg("%s: failed with %s (%s)", k.what, gpt_status_str(r.status), r.message.c_str());
+        for (const std::string &p : k.names)
+            if (!contains(r.message, p)) fail_msg("%s: message \"%s\" does not name \"%s\"", k.what, r.message.c_str(), p.c_str());
+        if (!list_dir(sc.out).empty()) fail_msg("%s: left a file in the output directory", k.what);
+        std::printf("# %s: %s\n", k.what, r.message.c_str());
+    }
+}
+
+// config.json of published MoE models (their keys as released): each family's expert keys.
+void test_convert_hf_config_moe(void **) {
+    const cv::HfConfig mixtral = parse_config(R"({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+        "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "max_position_embeddings": 32768, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+        "sliding_window": null, "num_local_experts": 8, "num_experts_per_tok": 2, "output_router_logits": false,
+        "router_aux_loss_coef": 0.02, "vocab_size": 32000, "tie_word_embeddings": false, "hidden_act": "silu",
+        "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "bfloat16"})");
+    assert_int_equal(mixtral.config.arch, GPT_ARCH_MIXTRAL);
+    assert_int_equal(mixtral.config.n_experts, 8);
+    assert_int_equal(mixtral.config.n_experts_used, 2);
+    assert_int_equal(mixtral.config.d_ff_expert, 14336);
+    assert_true(mixtral.config.norm_topk_prob);
+    assert_true(mixtral.config.moe_layers.empty());
+    assert_int_equal(mixtral.config.d_ff_shared, 0);
+
+    const cv::HfConfig qwen15 = parse_config(R"({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe",
+        "hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+        "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16, "num_experts": 60,
+        "num_experts_per_tok": 4, "norm_topk_prob": false, "decoder_sparse_step": 1, "max_position_embeddings": 8192,
+        "rope_theta": 1000000.0, "rms_norm_eps": 1e-06, "use_sliding_window": false, "sliding_window": 32768,
+        "max_window_layers": 21, "vocab_size": 151936, "tie_word_embeddings": false, "hidden_act": "silu",
+        "output_router_logits": false, "router_aux_loss_coef": 0.001, "bos_token_id": 151643, "eos_token_id": 151643})");
+    assert_int_equal(qwen15.config.arch, GPT_ARCH_QWEN2_MOE);
+    assert_int_equal(qwen15.config.n_experts, 60);
+    assert_int_equal(qwen15.config.n_experts_used, 4);
+    assert_int_equal(qwen15.config.d_ff_expert, 1408);
+    assert_int_equal(qwen15.config.d_ff_shared, 5632);
+    assert_int_equal(qwen15.config.d_ff, 5632);
+    assert_false(qwen15.config.norm_topk_prob);
+    assert_true(qwen15.config.qkv_bias);
+    assert_int_equal(qwen15.config.sliding_window, 0);
+
+    const cv::HfConfig olmoe = parse_config(R"({"architectures": ["OlmoeForCausalLM"], "model_type": "olmoe",
+        "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16, "num_attention_heads": 16,
+        "num_key_value_heads": 16, "num_experts": 64, "num_experts_per_tok": 8, "norm_topk_prob": false, "clip_qkv": null,
+        "max_position_embeddings": 4096, "rope_theta": 10000.0, "rope_scaling": null, "rms_norm_eps": 1e-05,
+        "attention_bias": false, "vocab_size": 50304, "tie_word_embeddings": false, "hidden_act": "silu",
+        "output_router_logits": false, "router_aux_loss_coef": 0.01, "bos_token_id": null, "eos_token_id": 50279})");
+    assert_int_equal(olmoe.config.arch, GPT_ARCH_OLMOE);
+    assert_int_equal(olmoe.config.n_experts, 64);
+    assert_int_equal(olmoe.config.n_experts_used, 8);
+    assert_int_equal(olmoe.config.d_ff_expert, 1024);
+    assert_false(olmoe.config.norm_topk_prob);
+    assert_false(olmoe.config.qkv_bias);
+
+    const cv::HfConfig qwen3 = parse_config(R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+        "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 48,
+        "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8,
+        "norm_topk_prob": true, "decoder_sparse_step": 1, "mlp_only_layers": [], "max_position_embeddings": 40960,
+        "rope_theta": 1000000.0, "rope_scaling": null, "rms_norm_eps": 1e-06, "attention_bias": false,
+        "use_sliding_window": false, "sliding_window": null, "max_window_layers": 48, "vocab_size": 151936,
+        "tie_word_embeddings": false, "hidden_act": "silu", "bos_token_id": 151643, "eos_token_id": 151645})");
+    assert_int_equal(qwen3.config.arch, GPT_ARCH_QWEN3_MOE);
+    assert_int_equal(qwen3.config.n_experts, 128);
+    assert_int_equal(qwen3.config.n_experts_used, 8);
+    assert_int_equal(qwen3.config.d_ff_expert, 768);
+    assert_int_equal(qwen3.config.head_dim, 128);
+    assert_true(qwen3.config.norm_topk_prob);
+    assert_true(qwen3.config.moe_layers.empty());
+    assert_int_equal(qwen3.config.d_ff_shared, 0);
+
+    // decoder_sparse_step 2 and mlp_only_layers [3]: layers 1 and 5 are MoE, the rest dense.
+    const cv::HfConfig mixed = parse_config(R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 96,
+        "moe_intermediate_size": 32, "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "num_experts": 8, "num_experts_per_tok": 2, "decoder_sparse_step": 2, "mlp_only_layers": [3],
+        "vocab_size": 100, "max_position_embeddings": 64})");
+    assert_true(mixed.config.moe_layers == std::vector<uint8_t>({0, 1, 0, 0, 0, 1}));
+    assert_false(mixed.config.norm_topk_prob); // Qwen3MoeConfig's default
 }
 
 // -------------------------------------------------------------------- output safety
@@ -1878,6 +2288,13 @@ int main(void) {
         cmocka_unit_test(test_convert_hf_config_gemma3),
         cmocka_unit_test(test_convert_hf_config_gpt2_defaults),
         cmocka_unit_test(test_convert_hf_config_rejects),
+        cmocka_unit_test(test_convert_hf_config_moe),
+        cmocka_unit_test(test_convert_mixtral),
+        cmocka_unit_test(test_convert_qwen2_moe),
+        cmocka_unit_test(test_convert_olmoe),
+        cmocka_unit_test(test_convert_qwen3_moe),
+        cmocka_unit_test(test_convert_moe_identical_experts),
+        cmocka_unit_test(test_convert_moe_rejects),
         cmocka_unit_test(test_convert_gpt2_tied),
         cmocka_unit_test(test_convert_gpt2_untied_sharded),
         cmocka_unit_test(test_convert_gpt2_tied_head_copy),

@@ -1363,7 +1363,7 @@ fixture::Model quantized_fixture(fixture::Spec s, DType q, uint32_t g) {
     fx.config.to_metadata(w.metadata());
     for (const gpt::TensorSlot &slot : gpt::tensor_table(fx.config)) {
         const std::vector<float> &v = fx.tensors.at(slot.name);
-        if (!gpt::format::quantizable(slot.shape, g)) {
+        if (!gpt::format::quantizable(slot.name, slot.shape, g)) {
             w.add_tensor(slot.name, DType::F32, slot.shape, v.data(), v.size() * 4);
             continue;
         }

@@ -233,7 +233,7 @@ size_t quantize_model(fixture::Model &m, DType t, uint32_t g) {
     size_t n = 0;
     for (const gpt::TensorSlot &slot : gpt::tensor_table(m.config)) {
         std::vector<float> &v = m.tensors.at(slot.name);
-        if (!gpt::format::quantizable(slot.shape, g)) {
+        if (!gpt::format::quantizable(slot.name, slot.shape, g)) {
             w.add_tensor(slot.name, DType::F32, slot.shape, v.data(), v.size() * 4);
             continue;
         }

@@ -3,7 +3,7 @@
 
 namespace gpt::keys {
 
-inline constexpr const char *kArchitecture = "general.architecture"; // str: "gpt2" | "llama" | "qwen3" | "phi3" | "gemma2" | "gemma3"
+inline constexpr const char *kArchitecture = "general.architecture"; // str: "gpt2" | "llama" | "qwen3" | "phi3" | "gemma2" | "gemma3" | "mixtral" | "qwen2_moe" | "olmoe" | "qwen3_moe"
 inline constexpr const char *kName = "general.name";                 // str, optional
 inline constexpr const char *kSource = "general.source";             // str, optional: what it was converted from
 
@@ -43,6 +43,13 @@ inline constexpr const char *kEmbedScale = "model.embed_scale";       // u32 0/1
 // Training-script GPTs (nanoGPT, minGPT, the lecture's gpt.py).
 inline constexpr const char *kFfnActivation = "model.ffn_activation"; // str, optional (gpt2): "gelu_tanh" (default) | "gelu_erf" | "relu"
 inline constexpr const char *kHeadBias = "model.head_bias";         // u32 0/1, optional (gpt2): the file holds lm_head.bias
+// Mixture of experts (mixtral, qwen2_moe, olmoe, qwen3_moe).
+inline constexpr const char *kNExperts = "model.n_experts";           // u32: experts per MoE layer (<= 256)
+inline constexpr const char *kNExpertsUsed = "model.n_experts_used";  // u32: top-k, 1 <= k <= n_experts
+inline constexpr const char *kDFFExpert = "model.d_ff_expert";        // u32: each expert's hidden width
+inline constexpr const char *kDFFShared = "model.d_ff_shared";        // u32, optional (qwen2_moe): the shared expert's width; absent or 0: none
+inline constexpr const char *kNormTopkProb = "model.norm_topk_prob";  // u32 0/1: renormalise the k chosen probabilities (mixtral: always 1)
+inline constexpr const char *kMoeLayers = "model.moe_layers";         // i32[n_layers] 0/1, optional: absent, every layer; 0, a dense FFN of width d_ff
 
 inline constexpr const char *kTokModel = "tokenizer.model";         // str: "none" | "bpe" | "spm" | "char"
 inline constexpr const char *kTokPre = "tokenizer.pre";             // str: "none" | "gpt2" | "llama3" | "qwen2" | "o200k" | "gpt2_digits"

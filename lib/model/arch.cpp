@@ -21,6 +21,10 @@ constexpr ArchEntry kArchitectures[] = {
     {GPT_ARCH_PHI3, "phi3", make_phi3},
     {GPT_ARCH_GEMMA2, "gemma2", make_gemma2},
     {GPT_ARCH_GEMMA3, "gemma3", make_gemma3},
+    {GPT_ARCH_MIXTRAL, "mixtral", make_mixtral},
+    {GPT_ARCH_QWEN2_MOE, "qwen2_moe", make_qwen2_moe},
+    {GPT_ARCH_OLMOE, "olmoe", make_olmoe},
+    {GPT_ARCH_QWEN3_MOE, "qwen3_moe", make_qwen3_moe},
 };
 
 } // namespace
@@ -68,6 +72,10 @@ ModelShape shape_dims(const ModelConfig &c) {
     s.head_dim = c.head_dim;
     s.d_ff = c.d_ff;
     s.vocab_size = c.vocab_size;
+    s.n_experts = c.n_experts;
+    s.n_experts_used = c.n_experts_used;
+    s.d_ff_expert = c.d_ff_expert;
+    s.d_ff_shared = c.d_ff_shared;
     return s;
 }
 

@@ -60,7 +60,8 @@ const char *arch_to_name(int arch);          // "?" for an unknown id
 std::vector<TensorSlot> tensor_table(const ModelConfig &c);
 // Parameter count (a tied head counted once).
 uint64_t parameter_count(const ModelConfig &c);
-// The dimensions of a config, with every feature off (each architecture sets its own).
+// The dimensions of a config (the expert ones too), with every feature off (each architecture
+// sets its own).
 ModelShape shape_dims(const ModelConfig &c);
 
 // The architectures (one file each).
@@ -70,5 +71,9 @@ std::unique_ptr<Architecture> make_qwen3(const ModelConfig &c);
 std::unique_ptr<Architecture> make_phi3(const ModelConfig &c);
 std::unique_ptr<Architecture> make_gemma2(const ModelConfig &c); // model/gemma.cpp
 std::unique_ptr<Architecture> make_gemma3(const ModelConfig &c); // model/gemma.cpp
+std::unique_ptr<Architecture> make_mixtral(const ModelConfig &c);
+std::unique_ptr<Architecture> make_qwen2_moe(const ModelConfig &c);
+std::unique_ptr<Architecture> make_olmoe(const ModelConfig &c);
+std::unique_ptr<Architecture> make_qwen3_moe(const ModelConfig &c);
 
 } // namespace gpt

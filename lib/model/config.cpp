@@ -35,6 +35,33 @@ void read_window_and_gemma(const format::Metadata &m, ModelConfig &c, const std:
     c.embed_scale = m.get_u32(keys::kEmbedScale, &flag) && flag != 0;
 }
 
+// The mixture-of-experts keys; validate() checks their values. Mixtral always renormalises
+// the chosen probabilities; the others say so in norm_topk_prob (absent: no, transformers'
+// default for OLMoE and Qwen2-MoE).
+void read_moe(const format::Metadata &m, ModelConfig &c, const std::string &source) {
+    if (!c.is_moe()) {
+        for (const char *k : {keys::kNExperts, keys::kNExpertsUsed, keys::kDFFExpert, keys::kDFFShared, keys::kNormTopkProb, keys::kMoeLayers})
+            if (m.find(k)) fail(GPT_ERR_FORMAT, "%s: %s is set on %s, which has no mixture of experts", source.c_str(), k, arch_to_name(c.arch));
+        return;
+    }
+    c.n_experts = m.require_u32(keys::kNExperts);
+    c.n_experts_used = m.require_u32(keys::kNExpertsUsed);
+    c.d_ff_expert = m.require_u32(keys::kDFFExpert);
+    m.get_u32(keys::kDFFShared, &c.d_ff_shared);
+    uint32_t flag = c.arch == GPT_ARCH_MIXTRAL ? 1 : 0;
+    m.get_u32(keys::kNormTopkProb, &flag);
+    if (flag > 1) fail(GPT_ERR_FORMAT, "%s: %s is %u; it is 0 or 1", source.c_str(), keys::kNormTopkProb, flag);
+    c.norm_topk_prob = flag != 0;
+    if (const std::vector<int32_t> *flags = m.get_i32s(keys::kMoeLayers)) {
+        if (flags->size() != c.n_layers)
+            fail(GPT_ERR_FORMAT, "%s: %s holds %zu flags for %u layers", source.c_str(), keys::kMoeLayers, flags->size(), c.n_layers);
+        for (int32_t f : *flags) {
+            if (f != 0 && f != 1) fail(GPT_ERR_FORMAT, "%s: %s holds %d; each flag is 0 or 1", source.c_str(), keys::kMoeLayers, f);
+            c.moe_layers.push_back((uint8_t)f);
+        }
+    }
+}
+
 } // namespace
 
 const char *ffn_activation_name(FfnActivation a) {
@@ -50,7 +77,7 @@ ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::str
     ModelConfig c;
     const std::string arch = m.require_str(keys::kArchitecture);
     const int a = arch_from_name(arch);
-    if (!a) fail(GPT_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (this library runs gpt2, llama, qwen3, phi3, gemma2 and gemma3)", source.c_str(),
+    if (!a) fail(GPT_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (this library runs gpt2, llama, qwen3, phi3, gemma2, gemma3, mixtral, qwen2_moe, olmoe and qwen3_moe)", source.c_str(),
                   arch.c_str());
     c.arch = (gpt_arch)a;
     m.get_str(keys::kName, &c.name);
@@ -73,6 +100,7 @@ ModelConfig ModelConfig::from_metadata(const format::Metadata &m, const std::str
         c.rope_theta = 0.0f;
     }
     read_window_and_gemma(m, c, source);
+    read_moe(m, c, source);
     uint32_t flag = 0;
     c.tied_head = m.get_u32(keys::kTiedHead, &flag) && flag != 0;
     flag = 0;
@@ -155,8 +183,36 @@ void ModelConfig::validate(const std::string &source) const {
         if (!window_layers.empty() && window_layers.size() != n_layers)
             fail(GPT_ERR_FORMAT, "%s: %s holds %zu flags for %u layers", s, keys::kWindowLayers, window_layers.size(), n_layers);
     }
+    validate_moe(source);
     if (bos_id < -1 || bos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: bos_id %d out of range", s, bos_id);
     if (eos_id < -1 || eos_id >= (int64_t)vocab_size) fail(GPT_ERR_FORMAT, "%s: eos_id %d out of range", s, eos_id);
+}
+
+void ModelConfig::validate_moe(const std::string &source) const {
+    const char *s = source.c_str();
+    if (!is_moe()) {
+        if (n_experts || n_experts_used || d_ff_expert || d_ff_shared || norm_topk_prob || !moe_layers.empty())
+            fail(GPT_ERR_FORMAT, "%s: expert fields set on %s, which has no mixture of experts", s, arch_to_name(arch));
+        return;
+    }
+    auto in_range = [&](const char *what, uint64_t v, uint64_t lo, uint64_t hi) {
+        if (v < lo || v > hi)
+            fail(GPT_ERR_FORMAT, "%s: %s is %llu, outside [%llu, %llu]", s, what, (unsigned long long)v, (unsigned long long)lo,
+                 (unsigned long long)hi);
+    };
+    // With d_model <= 2^16 the stacked expert matrices stay below 2^8 * 2^19 * 2^16 = 2^43 elements.
+    in_range(keys::kNExperts, n_experts, 1, kMaxExperts);
+    in_range(keys::kNExpertsUsed, n_experts_used, 1, n_experts);
+    in_range(keys::kDFFExpert, d_ff_expert, 1, 1u << 18);
+    in_range(keys::kDFFShared, d_ff_shared, 0, 1u << 18);
+    if (d_ff_shared && arch != GPT_ARCH_QWEN2_MOE)
+        fail(GPT_ERR_FORMAT, "%s: %s is set on %s; only qwen2_moe has a shared expert", s, keys::kDFFShared, arch_to_name(arch));
+    if (arch == GPT_ARCH_MIXTRAL && !norm_topk_prob)
+        fail(GPT_ERR_FORMAT, "%s: %s is 0 on mixtral, which always renormalises", s, keys::kNormTopkProb);
+    if (!moe_layers.empty() && moe_layers.size() != n_layers)
+        fail(GPT_ERR_FORMAT, "%s: %s holds %zu flags for %u layers", s, keys::kMoeLayers, moe_layers.size(), n_layers);
+    for (uint8_t f : moe_layers)
+        if (f > 1) fail(GPT_ERR_FORMAT, "%s: %s holds %u; each flag is 0 or 1", s, keys::kMoeLayers, (unsigned)f);
 }
 
 void ModelConfig::to_metadata(format::Metadata &m) const {
@@ -187,6 +243,14 @@ void ModelConfig::to_metadata(format::Metadata &m) const {
     if (query_pre_attn_scalar > 0) m.set(keys::kQueryPreAttnScalar, MetaValue::of_f32(query_pre_attn_scalar));
     if (arch == GPT_ARCH_GEMMA3) m.set(keys::kRopeThetaLocal, MetaValue::of_f32(rope_theta_local));
     if (embed_scale) m.set(keys::kEmbedScale, MetaValue::of_u32(1));
+    if (is_moe()) {
+        m.set(keys::kNExperts, MetaValue::of_u32(n_experts));
+        m.set(keys::kNExpertsUsed, MetaValue::of_u32(n_experts_used));
+        m.set(keys::kDFFExpert, MetaValue::of_u32(d_ff_expert));
+        if (d_ff_shared) m.set(keys::kDFFShared, MetaValue::of_u32(d_ff_shared));
+        m.set(keys::kNormTopkProb, MetaValue::of_u32(norm_topk_prob ? 1 : 0));
+        if (!moe_layers.empty()) m.set(keys::kMoeLayers, MetaValue::of_i32s(std::vector<int32_t>(moe_layers.begin(), moe_layers.end())));
+    }
     m.set(keys::kTiedHead, MetaValue::of_u32(tied_head ? 1 : 0));
     m.set(keys::kQkvBias, MetaValue::of_u32(qkv_bias ? 1 : 0));
     // Only when they differ from GPT-2's (older readers then still read every GPT-2 file).

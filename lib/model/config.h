@@ -47,6 +47,17 @@ struct ModelConfig {
     bool embed_scale = false;        // embeddings times sqrt(d_model)
     FfnActivation ffn_activation = FfnActivation::GELU_TANH; // gpt2 only
     bool head_bias = false;       // gpt2 only: lm_head.bias [vocab] added to the logits
+    // Mixture of experts (mixtral, qwen2_moe, olmoe, qwen3_moe; 0 / empty elsewhere): experts
+    // per MoE layer, how many each token uses (top-k), each expert's hidden width, the shared
+    // expert's (qwen2_moe; 0: none), whether the k chosen probabilities are renormalised, and
+    // which layers are MoE (empty: every layer; a 0 flag: a dense SwiGLU FFN of width d_ff).
+    uint32_t n_experts = 0;
+    uint32_t n_experts_used = 0;
+    uint32_t d_ff_expert = 0;
+    uint32_t d_ff_shared = 0;
+    bool norm_topk_prob = false;
+    std::vector<uint8_t> moe_layers;
+    static constexpr uint32_t kMaxExperts = 256; // Qwen3-MoE-235B and DeepSeek-V3 have 128 / 256
     int32_t bos_id = -1;
     int32_t eos_id = -1;
     // Every id that ends generation (tokenizer.eos_ids, else eos_id alone), eos_id first when
@@ -60,6 +71,13 @@ struct ModelConfig {
     bool rotary() const { return arch != GPT_ARCH_GPT2; }
     uint32_t rot_dim() const { return rope_dim ? rope_dim : head_dim; }
     bool is_gemma() const { return arch == GPT_ARCH_GEMMA2 || arch == GPT_ARCH_GEMMA3; }
+    bool is_moe() const {
+        return arch == GPT_ARCH_MIXTRAL || arch == GPT_ARCH_QWEN2_MOE || arch == GPT_ARCH_OLMOE || arch == GPT_ARCH_QWEN3_MOE;
+    }
+    // Whether layer i's FFN is a mixture of experts (else a dense SwiGLU of width d_ff).
+    bool moe_layer(uint32_t layer) const {
+        return is_moe() && (moe_layers.empty() || (layer < moe_layers.size() && moe_layers[layer]));
+    }
     // The window layer i attends over; 0: every earlier key.
     uint32_t window_of(uint32_t layer) const {
         if (!sliding_window) return 0;
@@ -71,6 +89,9 @@ struct ModelConfig {
     static ModelConfig from_metadata(const format::Metadata &m, const std::string &source);
     void validate(const std::string &source) const;
     void to_metadata(format::Metadata &m) const;
+
+private:
+    void validate_moe(const std::string &source) const;
 };
 
 } // namespace gpt

@@ -251,6 +251,16 @@ int main(int argc, char **argv) {
           R"("rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},)"
           R"("sliding_attention":{"rope_type":"default","rope_theta":10000.0}},"eos_token_id":[1,69]})");
 
+    // Mixtures of experts: Qwen2-MoE's dense layers (decoder_sparse_step, mlp_only_layers) and
+    // shared expert, Mixtral's expert keys.
+    write("fuzz_hf_config", "qwen2_moe.json",
+          R"({"model_type":"qwen2_moe","hidden_size":32,"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2,)"
+          R"("intermediate_size":48,"moe_intermediate_size":16,"shared_expert_intermediate_size":24,"num_experts":8,)"
+          R"("num_experts_per_tok":2,"norm_topk_prob":true,"decoder_sparse_step":2,"mlp_only_layers":[3],"vocab_size":50})");
+    write("fuzz_hf_config", "mixtral.json",
+          R"({"model_type":"mixtral","hidden_size":32,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":1,)"
+          R"("intermediate_size":40,"num_local_experts":4,"num_experts_per_tok":2,"sliding_window":null,"vocab_size":50})");
+
     {
         // A long eos_token_id list: repeats, ids outside the vocabulary, one past 32 bits.
         std::string eos;

@@ -68,6 +68,14 @@ gpt::ModelConfig config_of(const Spec &s) {
     c.qkv_bias = s.arch == GPT_ARCH_GPT2 || s.qkv_bias;
     c.ffn_activation = s.ffn_activation;
     c.head_bias = s.head_bias;
+    if (c.is_moe()) {
+        c.n_experts = s.n_experts;
+        c.n_experts_used = s.n_experts_used;
+        c.d_ff_expert = s.d_ff_expert;
+        c.d_ff_shared = s.d_ff_shared;
+        c.norm_topk_prob = s.arch == GPT_ARCH_MIXTRAL || s.norm_topk_prob;
+        c.moe_layers = s.moe_layers;
+    }
     c.bos_id = s.bos_id;
     c.eos_id = s.eos_id;
     if (s.eos_id >= 0) c.eos_ids.push_back(s.eos_id);

@@ -38,6 +38,11 @@ struct Spec {
     float attn_softcap = 0, logit_softcap = 0, query_pre_attn_scalar = 0;
     float rope_theta_local = 10000.0f;
     std::string chat_template;    // tokenizer.chat_template when not empty
+    // Mixture of experts (the MoE architectures): model/config.h's fields; mixtral always
+    // renormalises.
+    uint32_t n_experts = 4, n_experts_used = 2, d_ff_expert = 40, d_ff_shared = 0;
+    bool norm_topk_prob = false;
+    std::vector<uint8_t> moe_layers;
 };
 
 struct Model {

@@ -37,6 +37,17 @@ Vec linear(const std::vector<float> &w, const std::vector<float> *b, const Vec &
     return y;
 }
 
+// y = rows [row0, row0 + n) of W (row-major, x.size() columns) times x: one expert's slice
+// of a stacked expert matrix.
+Vec linear_rows(const std::vector<float> &w, size_t row0, size_t n, const Vec &x) {
+    const size_t cols = x.size();
+    if (w.size() < (row0 + n) * cols) throw std::runtime_error("reference: expert slice outside its matrix");
+    Vec y(n, 0.0);
+    for (size_t r = 0; r < n; r++)
+        for (size_t k = 0; k < cols; k++) y[r] += (double)w[(row0 + r) * cols + k] * x[k];
+    return y;
+}
+
 Vec layer_norm(const Vec &x, const std::vector<float> &w, const std::vector<float> &b, double eps) {
     const size_t d = x.size();
     double mean = 0;
@@ -177,16 +188,65 @@ std::vector<Vec> attend_all(std::vector<Vec> &q, std::vector<Vec> &k, const std:
     return out;
 }
 
+double silu_d(double x) { return x / (1.0 + std::exp(-x)); }
+
+// One SwiGLU expert: down(silu(gate h) * up h), gate|up rows [gu0, gu0 + 2 f) of gu, down
+// rows [down0, down0 + d) of dn.
+Vec swiglu_expert(const std::vector<float> &gu, size_t gu0, const std::vector<float> &dn, size_t down0, size_t f,
+                  const Vec &h) {
+    const Vec g = linear_rows(gu, gu0, 2 * f, h);
+    Vec a(f);
+    for (size_t j = 0; j < f; j++) a[j] = silu_d(g[j]) * g[f + j];
+    return linear_rows(dn, down0, h.size(), a);
+}
+
+// The mixture-of-experts FFN of one row (its H): softmax router, the k most probable experts
+// (ties to the lower index), weights renormalised with norm_topk_prob, plus the sigmoid-gated
+// shared expert. *min_gap: the smallest nonzero gap between the k-th and the (k+1)-th
+// probability seen, where float rounding could choose differently.
+Vec moe_ffn(const gpt::ModelConfig &c, const TensorMap &t, const std::string &p, const Vec &h, double *min_gap) {
+    const size_t d = c.d_model, E = c.n_experts, k = c.n_experts_used, fe = c.d_ff_expert, fs = c.d_ff_shared;
+    Vec prob = linear(tensor(t, p + "ffn_router.weight"), nullptr, h, E);
+    const double mx = *std::max_element(prob.begin(), prob.end());
+    double sum = 0;
+    for (double &v : prob) sum += (v = std::exp(v - mx));
+    for (double &v : prob) v /= sum;
+    std::vector<size_t> order(E);
+    for (size_t e = 0; e < E; e++) order[e] = e;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return prob[a] > prob[b]; });
+    if (k < E && min_gap) {
+        const double gap = prob[order[k - 1]] - prob[order[k]];
+        if (gap > 0) *min_gap = std::min(*min_gap, gap);
+    }
+    double chosen = 0;
+    for (size_t j = 0; j < k; j++) chosen += prob[order[j]];
+    Vec out(d, 0.0);
+    const auto &gu = tensor(t, p + "ffn_experts_gate_up.weight"), &dn = tensor(t, p + "ffn_experts_down.weight");
+    for (size_t j = 0; j < k; j++) {
+        const size_t e = order[j];
+        const double w = c.norm_topk_prob ? prob[e] / chosen : prob[e];
+        const Vec y = swiglu_expert(gu, e * 2 * fe, dn, e * d, fe, h);
+        for (size_t i = 0; i < d; i++) out[i] += w * y[i];
+    }
+    if (fs) {
+        const Vec y = swiglu_expert(tensor(t, p + "ffn_shared_gate_up.weight"), 0, tensor(t, p + "ffn_shared_down.weight"), 0, fs, h);
+        const double g = 1.0 / (1.0 + std::exp(-linear(tensor(t, p + "ffn_shared_gate.weight"), nullptr, h, 1)[0]));
+        for (size_t i = 0; i < d; i++) out[i] += g * y[i];
+    }
+    return out;
+}
+
 } // namespace
 
 std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const std::vector<int32_t> &tokens,
-                            const Layout &layout) {
+                            const Layout &layout, double *min_routing_gap) {
     const bool gpt2 = c.arch == GPT_ARCH_GPT2;
     const bool gemma = c.arch == GPT_ARCH_GEMMA2 || c.arch == GPT_ARCH_GEMMA3, gemma3 = c.arch == GPT_ARCH_GEMMA3;
     const size_t T = tokens.size(), d = c.d_model, V = c.vocab_size, hd = c.head_dim;
     const size_t nh = c.n_heads, nkv = c.n_kv_heads, qd = nh * hd, kvd = nkv * hd, ff = c.d_ff;
     const double eps = c.norm_eps;
-    const bool qk_norm = c.arch == GPT_ARCH_QWEN3 || gemma3;
+    const bool qk_norm = c.arch == GPT_ARCH_QWEN3 || c.arch == GPT_ARCH_QWEN3_MOE || gemma3;
+    const bool qk_norm_whole = c.arch == GPT_ARCH_OLMOE;
     const uint32_t max_seq = layout.max_seq ? layout.max_seq : c.context_length;
     const uint32_t rot = c.rope_dim ? c.rope_dim : c.head_dim;
     // The scaled main RoPE; Gemma-3's windowed (local) layers rotate with their own base, unscaled.
@@ -220,6 +280,10 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
             q[i].assign(qkv.begin(), qkv.begin() + qd);
             k[i].assign(qkv.begin() + qd, qkv.begin() + qd + kvd);
             v[i].assign(qkv.begin() + qd + kvd, qkv.end());
+            if (qk_norm_whole) { // OLMoE: one RMSNorm over all of q, one over all of k
+                q[i] = rms_norm(q[i], tensor(t, p + "attn_q_norm.weight"), eps);
+                k[i] = rms_norm(k[i], tensor(t, p + "attn_k_norm.weight"), eps);
+            }
         }
         AttentionParams ap;
         ap.interleaved = layout.interleaved_rope;
@@ -244,6 +308,12 @@ std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &t, const
         }
         // Feed-forward block.
         for (size_t i = 0; i < T; i++) {
+            if (c.moe_layer(l)) {
+                const Vec h = rms_norm(x[i], tensor(t, p + "ffn_norm.weight"), eps);
+                const Vec y = moe_ffn(c, t, p, h, min_routing_gap);
+                for (size_t j = 0; j < d; j++) x[i][j] += y[j];
+                continue;
+            }
             Vec f(ff);
             if (gpt2) {
                 const Vec h = layer_norm(x[i], tensor(t, p + "ffn_norm.weight"), tensor(t, p + "ffn_norm.bias"), eps);

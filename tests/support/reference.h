@@ -20,6 +20,11 @@
 //          its attention factor on cos and sin) and rotate the first rope_dim dimensions only.
 //   Qwen3: Llama with RMSNorm(q head) * attn_q_norm, RMSNorm(k head) * attn_k_norm before RoPE.
 //   Phi3:  Llama (fused tensors as stored).
+//   Mixtral, Qwen2-MoE, OLMoE, Qwen3-MoE: Llama (Qwen3-MoE: Qwen3's head norms; OLMoE: an
+//            RMSNorm over all of q and one over all of k before RoPE) whose FFN on a MoE layer
+//            is sum over the k most probable experts (softmax of W_router h; ties to the lower
+//            index) of p_e (divided by the k p's sum with norm_topk_prob) times
+//            W_down_e (silu(gate_e) * up_e), plus sigmoid(w_sg . h) times the shared expert.
 //   Gemma-2/3: x_t = tok_emb[tok_t] * sqrt(d_model) (rounded to the embedding's dtype); per
 //            layer h = RMSNorm(x) (stored weights are 1 + w); [q | k | v] = W_qkv h; Gemma-3:
 //            RMSNorm of each q and k head (attn_q_norm / attn_k_norm); RoPE with rope_theta
@@ -64,8 +69,11 @@ struct Layout {
 
 // Logits of every position, row-major [tokens.size()][vocab_size]. Tensors under the weight
 // file's names (model/weights.h), values as the engine sees them.
+// MoE architectures: *min_routing_gap (when given) is lowered to the smallest nonzero gap
+// between a row's k-th and (k+1)-th router probability, where the engine's f32 may choose
+// another expert than this double computation (a test then draws other weights).
 std::vector<double> forward(const gpt::ModelConfig &c, const TensorMap &tensors, const std::vector<int32_t> &tokens,
-                            const Layout &layout = Layout());
+                            const Layout &layout = Layout(), double *min_routing_gap = nullptr);
 inline std::vector<double> forward(const fixture::Model &m, const std::vector<int32_t> &tokens) {
     Layout l;
     l.embed_dtype = m.dtype;

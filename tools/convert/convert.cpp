@@ -489,6 +489,15 @@ std::string format_summary(const ConvertResult &r) {
         s += ")";
     }
     s += "\n";
+    if (c.n_experts) {
+        uint32_t moe = 0;
+        for (uint32_t i = 0; i < c.n_layers; i++) moe += c.moe_layer(i);
+        std::snprintf(buf, sizeof buf, "experts     %u a layer, top-%u%s, d_ff %u each%s on %u of %u layers", c.n_experts, c.n_experts_used,
+                      c.norm_topk_prob ? " renormalised" : "", c.d_ff_expert, c.d_ff_shared ? ", a shared expert" : "", moe, c.n_layers);
+        s += buf;
+        if (c.d_ff_shared) s += " (shared d_ff " + std::to_string(c.d_ff_shared) + ")";
+        s += "\n";
+    }
     std::snprintf(buf, sizeof buf, "parameters  %s in %zu tensors, %s (source %s)\n", with_commas(r.n_params).c_str(), r.n_tensors,
                   dtype_name(r.dtype), dtype_name(r.source_dtype));
     s += buf;

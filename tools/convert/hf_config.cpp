@@ -1,5 +1,6 @@
 // hf_config.cpp - config.json of the supported model types -> ModelConfig.
 #include "convert/hf_config.h"
+#include "convert/hf_config_fields.h"
 
 #include "convert/fs_util.h"
 #include "convert/json_excerpt.h"
@@ -18,67 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-// Typed access to one JSON object, failing with the file and key in the message.
-class Fields {
-public:
-    Fields(const json &j, const std::string &source) : j_(j), src_(source) {}
-
-    // Present and not null.
-    bool has(const char *key) const { return j_.contains(key) && !j_[key].is_null(); }
-    // Present, perhaps null.
-    bool present(const char *key) const { return j_.contains(key); }
-    const json &at(const char *key) const { return j_[key]; }
-
-    uint32_t u32(const char *key) const {
-        if (!has(key)) fail(GPT_ERR_FORMAT, "%s: \"%s\" is missing", src_.c_str(), key);
-        const json &v = j_[key];
-        if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > 0x7fffffff)
-            fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a positive integer, not %s", src_.c_str(), key, json_excerpt(v).c_str());
-        return (uint32_t)v.get<int64_t>();
-    }
-    uint32_t u32_or(const char *key, uint32_t def) const { return has(key) ? u32(key) : def; }
-
-    double num_or(const char *key, double def) const {
-        if (!has(key)) return def;
-        const json &v = j_[key];
-        if (!v.is_number()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a number, not %s", src_.c_str(), key, json_excerpt(v).c_str());
-        return v.get<double>();
-    }
-    bool bool_or(const char *key, bool def) const {
-        if (!has(key)) return def;
-        const json &v = j_[key];
-        if (!v.is_boolean()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be true or false, not %s", src_.c_str(), key, json_excerpt(v).c_str());
-        return v.get<bool>();
-    }
-    std::string str_or(const char *key, const std::string &def) const {
-        if (!has(key)) return def;
-        const json &v = j_[key];
-        if (!v.is_string()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a string, not %s", src_.c_str(), key, json_excerpt(v).c_str());
-        return v.get<std::string>();
-    }
-    // A token id, a list of them, or null.
-    std::vector<int64_t> ids(const char *key) const {
-        std::vector<int64_t> out;
-        if (!has(key)) return out;
-        const json &v = j_[key];
-        auto one = [&](const json &x) {
-            if (!x.is_number_integer()) fail(GPT_ERR_FORMAT, "%s: \"%s\" must be a token id or a list of them, not %s", src_.c_str(), key, json_excerpt(v).c_str());
-            // Above 2^63 a 64-bit read would wrap (2^64 - 1 to -1): no such id, so refuse it.
-            if (x.is_number_unsigned() && x.get<uint64_t>() > (uint64_t)INT64_MAX)
-                fail(GPT_ERR_FORMAT, "%s: \"%s\" holds %s, which is not a token id", src_.c_str(), key, json_excerpt(x).c_str());
-            out.push_back(x.get<int64_t>());
-        };
-        if (v.is_array())
-            for (const json &x : v) one(x);
-        else one(v);
-        return out;
-    }
-
-private:
-    const json &j_;
-    const std::string &src_;
-};
-
 json parse_json(const std::string &text, const std::string &source) {
     try {
         json j = json::parse(text);
@@ -87,11 +27,6 @@ json parse_json(const std::string &text, const std::string &source) {
     } catch (const json::exception &e) {
         fail(GPT_ERR_FORMAT, "%s: malformed JSON: %s", source.c_str(), e.what());
     }
-}
-
-float finite_f32(double v, const char *key, const std::string &src) {
-    if (!std::isfinite(v) || std::fabs(v) > 3e38) fail(GPT_ERR_FORMAT, "%s: \"%s\" is %g", src.c_str(), key, v);
-    return (float)v;
 }
 
 const char *arch_label(const ModelConfig &c) { return c.arch == GPT_ARCH_GEMMA3 ? "gemma3" : "gemma2"; }
@@ -255,9 +190,11 @@ void set_window(ModelConfig &c, uint32_t window, std::vector<uint8_t> flags, boo
     c.window_layers = any && !all ? std::move(flags) : std::vector<uint8_t>();
 }
 
-void read_llama_family(HfConfig &h, const Fields &f, const std::string &src) {
+} // namespace
+
+// type: the dense family whose attention rules apply (the MoE readers pass their base).
+void read_llama_family(HfConfig &h, const Fields &f, const std::string &src, const std::string &type) {
     ModelConfig &c = h.config;
-    const std::string &type = h.model_type;
     c.arch = GPT_ARCH_LLAMA;
     c.d_model = f.u32("hidden_size");
     c.n_layers = f.u32("num_hidden_layers");
@@ -318,7 +255,7 @@ void read_llama_family(HfConfig &h, const Fields &f, const std::string &src) {
     if (type == "qwen3") {
         c.arch = GPT_ARCH_QWEN3;
         if (f.bool_or("use_sliding_window", false))
-            fail(GPT_ERR_UNSUPPORTED, "%s: use_sliding_window is true; qwen3 runs here with full attention only", src.c_str());
+            fail(GPT_ERR_UNSUPPORTED, "%s: use_sliding_window is true; %s runs here with full attention only", src.c_str(), h.model_type.c_str());
     }
     // Sliding windows as transformers applies them: Mistral on every layer whenever
     // sliding_window is set; Qwen2 only with use_sliding_window, on layers >= max_window_layers.
@@ -336,6 +273,8 @@ void read_llama_family(HfConfig &h, const Fields &f, const std::string &src) {
         }
     }
 }
+
+namespace {
 
 // Gemma's RoPE dicts: rope_scaling (linear or none; Gemma-3's applies to its global layers),
 // or transformers 5's rope_parameters, flat or keyed by layer type.
@@ -443,14 +382,15 @@ HfConfig parse_hf_config(const std::string &text, const std::string &src) {
     if (h.model_type == "gpt2") read_gpt2(h, f, src);
     else if (h.model_type == "llama" || h.model_type == "mistral" || h.model_type == "qwen2" || h.model_type == "qwen3" ||
              h.model_type == "phi3")
-        read_llama_family(h, f, src);
+        read_llama_family(h, f, src, h.model_type);
+    else if (is_moe_model_type(h.model_type)) read_moe_family(h, f, src);
     else if (h.model_type == "gemma2" || h.model_type == "gemma3_text") read_gemma(h, f, src);
     else if (h.model_type == "gemma3")
         fail(GPT_ERR_UNSUPPORTED, "%s: model_type 'gemma3' is the multimodal Gemma-3; only its text models (gemma3_text, e.g. "
                                   "gemma-3-1b) convert here", src.c_str());
     else
         fail(GPT_ERR_UNSUPPORTED,
-             "%s: model_type '%s' is not supported (supported: gpt2, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text)",
+             "%s: model_type '%s' is not supported (supported: gpt2, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text, mixtral, qwen2_moe, olmoe, qwen3_moe)",
              src.c_str(), h.model_type.c_str());
     h.torch_dtype = f.has("torch_dtype") ? f.str_or("torch_dtype", "") : f.str_or("dtype", "");
 

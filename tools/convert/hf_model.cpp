@@ -1,5 +1,7 @@
 // hf_model.cpp - Hugging Face tensor names -> our tensor table (see hf_model.h).
 #include "convert/hf_model.h"
+#include "convert/hf_model_moe.h"
+#include "convert/hf_source.h"
 
 #include "convert/fs_util.h"
 #include "core/error.h"
@@ -12,81 +14,6 @@ namespace gpt::convert {
 
 
 namespace {
-
-std::string shape_str(const std::vector<uint64_t> &s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-}
-
-bool ends_with(const std::string &s, const char *suffix) {
-    const size_t n = std::strlen(suffix);
-    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-// Looks tensors up by Hugging Face name, checks them and records which were used.
-class Source {
-public:
-    Source(const std::string &dir, const SafetensorsSet &st, const std::string &prefix) : dir_(dir), st_(st), prefix_(prefix) {}
-
-    // With the prefix first (gpt2's optional "transformer."), then without.
-    const StTensor *find(const std::string &name) const {
-        if (!prefix_.empty())
-            if (const StTensor *t = st_.find(prefix_ + name)) return t;
-        return st_.find(name);
-    }
-    const StTensor &need(const std::string &name) {
-        const StTensor *t = find(name);
-        if (!t)
-            fail(GPT_ERR_FORMAT, "%s (%s): tensor '%s%s' is missing", dir_.c_str(), st_.description().c_str(), prefix_.c_str(), name.c_str());
-        used_.insert(t->name);
-        return *t;
-    }
-    void mark_used(const StTensor &t) { used_.insert(t.name); }
-
-    // A weight [rows, cols] (stored [cols, rows] when transposed, as Conv1D keeps it).
-    SrcMatrix matrix(const std::string &name, uint64_t rows, uint64_t cols, bool transposed = false) {
-        const StTensor &t = need(name);
-        const std::vector<uint64_t> want = transposed ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{rows, cols};
-        return make(t, want, rows, cols, transposed);
-    }
-    SrcMatrix vector(const std::string &name, uint64_t n) { return make(need(name), {n}, n, 1, false); }
-
-    std::vector<std::string> unused() const {
-        std::vector<std::string> out;
-        for (const std::string &n : st_.names())
-            if (!used_.count(n)) out.push_back(n);
-        return out;
-    }
-
-private:
-    SrcMatrix make(const StTensor &t, const std::vector<uint64_t> &want, uint64_t rows, uint64_t cols, bool transposed) {
-        const char *f = t.file.c_str(), *n = t.name.c_str();
-        if (t.shape != want)
-            fail(GPT_ERR_FORMAT, "%s: tensor '%s' has shape %s, config.json implies %s", f, n, t.shape_str().c_str(), shape_str(want).c_str());
-        SrcMatrix m;
-        switch (t.dtype) {
-        case StDType::F32: m.dtype = DType::F32; break;
-        case StDType::F16: m.dtype = DType::F16; break;
-        case StDType::BF16: m.dtype = DType::BF16; break;
-        default:
-            fail(GPT_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 tensors can be converted", f, n,
-                 st_dtype_name(t.dtype));
-        }
-        m.what = t.file + ": tensor '" + t.name + "'";
-        m.data = t.data;
-        m.avail = t.end - t.begin;
-        m.rows = rows;
-        m.cols = cols;
-        m.transposed = transposed;
-        return m;
-    }
-
-    const std::string &dir_;
-    const SafetensorsSet &st_;
-    std::string prefix_;
-    std::set<std::string> used_;
-};
 
 bool same_bytes(const StTensor &a, const StTensor &b) {
     return a.dtype == b.dtype && a.shape == b.shape && a.end - a.begin == b.end - b.begin &&
@@ -160,7 +87,7 @@ void plan_gpt2(TensorPlan &p, Source &s, const HfConfig &h) {
 void plan_llama(TensorPlan &p, Source &s, const HfConfig &h) {
     ModelConfig &c = p.config;
     const uint64_t d = c.d_model, v = c.vocab_size, ff = c.d_ff, qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
-    const bool phi3 = c.arch == GPT_ARCH_PHI3, qwen3 = c.arch == GPT_ARCH_QWEN3;
+    const bool phi3 = c.arch == GPT_ARCH_PHI3, qwen3 = c.arch == GPT_ARCH_QWEN3 || c.arch == GPT_ARCH_QWEN3_MOE;
     add(p, "tok_emb.weight", {v, d}, {s.matrix("model.embed_tokens.weight", v, d)});
     for (uint32_t i = 0; i < c.n_layers; i++) {
         const std::string hf = "model.layers." + std::to_string(i) + ".", o = "blk." + std::to_string(i) + ".";
@@ -179,6 +106,10 @@ void plan_llama(TensorPlan &p, Source &s, const HfConfig &h) {
             add(p, o + "attn_q_norm.weight", {hd}, {s.vector(at + "q_norm.weight", hd)});
             add(p, o + "attn_k_norm.weight", {hd}, {s.vector(at + "k_norm.weight", hd)});
         }
+        if (c.arch == GPT_ARCH_OLMOE) { // RMSNorms over the whole q and k projections
+            add(p, o + "attn_q_norm.weight", {qd}, {s.vector(at + "q_norm.weight", qd)});
+            add(p, o + "attn_k_norm.weight", {kvd}, {s.vector(at + "k_norm.weight", kvd)});
+        }
         add(p, o + "attn_out.weight", {d, qd}, {s.matrix(at + "o_proj.weight", d, qd)});
         if (h.o_proj_bias && s.find(at + "o_proj.bias")) {
             const SrcMatrix ob = s.vector(at + "o_proj.bias", d);
@@ -187,6 +118,10 @@ void plan_llama(TensorPlan &p, Source &s, const HfConfig &h) {
                      ob.what.substr(0, ob.what.find(": tensor")).c_str(), at.c_str());
         }
         add(p, o + "ffn_norm.weight", {d}, {s.vector(hf + "post_attention_layernorm.weight", d)});
+        if (c.moe_layer(i)) {
+            plan_moe_ffn(p, s, i);
+            continue;
+        }
         // Phi-3's gate_up_proj: gate rows first (Phi3MLP chunks its output into gate, up).
         if (phi3)
             add(p, o + "ffn_gate_up.weight", {2 * ff, d}, {s.matrix(mlp + "gate_up_proj.weight", 2 * ff, d)});

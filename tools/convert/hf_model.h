@@ -5,6 +5,9 @@
 //   llama, mistral, qwen2: model.embed_tokens, model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj,
 //          post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm, lm_head (absent when tied).
 //          q|k|v rows are fused into blk.N.attn_qkv (and its bias), gate|up into blk.N.ffn_gate_up.
+//   mixtral, qwen2_moe, olmoe, qwen3_moe: as llama (qwen3_moe's per-head q/k norms, olmoe's
+//          whole-projection ones), with each MoE layer's experts, router and shared expert
+//          planned by hf_model_moe.h.
 //   gemma2, gemma3_text: as llama, plus pre_feedforward_layernorm (-> ffn_norm),
 //          post_feedforward_layernorm (-> ffn_post_norm), self_attn.{q,k}_norm (gemma3); their
 //          post_attention_layernorm follows attention (-> attn_post_norm). Every norm is

@@ -110,7 +110,7 @@ int cmd_quantize(int argc, char **argv) {
                 std::memcpy(dst, bytes, n);
             };
             const bool embedding = t.name == "tok_emb.weight" || t.name == "pos_emb.weight" || t.name == "lm_head.weight";
-            if (!gpt::format::quantizable(shape, group) || (keep_embeddings && embedding)) { // kept exactly as it is
+            if (!gpt::format::quantizable(t.name, shape, group) || (keep_embeddings && embedding)) { // kept exactly as it is
                 if (gpt::is_quantized(t.dtype)) w.add_quantized(t.name, t.dtype, shape, t.group, copy);
                 else w.add_tensor(t.name, t.dtype, shape, copy);
                 continue;

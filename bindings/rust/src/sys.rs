@@ -36,6 +36,10 @@ pub const GPT_ARCH_QWEN3: u32 = 3;
 pub const GPT_ARCH_PHI3: u32 = 4;
 pub const GPT_ARCH_GEMMA2: u32 = 5;
 pub const GPT_ARCH_GEMMA3: u32 = 6;
+pub const GPT_ARCH_MIXTRAL: u32 = 7;
+pub const GPT_ARCH_QWEN2_MOE: u32 = 8;
+pub const GPT_ARCH_OLMOE: u32 = 9;
+pub const GPT_ARCH_QWEN3_MOE: u32 = 10;
 
 pub const GPT_DEVICE_CPU: i32 = -1;
 pub const GPT_DEVICE_AUTO: i32 = -2;

@@ -3,6 +3,7 @@
 // activation, and a thread pool that splits each op over rows, outputs or heads.
 #include "backend/backend.h"
 #include "backend/buffers.h"
+#include "backend/cpu/cpu_moe.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
@@ -25,20 +26,51 @@ using cpu::ThreadPool;
 // Everything an executor allocates, from the shape and params alone: the shared step
 // buffers (all f32 here) plus per-thread scratch and the sampler's. create_executor carves
 // exactly this; gpt_ctx_estimate_memory reports it.
+// The mixture-of-experts buffers (all 0 for a dense model). A step's rows x k (row, expert)
+// pairs are "slots", grouped by expert; the gate|up and down outputs of expert e's group sit
+// one row further on per expert before it (slot s of expert e at row s + e), so the stacked
+// weight's absolute output index lands inside the buffer (CpuExecutor::moe).
+struct MoePlan {
+    uint64_t probs = 0;      // [rows][E] router probabilities
+    uint64_t slots = 0;      // rows x k: the expert, weight and grouped position of each pair,
+                             // and each grouped position's row and expert (5 arrays)
+    uint64_t groups = 0;     // E + 1 group starts, and E active expert ids (2 arrays)
+    uint64_t gathered = 0;   // [slots][d] H rows grouped by expert
+    uint64_t gate_up = 0;    // [slots + E][2 Fe], or the shared expert's [rows][2 Fs]
+    uint64_t hidden = 0;     // [slots][Fe], or the shared expert's [rows][Fs]
+    uint64_t out = 0;        // [slots + E][d]
+    uint64_t shared_gate = 0; // [rows]
+
+    MoePlan(const ModelShape &s, uint64_t rows) {
+        if (!s.n_experts) return;
+        const uint64_t e = s.n_experts, k = s.n_experts_used, fe = s.d_ff_expert, fs = s.d_ff_shared, d = s.d_model;
+        probs = rows * e;
+        slots = rows * k;
+        groups = e + 1;
+        gathered = slots * d;
+        gate_up = std::max((slots + e) * 2 * fe, rows * 2 * fs);
+        hidden = std::max(slots * fe, rows * fs);
+        out = (slots + e) * d;
+        shared_gate = rows;
+    }
+    uint64_t total() const { return probs + 5 * slots + 2 * groups + gathered + gate_up + hidden + out + shared_gate; }
+};
+
 struct CpuPlan {
     StepBuffers b;
+    MoePlan moe;
     uint64_t scratch_per_thread, score_scratch, sample_values, sample_index;
     uint64_t total;
 
-    CpuPlan(const ModelShape &s, const ExecParams &p) : b(s, p, p.max_batch) {
+    CpuPlan(const ModelShape &s, const ExecParams &p) : b(s, p, p.max_batch), moe(s, b.rows) {
         // Per thread: attention scores over max_seq keys, one widened weight row.
-        scratch_per_thread = (uint64_t)p.max_seq + std::max<uint64_t>({s.d_model, s.d_ff, s.q_dim()});
+        scratch_per_thread = (uint64_t)p.max_seq + std::max<uint64_t>({s.d_model, s.d_ff, s.q_dim(), s.d_ff_expert, s.d_ff_shared});
         score_scratch = scratch_per_thread * p.n_threads;
         sample_values = s.vocab_size;
         sample_index = s.vocab_size; // int32
         // Every element is 4 bytes (f32, int32, uint32); the id arrays are tokens, positions, sequences.
         total = 4 * (b.x + b.h + b.qkv + b.att + b.gu + b.ff + b.delta + b.logits + 2 * b.kv + 2 * b.rope +
-                     score_scratch + sample_values + sample_index + 3 * b.ids);
+                     score_scratch + sample_values + sample_index + 3 * b.ids + moe.total());
     }
 };
 
@@ -68,6 +100,20 @@ public:
         tokens_ = (int32_t *)take(b.ids);
         positions_ = (uint32_t *)take(b.ids);
         seqs_ = (uint32_t *)take(b.ids);
+        const MoePlan &m = plan_.moe;
+        moe_.probs = (float *)take(m.probs);
+        moe_.expert = (uint32_t *)take(m.slots);
+        moe_.weight = (float *)take(m.slots);
+        moe_.position = (uint32_t *)take(m.slots);
+        moe_.slot_row = (uint32_t *)take(m.slots);
+        moe_.slot_expert = (uint32_t *)take(m.slots);
+        moe_.group_start = (uint32_t *)take(m.groups);
+        moe_.active = (uint32_t *)take(m.groups);
+        moe_.gathered = (float *)take(m.gathered);
+        moe_.gate_up = (float *)take(m.gate_up);
+        moe_.hidden = (float *)take(m.hidden);
+        moe_.out = (float *)take(m.out);
+        moe_.shared_gate = (float *)take(m.shared_gate);
         for (size_t i = 0; i < s.ropes.size(); i++)
             rope_tables(s.ropes[i], p.max_seq, rope_cos_ + b.rope_offset[i], rope_sin_ + b.rope_offset[i]);
     }
@@ -159,9 +205,14 @@ public:
             for (uint64_t r = r0; r < r1; r++) {
                 float *row = qkv_ + r * qkv_dim;
                 const uint32_t pos = positions_[r];
-                for (uint32_t h = 0; h < nh + nkv; h++) {
-                    const float *nw = h < nh ? qn : kn;
-                    if (nw) cpu::rms_norm(row + h * hd, nw, s.qk_norm_eps, hd, row + h * hd);
+                if (s.qk_norm_whole) { // one norm over the whole q, one over the whole k (OLMoE)
+                    if (qn) cpu::rms_norm(row, qn, s.qk_norm_eps, nh * hd, row);
+                    if (kn) cpu::rms_norm(row + nh * hd, kn, s.qk_norm_eps, nkv * hd, row + nh * hd);
+                } else {
+                    for (uint32_t h = 0; h < nh + nkv; h++) {
+                        const float *nw = h < nh ? qn : kn;
+                        if (nw) cpu::rms_norm(row + h * hd, nw, s.qk_norm_eps, hd, row + h * hd);
+                    }
                 }
                 if (rope) {
                     const uint64_t at = plan_.b.rope_offset[(size_t)s.rope] + (uint64_t)pos * rope->half();
@@ -206,8 +257,8 @@ public:
         });
     }
 
-    void moe(const MoeSpec &) override {
-        fail(GPT_ERR_UNSUPPORTED, "mixture-of-experts layers are not implemented on the CPU yet");
+    void moe(const MoeSpec &spec) override {
+        cpu::moe_forward(pool_, shape_, spec, rows_, h_, x_, delta_, moe_, {scratch_ + p_.max_seq, plan_.scratch_per_thread});
     }
 
     void logits(const Weight &head, float *host_all, float softcap, const Weight *bias_w) override {
@@ -286,6 +337,7 @@ private:
     float *x_, *h_, *qkv_, *att_, *gu_, *ff_, *delta_, *logits_, *k_cache_, *v_cache_, *rope_cos_, *rope_sin_, *scratch_;
     int32_t *tokens_;
     uint32_t *positions_, *seqs_;
+    cpu::MoeBuffers moe_{};
     SamplerScratch sampler_;
     StepInput in_{};
     uint32_t rows_ = 0;

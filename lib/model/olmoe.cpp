@@ -1,0 +1,94 @@
+// olmoe.cpp - OLMoE: Llama-like attention whose q and k projections each go through
+// one RMSNorm over the whole projection (weights [q_dim] and [kv_dim]) before the head split
+// and RoPE, and a mixture of SwiGLU experts (softmax router, top-k, renormalised only with
+// norm_topk_prob, false in OLMoE-1B-7B). clip_qkv is refused by the converter.
+#include "model/arch.h"
+#include "model/moe_ffn.h"
+#include "model/rope_scaling.h"
+
+#include <string>
+
+namespace gpt {
+
+namespace {
+
+struct OlmoeLayer {
+    Weight attn_norm; // [d_model]
+    Weight qkv_w;     // [q_dim + 2 kv_dim, d_model]: q heads, then k heads, then v heads
+    Weight qkv_b;     // [q_dim + 2 kv_dim]; only with qkv_bias
+    Weight q_norm;    // [q_dim]: over the whole q projection
+    Weight k_norm;    // [kv_dim]: over the whole k projection
+    Weight attn_out;  // [d_model, q_dim]
+    Weight ffn_norm;  // [d_model]
+    MoeFfnWeights ffn;
+};
+
+class Olmoe final : public Architecture {
+public:
+    explicit Olmoe(const ModelConfig &c) : c_(c), layers_(c.n_layers) {}
+
+    std::vector<TensorSlot> tensors() override {
+        const uint64_t d = c_.d_model, v = c_.vocab_size, qkv = c_.qkv_dim();
+        std::vector<TensorSlot> t;
+        t.push_back({"tok_emb.weight", {v, d}, &tok_emb_});
+        for (uint32_t i = 0; i < c_.n_layers; i++) {
+            OlmoeLayer &l = layers_[i];
+            const std::string p = "blk." + std::to_string(i) + ".";
+            t.push_back({p + "attn_norm.weight", {d}, &l.attn_norm});
+            t.push_back({p + "attn_qkv.weight", {qkv, d}, &l.qkv_w});
+            if (c_.qkv_bias) t.push_back({p + "attn_qkv.bias", {qkv}, &l.qkv_b});
+            t.push_back({p + "attn_q_norm.weight", {c_.q_dim()}, &l.q_norm});
+            t.push_back({p + "attn_k_norm.weight", {c_.kv_dim()}, &l.k_norm});
+            t.push_back({p + "attn_out.weight", {d, c_.q_dim()}, &l.attn_out});
+            t.push_back({p + "ffn_norm.weight", {d}, &l.ffn_norm});
+            add_moe_ffn_tensors(c_, i, p, l.ffn, t);
+        }
+        t.push_back({"out_norm.weight", {d}, &out_norm_});
+        if (!c_.tied_head) t.push_back({"lm_head.weight", {v, d}, &head_});
+        return t;
+    }
+
+    ModelShape shape() const override {
+        ModelShape s = moe_shape(c_);
+        s.ropes.push_back(scaled_rope(c_.rope_theta, c_.rot_dim(), c_.rope_scaling));
+        return s;
+    }
+
+    void forward(Executor &ex, const ForwardArgs &a) const override {
+        const float eps = c_.norm_eps;
+        ex.embed(tok_emb_, nullptr, 1.0f);
+        for (uint32_t i = 0; i < c_.n_layers; i++) {
+            const OlmoeLayer &l = layers_[i];
+            ex.norm(NormKind::RMS, l.attn_norm, nullptr, eps);
+            ex.matmul(Act::H, l.qkv_w, c_.qkv_bias ? &l.qkv_b : nullptr, Act::QKV, Activation::NONE);
+            AttentionSpec att;
+            att.layer = i;
+            att.rope = 0;
+            att.window = c_.window_of(i);
+            att.q_norm = &l.q_norm;
+            att.k_norm = &l.k_norm;
+            att.qk_norm_eps = eps; // transformers' OlmoeRMSNorm(hidden_size / kv_dim, eps=rms_norm_eps)
+            att.qk_norm_whole = true;
+            ex.attention(att);
+            ex.matmul(Act::ATT, l.attn_out, nullptr, Act::X, Activation::NONE);
+            ex.norm(NormKind::RMS, l.ffn_norm, nullptr, eps);
+            run_moe_ffn(ex, c_, i, l.ffn);
+            if (a.hook) a.hook->between_layers();
+        }
+        ex.norm(NormKind::RMS, out_norm_, nullptr, eps);
+        ex.logits(c_.tied_head ? tok_emb_ : head_, a.host_all_logits, 0.0f, nullptr);
+    }
+
+private:
+    const ModelConfig c_;
+    Weight tok_emb_; // [vocab, d_model]
+    std::vector<OlmoeLayer> layers_;
+    Weight out_norm_; // [d_model]
+    Weight head_;     // [vocab, d_model]; unused when tied
+};
+
+} // namespace
+
+std::unique_ptr<Architecture> make_olmoe(const ModelConfig &c) { return std::make_unique<Olmoe>(c); }
+
+} // namespace gpt
