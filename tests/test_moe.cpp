@@ -473,6 +473,22 @@ void test_models_memory(void **) {
     }
 }
 
+// unused_expert_parameters (what gpt bench leaves out of a token's bytes and FLOPs): the
+// stacked expert tensors of the table hold E experts, a token uses k of them.
+void test_unused_expert_parameters(void **) {
+    for (const MoeModel &m : *g_models) {
+        const gpt::ModelConfig &c = m.fx.config;
+        uint64_t unused = 0;
+        for (const gpt::TensorSlot &slot : gpt::tensor_table(c))
+            if (slot.name.find(".ffn_experts_") != std::string::npos)
+                unused += slot.shape[0] * slot.shape[1] / c.n_experts * (c.n_experts - c.n_experts_used);
+        assert_true(unused > 0);
+        if (gpt::unused_expert_parameters(c) != unused)
+            fail_msg("%s: unused_expert_parameters %llu, the table says %llu", m.name.c_str(),
+                     (unsigned long long)gpt::unused_expert_parameters(c), (unsigned long long)unused);
+    }
+}
+
 // ---------------------------------------------------------------------------------- hostile files
 
 // Writes a file of the config's metadata (edited by edit_meta) and the fixture's tensors,
@@ -570,6 +586,7 @@ int main(void) {
         cmocka_unit_test(test_models_match_reference),
         cmocka_unit_test(test_models_splits_agree),
         cmocka_unit_test(test_models_memory),
+        cmocka_unit_test(test_unused_expert_parameters),
         cmocka_unit_test(test_hostile_files),
     };
     return cmocka_run_group_tests(tests, setup_models, teardown_models);
