@@ -59,6 +59,20 @@ size_t uniform(std::mt19937_64 &rng, size_t lo, size_t hi) { return std::uniform
 // expert) may go either way in f32; a case that has one is drawn again.
 constexpr double kAmbiguousGap = 1e-5;
 
+// ---------------------------------------------------------------------------------- names
+
+// The public ids and names agree with the agreed architecture names (general.architecture).
+void test_arch_names(void **) {
+    const struct {
+        int id;
+        const char *name;
+    } want[] = {{GPT_ARCH_MIXTRAL, "mixtral"}, {GPT_ARCH_QWEN2_MOE, "qwen2_moe"}, {GPT_ARCH_OLMOE, "olmoe"}, {GPT_ARCH_QWEN3_MOE, "qwen3_moe"}};
+    for (const auto &w : want) {
+        assert_string_equal(gpt_arch_name(w.id), w.name);
+        assert_int_equal(gpt::arch_from_name(w.name), w.id);
+    }
+}
+
 // ---------------------------------------------------------------------------------- top_k
 
 void test_top_k(void **) {
@@ -581,6 +595,7 @@ void test_hostile_files(void **) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arch_names),
         cmocka_unit_test(test_top_k),
         cmocka_unit_test(test_op_matches_naive),
         cmocka_unit_test(test_models_match_reference),
