@@ -596,6 +596,61 @@ class CharacterShapes(unittest.TestCase):
                 self.assertIn("the context of %s is %d" % (name, block), err)
 
 
+def moe_params(layers, d, heads, kv_heads, experts, ff_expert, vocab, whole_qk_norm):
+    """Parameters of a mixtral / olmoe shape from docs/FORMAT.md's tensor table: embedding and
+    untied head, per layer two norms, fused q|k|v, output, router, stacked expert gate|up and
+    down (OLMoE: its q and k norm vectors), the final norm."""
+    hd = d // heads
+    q, kv = heads * hd, kv_heads * hd
+    per_layer = 2 * d + (q + 2 * kv) * d + d * q + experts * d + experts * 2 * ff_expert * d + experts * d * ff_expert
+    if whole_qk_norm:
+        per_layer += q + kv
+    return 2 * vocab * d + layers * per_layer + d
+
+
+class MoeShapes(unittest.TestCase):
+    """`gpt bench --synthetic` mixture-of-experts shapes (issue 19): the tiny ones run on the CPU
+    in every weight type (q4: the routers stay float), with the parameter count of the table."""
+
+    def test_tiny_moe_shapes_run(self):
+        shapes = {"moe-tiny": (2, 64, 4, 2, 4, 96, 95, False), "olmoe-tiny": (2, 64, 4, 4, 16, 32, 95, True)}
+        for name, shape in shapes.items():
+            for dtype in ("f32", "bf16", "q8", "q4"):
+                with self.subTest(name=name, dtype=dtype):
+                    rc, out, err = run("bench", "--synthetic", name, "--device", "cpu", "--dtype", dtype, "--threads", "2",
+                                       "--reps", "1", "--warmup", "0", "--prefill", "9", "--decode", "3", "--json")
+                    self.assertEqual(rc, 0, err)
+                    self.assertEqual(json.loads(out)["params"], moe_params(*shape))
+
+    def test_info_quantize_generate(self):
+        """A mixtral fixture: `gpt info` names the experts and counts the active parameters,
+        `gpt quantize` keeps the routers f32 and quantizes the stacked experts, and the quantized
+        file generates."""
+        with tempfile.TemporaryDirectory() as d:
+            src, q4 = Path(d) / "moe.gpt", Path(d) / "moe-q4.gpt"
+            layers, dm, heads, kv_heads, experts, used, ffe = 2, 64, 4, 2, 6, 2, 32
+            fixture.write_model(src, arch="mixtral", n_layers=layers, d_model=dm, n_heads=heads, n_kv_heads=kv_heads,
+                                n_experts=experts, n_experts_used=used, d_ff_expert=ffe)
+            rc, out, err = run("info", src)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("experts:    6 per MoE layer, 2 used per token, width 32", out)
+            total = int(re.search(r"^parameters: (\d+)", out, re.M).group(1))
+            expert_params = layers * experts * 3 * dm * ffe
+            active = total - expert_params + expert_params * used // experts
+            self.assertIn("; %d parameters" % active, out)
+            rc, out, err = run("quantize", src, q4, "--dtype", "q4")
+            self.assertEqual(rc, 0, err)
+            rc, out, err = run("info", q4)
+            self.assertEqual(rc, 0, err)
+            dtypes = dict(re.findall(r"^  (blk\.\d+\.\S+)\s+(\S+)", out, re.M))
+            self.assertEqual(dtypes["blk.0.ffn_router.weight"], "f32")
+            self.assertEqual(dtypes["blk.1.ffn_experts_gate_up.weight"], "q4/32")
+            self.assertEqual(dtypes["blk.1.ffn_experts_down.weight"], "q4/32")
+            rc, out, err = run("generate", q4, "-p", "Hello", "-n", "8", "--temp", "0", "--threads", "2")
+            self.assertEqual(rc, 0, err)
+            self.assertTrue(out.startswith("Hello"), out)
+
+
 TURN = re.compile(r"^gpt: turn (\d+): conversation (\d+) tokens, (\d+) reused from the cache, (\d+) run;", re.M)
 
 

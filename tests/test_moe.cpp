@@ -59,6 +59,20 @@ size_t uniform(std::mt19937_64 &rng, size_t lo, size_t hi) { return std::uniform
 // expert) may go either way in f32; a case that has one is drawn again.
 constexpr double kAmbiguousGap = 1e-5;
 
+// ---------------------------------------------------------------------------------- names
+
+// The public ids and names agree with the agreed architecture names (general.architecture).
+void test_arch_names(void **) {
+    const struct {
+        int id;
+        const char *name;
+    } want[] = {{GPT_ARCH_MIXTRAL, "mixtral"}, {GPT_ARCH_QWEN2_MOE, "qwen2_moe"}, {GPT_ARCH_OLMOE, "olmoe"}, {GPT_ARCH_QWEN3_MOE, "qwen3_moe"}};
+    for (const auto &w : want) {
+        assert_string_equal(gpt_arch_name(w.id), w.name);
+        assert_int_equal(gpt::arch_from_name(w.name), w.id);
+    }
+}
+
 // ---------------------------------------------------------------------------------- top_k
 
 void test_top_k(void **) {
@@ -473,6 +487,22 @@ void test_models_memory(void **) {
     }
 }
 
+// unused_expert_parameters (what gpt bench leaves out of a token's bytes and FLOPs): the
+// stacked expert tensors of the table hold E experts, a token uses k of them.
+void test_unused_expert_parameters(void **) {
+    for (const MoeModel &m : *g_models) {
+        const gpt::ModelConfig &c = m.fx.config;
+        uint64_t unused = 0;
+        for (const gpt::TensorSlot &slot : gpt::tensor_table(c))
+            if (slot.name.find(".ffn_experts_") != std::string::npos)
+                unused += slot.shape[0] * slot.shape[1] / c.n_experts * (c.n_experts - c.n_experts_used);
+        assert_true(unused > 0);
+        if (gpt::unused_expert_parameters(c) != unused)
+            fail_msg("%s: unused_expert_parameters %llu, the table says %llu", m.name.c_str(),
+                     (unsigned long long)gpt::unused_expert_parameters(c), (unsigned long long)unused);
+    }
+}
+
 // ---------------------------------------------------------------------------------- hostile files
 
 // Writes a file of the config's metadata (edited by edit_meta) and the fixture's tensors,
@@ -565,11 +595,13 @@ void test_hostile_files(void **) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arch_names),
         cmocka_unit_test(test_top_k),
         cmocka_unit_test(test_op_matches_naive),
         cmocka_unit_test(test_models_match_reference),
         cmocka_unit_test(test_models_splits_agree),
         cmocka_unit_test(test_models_memory),
+        cmocka_unit_test(test_unused_expert_parameters),
         cmocka_unit_test(test_hostile_files),
     };
     return cmocka_run_group_tests(tests, setup_models, teardown_models);

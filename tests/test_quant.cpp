@@ -278,7 +278,15 @@ void check_model(fixture::Spec s, DType t, uint32_t g, size_t want_quantized, co
         if (gpt_ctx_create(model, &cp, &ctx) != GPT_OK) fail_msg("%s: %s", what, gpt_last_error());
         std::uniform_int_distribution<int32_t> tok(0, (int32_t)s.vocab_size - 1);
         std::vector<int32_t> tokens(9);
-        for (int32_t &x : tokens) x = tok(rng);
+        // A mixture of experts: tokens whose routing the reference does not find near-tied
+        // (where f32 may choose another expert); a dense model takes the first draw.
+        std::vector<double> ref;
+        for (int attempt = 0; attempt < 20; attempt++) {
+            for (int32_t &x : tokens) x = tok(rng);
+            double gap = INFINITY;
+            ref = reference::forward(m.config, m.tensors, tokens, reference::Layout(), &gap);
+            if (gap >= 1e-5) break;
+        }
         std::vector<float> logits(tokens.size() * s.vocab_size);
         reference::poison(logits.data(), logits.size());
         // Prefill of 5, then 4 decode steps: both matmul paths (rows > 4 and 1 row).
@@ -287,7 +295,6 @@ void check_model(fixture::Spec s, DType t, uint32_t g, size_t want_quantized, co
         for (size_t i = 5; i < tokens.size(); i++)
             if (gpt_forward(ctx, &tokens[i], 1, 1, 0, logits.data() + i * s.vocab_size) != GPT_OK)
                 fail_msg("%s: %s", what, gpt_ctx_last_error(ctx));
-        const std::vector<double> ref = reference::forward(m, tokens);
         const std::string w = std::string(what) + " (" + std::to_string(threads) + " threads)";
         if (!reference::compare(logits.data(), ref.data(), tokens.size(), s.vocab_size).within(1e-4, w.c_str()))
             fail_msg("%s: logits differ from the reference on the dequantized weights", w.c_str());
@@ -322,6 +329,27 @@ void test_gpt2_q8_q4(void **) {
     check_model(s, DType::Q4, 32, 2 + 2 * 4, "gpt2 q4 g32");
 }
 
+// The mixtures of experts: the stacked experts (and a shared expert's matrices) quantized,
+// the routers and the shared expert's gate kept f32 (format/quantize.h).
+void test_moe_q8_q4(void **) {
+    fixture::Spec s;
+    s.n_layers = 2, s.d_model = 64, s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 16, s.d_ff = 64, s.vocab_size = 61;
+    s.n_experts = 6, s.n_experts_used = 2, s.d_ff_expert = 32;
+    // Embedding, head, per layer qkv, out, experts' gate_up and down (router kept).
+    for (gpt_arch a : {GPT_ARCH_MIXTRAL, GPT_ARCH_OLMOE, GPT_ARCH_QWEN3_MOE}) {
+        s.arch = a;
+        const std::string n = gpt::arch_to_name(a);
+        check_model(s, DType::Q8, 32, 2 + 2 * 4, (n + " q8 g32").c_str());
+        check_model(s, DType::Q4, 32, 2 + 2 * 4, (n + " q4 g32").c_str());
+    }
+    // Qwen2-MoE: a shared expert (gate_up and down quantized, its gate kept), q/k/v biases, a
+    // dense second layer (gate_up, down).
+    s.arch = GPT_ARCH_QWEN2_MOE, s.qkv_bias = true, s.d_ff_shared = 64, s.moe_layers = {1, 0};
+    check_model(s, DType::Q4, 32, 2 + 6 + 4, "qwen2_moe q4 g32");
+    // Group 64: the experts' down ([6 x 64, 32]) stays f32.
+    check_model(s, DType::Q8, 64, 2 + 5 + 4, "qwen2_moe q8 g64");
+}
+
 } // namespace
 
 int main(void) {
@@ -332,6 +360,7 @@ int main(void) {
         cmocka_unit_test(test_cpu_quant_kernels),
         cmocka_unit_test(test_llama_q8_q4),
         cmocka_unit_test(test_gpt2_q8_q4),
+        cmocka_unit_test(test_moe_q8_q4),
     };
     return cmocka_run_group_tests_name("quant", tests, nullptr, nullptr);
 }

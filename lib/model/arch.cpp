@@ -63,6 +63,13 @@ uint64_t parameter_count(const ModelConfig &c) {
     return n;
 }
 
+uint64_t unused_expert_parameters(const ModelConfig &c) {
+    uint64_t n = 0;
+    for (uint32_t l = 0; l < c.n_layers; l++)
+        if (c.moe_layer(l)) n += (uint64_t)(c.n_experts - c.n_experts_used) * 3 * c.d_model * c.d_ff_expert;
+    return n;
+}
+
 ModelShape shape_dims(const ModelConfig &c) {
     ModelShape s;
     s.n_layers = c.n_layers;

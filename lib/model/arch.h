@@ -60,6 +60,9 @@ const char *arch_to_name(int arch);          // "?" for an unknown id
 std::vector<TensorSlot> tensor_table(const ModelConfig &c);
 // Parameter count (a tied head counted once).
 uint64_t parameter_count(const ModelConfig &c);
+// Mixture of experts: the parameters one token leaves unused (the n_experts - n_experts_used
+// experts it is not routed to, on every MoE layer); 0 for a dense model.
+uint64_t unused_expert_parameters(const ModelConfig &c);
 // The dimensions of a config (the expert ones too), with every feature off (each architecture
 // sets its own).
 ModelShape shape_dims(const ModelConfig &c);

@@ -75,6 +75,18 @@ std::vector<uint8_t> model_file(gpt_arch arch, gpt::DType dt, const gpt::Tokeniz
     return fixture::make(s, tok).file;
 }
 
+// A tiny mixture of experts: 3 experts of width 3, top-2; qwen2_moe adds a shared expert of
+// width 2 and a dense second layer.
+std::vector<uint8_t> moe_model_file(gpt_arch arch, uint64_t seed) {
+    fixture::Spec s;
+    s.arch = arch;
+    s.n_layers = arch == GPT_ARCH_QWEN2_MOE ? 2 : 1, s.d_model = 4, s.n_heads = 2, s.n_kv_heads = 1, s.head_dim = 2, s.d_ff = 6;
+    s.vocab_size = 13, s.context_length = 8, s.seed = seed;
+    s.n_experts = 3, s.n_experts_used = 2, s.d_ff_expert = 3;
+    if (arch == GPT_ARCH_QWEN2_MOE) s.d_ff_shared = 2, s.moe_layers = {1, 0}, s.qkv_bias = true;
+    return fixture::make(s).file;
+}
+
 // A small model (d_model 32) with every matrix the quantized-file rule takes stored as q (group
 // 32), the rest f32 (format/quantize.h).
 std::vector<uint8_t> quantized_model_file(gpt_arch arch, gpt::DType q, uint64_t seed) {
@@ -180,6 +192,8 @@ int main(int argc, char **argv) {
     write("fuzz_weight_file", "gpt2_f16_untied.gpt", model_file(GPT_ARCH_GPT2, DType::F16, nullptr, 11, false, false, 5));
     write("fuzz_weight_file", "llama_q4.gpt", quantized_model_file(GPT_ARCH_LLAMA, DType::Q4, 6));
     write("fuzz_weight_file", "gpt2_q8.gpt", quantized_model_file(GPT_ARCH_GPT2, DType::Q8, 7));
+    write("fuzz_weight_file", "qwen2_moe_f32.gpt", moe_model_file(GPT_ARCH_QWEN2_MOE, 8));
+    write("fuzz_weight_file", "olmoe_f32.gpt", moe_model_file(GPT_ARCH_OLMOE, 9));
     {
         gpt::format::Writer w;
         using gpt::format::MetaValue;

@@ -7,6 +7,10 @@
 #include "cli.h"
 #include "synthetic.h"
 
+#include "format/reader.h"
+#include "model/arch.h"
+#include "model/config.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -246,6 +250,15 @@ private:
     size_t width_ = 0;
 };
 
+// The parameters a token does not use: on a mixture of experts, the experts it is not routed
+// to (bytes and FLOPs below count one token's experts); 0 for a dense model.
+double unused_expert_params(const std::string &path, const std::vector<uint8_t> &image) {
+    gpt::format::ReadOptions ro;
+    ro.verify_checksums = false; // the model is loaded (and checked) already: only the metadata is read
+    auto f = image.empty() ? gpt::format::WeightFile::open(path, ro) : gpt::format::WeightFile::from_memory(image.data(), image.size(), false, ro);
+    return (double)gpt::unused_expert_parameters(gpt::ModelConfig::from_metadata(f->metadata(), path));
+}
+
 std::vector<int32_t> random_tokens(size_t n, uint32_t vocab, uint64_t seed) {
     std::vector<int32_t> v(n);
     for (auto &x : v) {
@@ -336,14 +349,17 @@ int cmd_bench(int argc, char **argv) {
     // per token, learned positions one row) plus the KV cache up to the position.
     const bool tied = info.flags & GPT_MODEL_INFO_TIED_HEAD;
     const double pos_bytes = info.arch == GPT_ARCH_GPT2 ? (double)info.context_length * info.d_model * dtype_bytes : 0;
-    // On the CPU the weights are in host memory (device_bytes is 0): count the parameters.
-    const double model_bytes = on_gpu ? (double)info.device_bytes : (double)info.n_params * dtype_bytes;
+    // On the CPU the weights are in host memory (device_bytes is 0): count the parameters. A
+    // mixture of experts counts the experts one token uses (batch 1: what decode must read).
+    const double unused = unused_expert_params(o.model, image);
+    const double held_per_param = on_gpu ? (double)info.device_bytes / (double)info.n_params : dtype_bytes;
+    const double model_bytes = ((double)info.n_params - unused) * held_per_param;
     // What the weights take where they are held: device memory, or host memory (the file read
     // in or its mapped pages) on the CPU.
     const uint64_t weight_bytes = on_gpu ? info.device_bytes : info.host_bytes;
     const double weight_read = model_bytes - (tied ? 0 : emb_bytes) - pos_bytes;
     const double kv_elt = on_gpu ? (info.weight_dtype == GPT_DTYPE_F32 ? 4.0 : 2.0) : 4.0;
-    const double flops_per_token = 2.0 * ((double)info.n_params - (tied ? 0 : emb_bytes / dtype_bytes) -
+    const double flops_per_token = 2.0 * ((double)info.n_params - unused - (tied ? 0 : emb_bytes / dtype_bytes) -
                                           pos_bytes / dtype_bytes);
 
     // ---- prefill

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/printable.h"
+#include "format/keys.h"
 #include "format/reader.h"
 
 #include <cstdio>
@@ -78,10 +79,19 @@ int cmd_info(int argc, char **argv) {
         std::printf("size:      %s (%llu bytes)\n", human_bytes(f->size()).c_str(), (unsigned long long)f->size());
         std::printf("format:    libgpt weight file v1, %zu tensors\n\nmetadata:\n", f->tensors().size());
         for (const auto &[key, value] : f->metadata().entries()) std::printf("  %-28s %s\n", gpt::printable(key).c_str(), describe(value).c_str());
-        uint64_t params = 0;
+        // Mixture of experts: a token runs k of the E experts of each stacked expert tensor.
+        // (A key of another type reads as absent: info describes broken files too.)
+        auto u32_key = [&](const char *key) -> uint32_t {
+            const gpt::format::MetaValue *v = f->metadata().find(key);
+            return v && v->type == gpt::format::MetaType::U32 ? (uint32_t)v->u : 0;
+        };
+        const uint32_t n_experts = u32_key(gpt::keys::kNExperts), n_used = u32_key(gpt::keys::kNExpertsUsed);
+        const bool moe = n_experts && n_used <= n_experts;
+        uint64_t params = 0, active = 0;
         if (show_tensors) std::printf("\ntensors:\n  %-32s %-6s %-20s %12s %10s  %s\n", "name", "dtype", "shape", "offset", "size", "crc32");
         for (const auto &t : f->tensors()) {
             params += t.numel();
+            active += moe && t.name.find(".ffn_experts_") != std::string::npos ? t.numel() / n_experts * n_used : t.numel();
             if (!show_tensors) continue;
             std::string shape;
             for (uint32_t d = 0; d < t.ndim; d++) shape += (d ? " x " : "") + std::to_string(t.dims[d]);
@@ -91,6 +101,12 @@ int cmd_info(int argc, char **argv) {
                         (unsigned long long)t.offset, human_bytes(t.nbytes).c_str(), t.crc32);
         }
         std::printf("\nparameters: %llu (%.2f M)\n", (unsigned long long)params, params / 1e6);
+        if (moe) {
+            const uint32_t d_ff_expert = u32_key(gpt::keys::kDFFExpert), d_ff_shared = u32_key(gpt::keys::kDFFShared);
+            std::printf("experts:    %u per MoE layer, %u used per token, width %u", n_experts, n_used, d_ff_expert);
+            if (d_ff_shared) std::printf(", a shared expert of width %u", d_ff_shared);
+            std::printf("; %llu parameters (%.2f M) active per token\n", (unsigned long long)active, active / 1e6);
+        }
         if (verify) {
             std::fflush(stdout); // the listing first: verifying a large file takes a while
             try {

@@ -39,6 +39,19 @@ const std::vector<SyntheticShape> &synthetic_shapes() {
         // The founding document's dense character-level transformer: 12 layers, 8 heads, 768
         // wide, 95 characters; its context is not given there: 256, as shakespeare_char's.
         {"char-dense-768", "gpt2", 12, 768, 8, 8, 3072, 95, 256, true, true, 0},
+        // Mixtures of experts (issue 19), with the arch, layers, ..., then experts, top-k and
+        // expert width. The founding document's MoE transformer: the dense one's 768 x 12
+        // layers, 12 heads, 8 experts of 3072, top-2, 95 characters (Mixtral's routing).
+        {"moe-768", "mixtral", 12, 768, 12, 12, 3072, 95, 256, false, false, 10000.0f, 8, 2, 3072},
+        // allenai/OLMoE-1B-7B-0924's config.json: 16 layers, 2048 wide, 16 heads, 64 experts of
+        // 1024, top-8, vocabulary 50304, context 4096.
+        {"olmoe-1b-7b", "olmoe", 16, 2048, 16, 16, 1024, 50304, 4096, false, false, 10000.0f, 64, 8, 1024},
+        // mistralai/Mixtral-8x7B-v0.1's config.json: 32 layers, 4096 wide, 32 heads / 8 kv, 8
+        // experts of 14336, top-2, vocabulary 32000, rope_theta 1e6 (context here 32768).
+        {"mixtral-8x7b", "mixtral", 32, 4096, 32, 8, 14336, 32000, 32768, false, false, 1000000.0f, 8, 2, 14336},
+        // Tiny ones the CPU tests run (tests/test_cli.py).
+        {"moe-tiny", "mixtral", 2, 64, 4, 2, 96, 95, 128, false, false, 10000.0f, 4, 2, 96},
+        {"olmoe-tiny", "olmoe", 2, 64, 4, 4, 32, 95, 128, false, false, 10000.0f, 16, 4, 32},
     };
     return shapes;
 }
@@ -108,6 +121,10 @@ std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, ui
     c.rope_theta = s.rope_theta;
     c.tied_head = s.tied;
     c.qkv_bias = s.qkv_bias;
+    c.n_experts = s.n_experts;
+    c.n_experts_used = s.n_experts_used;
+    c.d_ff_expert = s.d_ff_expert;
+    c.norm_topk_prob = c.arch == GPT_ARCH_MIXTRAL; // OLMoE-1B-7B: false
     c.validate(s.name);
     gpt::format::Writer w;
     c.to_metadata(w.metadata());

@@ -11,10 +11,13 @@ namespace cli {
 
 struct SyntheticShape {
     const char *name;
-    const char *arch; // "gpt2" | "llama"
+    const char *arch; // an architecture name (model/arch.cpp): "gpt2", "llama", "mixtral", "olmoe", ...
     uint32_t n_layers, d_model, n_heads, n_kv_heads, d_ff, vocab, context;
     bool tied, qkv_bias;
     float rope_theta;
+    // Mixture of experts (0 for a dense shape): experts per layer, top-k, each expert's width.
+    // Every layer is MoE; d_ff (the unused dense width) equals the expert width.
+    uint32_t n_experts = 0, n_experts_used = 0, d_ff_expert = 0;
 };
 
 const std::vector<SyntheticShape> &synthetic_shapes();

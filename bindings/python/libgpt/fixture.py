@@ -155,9 +155,11 @@ def byte_level_tokenizer():
 
 
 def make_model(arch="llama", seed=1, n_layers=2, d_model=32, n_heads=4, n_kv_heads=2, d_ff=64,
-               context_length=256, name="fixture", tied_head=False, chat_template=None):
+               context_length=256, name="fixture", tied_head=False, chat_template=None, n_experts=4,
+               n_experts_used=2, d_ff_expert=24):
     """Returns the bytes of a random model with the byte-level tokenizer (and chat_template, a
-    Jinja2 text, as tokenizer.chat_template when given)."""
+    Jinja2 text, as tokenizer.chat_template when given). arch "mixtral": every layer a mixture
+    of n_experts SwiGLU experts of width d_ff_expert, n_experts_used per token."""
     tokens, types, merges, eos = byte_level_tokenizer()
     vocab = len(tokens)
     gpt2 = arch == "gpt2"
@@ -181,6 +183,10 @@ def make_model(arch="llama", seed=1, n_layers=2, d_model=32, n_heads=4, n_kv_hea
     ]
     if not gpt2:
         meta.append(("model.rope_theta", F32, 10000.0))
+    moe = arch == "mixtral"
+    if moe:
+        meta += [("model.n_experts", U32, n_experts), ("model.n_experts_used", U32, n_experts_used),
+                 ("model.d_ff_expert", U32, d_ff_expert), ("model.norm_topk_prob", U32, 1)]
     meta += [
         ("tokenizer.model", STR, "bpe"),
         ("tokenizer.pre", STR, "gpt2"),
@@ -207,8 +213,13 @@ def make_model(arch="llama", seed=1, n_layers=2, d_model=32, n_heads=4, n_kv_hea
                        (p + "ffn_down.weight", (d_model, d_ff)), (p + "ffn_down.bias", (d_model,))]
         else:
             shapes += [(p + "attn_norm.weight", (d_model,)), (p + "attn_qkv.weight", (q + 2 * kv, d_model)),
-                       (p + "attn_out.weight", (d_model, q)), (p + "ffn_norm.weight", (d_model,)),
-                       (p + "ffn_gate_up.weight", (2 * d_ff, d_model)), (p + "ffn_down.weight", (d_model, d_ff))]
+                       (p + "attn_out.weight", (d_model, q)), (p + "ffn_norm.weight", (d_model,))]
+            if moe:
+                shapes += [(p + "ffn_router.weight", (n_experts, d_model)),
+                           (p + "ffn_experts_gate_up.weight", (n_experts * 2 * d_ff_expert, d_model)),
+                           (p + "ffn_experts_down.weight", (n_experts * d_model, d_ff_expert))]
+            else:
+                shapes += [(p + "ffn_gate_up.weight", (2 * d_ff, d_model)), (p + "ffn_down.weight", (d_model, d_ff))]
     shapes.append(("out_norm.weight", (d_model,)))
     if gpt2:
         shapes.append(("out_norm.bias", (d_model,)))
