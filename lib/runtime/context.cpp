@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "runtime/memory_fit.h"
 #include "runtime/stop_strings.h"
 #include "sampler/rng.h"
 
@@ -74,17 +75,29 @@ Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
     // Refused up front, with the numbers, when the memory is not there: the allocation might
     // succeed (overcommit) and the first forward be killed, or it could take minutes to fail.
     const ExecParams &e = params_;
-    const MemoryPlan need = memory_of(m, e), have = m.device().available_memory();
-    if (have.host_bytes && need.host_bytes > have.host_bytes)
+    const MemoryPlan need = memory_of(m, e), free = m.device().available_memory();
+    MemoryAvailable have;
+    have.host_bytes = free.host_bytes;
+    have.device_bytes = free.device_bytes;
+    have.shared = cuda_is_integrated(m.device().ordinal());
+    const MemoryFit fit = check_memory_fit(need, have);
+    if (fit.short_of == MemoryFit::SHARED)
+        fail(GPT_ERR_OUT_OF_MEMORY,
+             "a context of max_seq %u x max_batch %u needs %.1f MiB (KV cache and scratch: %.1f MiB on the GPU, %.1f MiB "
+             "of host memory), %.1f MiB are available in the memory %s shares with the host (MemAvailable): lower "
+             "gpt_ctx_params.max_seq or max_batch",
+             e.max_seq, e.max_batch, mib(fit.need), mib(need.device_bytes), mib(need.host_bytes), mib(fit.have),
+             m.device().name());
+    if (fit.short_of == MemoryFit::HOST)
         fail(GPT_ERR_OUT_OF_MEMORY,
              "a context of max_seq %u x max_batch %u needs %.1f MiB of host memory (KV cache and scratch), %.1f MiB are "
              "available: lower gpt_ctx_params.max_seq or max_batch",
-             e.max_seq, e.max_batch, mib(need.host_bytes), mib(have.host_bytes));
-    if (have.device_bytes && need.device_bytes > have.device_bytes)
+             e.max_seq, e.max_batch, mib(fit.need), mib(fit.have));
+    if (fit.short_of == MemoryFit::DEVICE)
         fail(GPT_ERR_OUT_OF_MEMORY,
              "a context of max_seq %u x max_batch %u needs %.1f MiB of GPU memory (KV cache and scratch), %.1f MiB are "
              "free on %s: lower gpt_ctx_params.max_seq or max_batch",
-             e.max_seq, e.max_batch, mib(need.device_bytes), mib(have.device_bytes), m.device().name());
+             e.max_seq, e.max_batch, mib(fit.need), mib(fit.have), m.device().name());
     // The executor first: its (much larger) allocation is the one likely to fail.
     exec_ = m.device().create_executor(m.shape(), params_);
     own_ = host_alloc(own_host_bytes(m, params_), "the context's token history");
