@@ -4,6 +4,10 @@
 // naive rule written here.
 #include "gpt.h"
 
+#include "backend/backend.h"
+#include "fixture.h"
+#include "format/reader.h"
+#include "runtime/load_plan.h"
 #include "runtime/memory_fit.h"
 
 #include <cstdio>
@@ -217,6 +221,66 @@ void test_fit_integrated_counts_page_cache(void **) {
     assert_true(fit.need == need.host_bytes + need.device_bytes && fit.have == have.host_bytes);
 }
 
+// The plan made before loading (runtime/load_plan.h, from the file's table) against what the
+// real load reports afterwards (gpt_model_get_info's host/device bytes, gpt_ctx_estimate_memory),
+// for random models, dtypes and context params: on the CPU, and on each CUDA device (device
+// weights) against the CUDA planner when a GPU is here.
+void test_plan_matches_load(void **) {
+    std::mt19937_64 rng(77);
+    const gpt_arch archs[] = {GPT_ARCH_LLAMA, GPT_ARCH_GPT2, GPT_ARCH_QWEN3, GPT_ARCH_GEMMA2};
+    const gpt::DType dtypes[] = {gpt::DType::F32, gpt::DType::F16, gpt::DType::BF16};
+    const int gpus = gpt_cuda_device_count();
+    for (int round = 0; round < 12; round++) {
+        fixture::Spec s;
+        s.arch = archs[rng() % 4];
+        s.n_layers = 1 + rng() % 3;
+        s.n_heads = 2 + 2 * (rng() % 3);
+        s.n_kv_heads = s.arch == GPT_ARCH_GPT2 ? s.n_heads : s.n_heads / 2;
+        s.head_dim = 8 * (1 + rng() % 3);
+        s.d_model = s.arch == GPT_ARCH_GPT2 ? s.n_heads * s.head_dim : 16 * (1 + rng() % 4);
+        s.d_ff = 16 * (1 + rng() % 5);
+        s.vocab_size = 50 + rng() % 200;
+        s.context_length = 64 + rng() % 200;
+        s.tied_head = rng() & 1;
+        s.dtype = dtypes[rng() % 3];
+        s.seed = rng();
+        const fixture::Model fx = fixture::make(s);
+        gpt_ctx_params cp;
+        gpt_ctx_params_init(&cp);
+        cp.max_seq = 1 + rng() % s.context_length;
+        cp.max_batch = 1 + rng() % 4;
+        gpt::format::ReadOptions opt;
+        opt.verify_checksums = false;
+        const auto file = gpt::format::WeightFile::from_memory(fx.file.data(), fx.file.size(), false, opt);
+
+        for (int device = -1; device < gpus; device++) {
+            gpt_model_params mp;
+            gpt_model_params_init(&mp);
+            mp.device = device;
+            gpt_model *m = nullptr;
+            assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_OK);
+            gpt_model_info mi;
+            mi.struct_size = sizeof mi;
+            assert_int_equal(gpt_model_get_info(m, &mi), GPT_OK);
+            uint64_t ctx_host = 0, ctx_dev = 0;
+            assert_int_equal(gpt_ctx_estimate_memory(m, &cp, &ctx_host, &ctx_dev), GPT_OK);
+            gpt_model_free(m);
+
+            std::unique_ptr<gpt::Device> d = device < 0 ? gpt::make_cpu_device() : gpt::make_cuda_planner(false);
+            const gpt::LoadPlan plan = gpt::plan_load(*file, *d, GPT_DTYPE_AUTO, cp);
+            if (plan.weight_host_bytes != mi.host_bytes || plan.weight_device_bytes != mi.device_bytes ||
+                plan.context.host_bytes != ctx_host || plan.context.device_bytes != ctx_dev)
+                fail_msg("round %d, device %d (%s): plan %llu/%llu + %llu/%llu, load %llu/%llu + %llu/%llu", round, device,
+                         gpt_arch_name(s.arch), (unsigned long long)plan.weight_host_bytes,
+                         (unsigned long long)plan.weight_device_bytes, (unsigned long long)plan.context.host_bytes,
+                         (unsigned long long)plan.context.device_bytes, (unsigned long long)mi.host_bytes,
+                         (unsigned long long)mi.device_bytes, (unsigned long long)ctx_host, (unsigned long long)ctx_dev);
+            assert_int_equal((uint32_t)plan.weight_dtype, mi.weight_dtype);
+            assert_true(plan.weight_host_bytes + plan.weight_device_bytes > 0);
+        }
+    }
+}
+
 } // namespace
 
 int main(void) {
@@ -228,6 +292,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_devices),
         cmocka_unit_test(test_fit_random),
         cmocka_unit_test(test_fit_integrated_counts_page_cache),
+        cmocka_unit_test(test_plan_matches_load),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -214,6 +214,13 @@ int cuda_device_count();
 void cuda_warm_up(int device) noexcept;
 const char *cuda_build_info();
 
+// A CUDA device on paper: place_weights reads only the weights' descriptors (dtype, shape,
+// group) and lays them out as make_cuda_device's would (host_weights: left in the file, read
+// in place); choose and plan answer as a GPU's would; it holds and runs nothing
+// (create_executor is GPT_ERR_UNSUPPORTED). Needs no GPU; a build without CUDA throws
+// GPT_ERR_UNSUPPORTED.
+std::unique_ptr<Device> make_cuda_planner(bool host_weights);
+
 // What a CUDA device reports of itself (gpt_device_get_info, gpt info --device cuda).
 struct DeviceFacts {
     std::string name;
