@@ -44,6 +44,20 @@ void print_device_facts(std::FILE *out, int32_t device, const char *indent) {
                  yes_no(i.pageable_access), yes_no(i.host_mapped));
 }
 
+std::string device_summary(int32_t device) {
+    const gpt_device_info i = device_facts(device);
+    char line[512];
+    if (i.device == GPT_DEVICE_CPU)
+        std::snprintf(line, sizeof line, "cpu, %u hardware threads, %.1f GiB, %.1f available", i.multiprocessors,
+                      gib(i.total_bytes), gib(i.available_bytes));
+    else
+        std::snprintf(line, sizeof line, "cuda:%d %s, cc %u.%u, %u SMs, %s, %.1f GiB, %.1f available, pageable access %s, host-mapped %s",
+                      i.device, printable(i.name).c_str(), i.cc_major, i.cc_minor, i.multiprocessors,
+                      i.integrated ? "integrated" : "discrete", gib(i.total_bytes), gib(i.available_bytes),
+                      yes_no(i.pageable_access), yes_no(i.host_mapped));
+    return line;
+}
+
 int print_plan(const PlanRequest &r) {
     // The device present (if any): its facts decide the default weights mode and the fit.
     const bool cpu = r.device == GPT_DEVICE_CPU || (r.device == GPT_DEVICE_AUTO && gpt_cuda_device_count() == 0);

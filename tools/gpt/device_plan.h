@@ -15,6 +15,10 @@ namespace cli {
 // with the library's message when the device cannot be asked.
 void print_device_facts(std::FILE *out, int32_t device, const char *indent);
 
+// One line on the device ("cuda:0 NVIDIA H100 80GB HBM3, cc 9.0, 132 SMs, discrete, 79.2 GiB,
+// 78.6 available, ..."); throws Failure like print_device_facts.
+std::string device_summary(int32_t device);
+
 struct PlanRequest {
     std::string model;       // a weight file, or
     std::string synthetic;   // a synthetic shape (tools/gpt/synthetic.h)
