@@ -71,7 +71,8 @@ class LibraryTest(unittest.TestCase):
         cpu = libgpt.device_info("cpu")
         self.assertEqual((cpu.device, cpu.device_name, cpu.name, cpu.integrated), (-1, "cpu", "cpu", False))
         try:  # MemTotal read here, independently
-            total = next(int(l.split()[1]) * 1024 for l in open("/proc/meminfo") if l.startswith("MemTotal:"))
+            with open("/proc/meminfo") as f:
+                total = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemTotal:"))
             self.assertEqual(cpu.total_bytes, total)
         except (OSError, StopIteration):
             pass
