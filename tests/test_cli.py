@@ -345,6 +345,30 @@ class DevicePlan(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("fits:", out)
 
+    def test_synth_file_matches_synthetic_plan(self):
+        # gpt synth writes the file (its real table); --plan --synthetic describes it without one.
+        for dtype in ("f32", "f16", "q8", "q4"):
+            out = Path(Fixtures.dir.name) / ("synth_%s.gpt" % dtype)
+            rc, so, err = run("synth", "stories15m", out, "--dtype", dtype)
+            self.assertEqual(rc, 0, err)
+            rc, so, err = run("info", out, "--no-tensors")
+            self.assertEqual(rc, 0, err)
+            self.assertIn("checksums:  all", so)
+            rc, from_file, err = run("info", out, "--plan", "--device", "cpu", "--ctx", "64", "--json")
+            self.assertEqual(rc, 0, err)
+            rc, from_shape, err = run("info", "--plan", "--synthetic", "stories15m", "--dtype", dtype, "--device", "cpu",
+                                      "--ctx", "64", "--json")
+            self.assertEqual(rc, 0, err)
+            a, b = json.loads(from_file), json.loads(from_shape)
+            a.pop("model"), b.pop("model")
+            self.assertEqual(a, b, dtype)
+            self.assertEqual(a["weight_host_bytes"], os.path.getsize(out))
+        rc, so, err = run("synth", "stories15m", Path(Fixtures.dir.name) / "synth_f16.gpt")
+        self.assertEqual(rc, 1, "an existing file is not overwritten without --force")
+        for args in (["no-such-shape", "x.gpt"], ["stories15m"], ["stories15m", "x.gpt", "--dtype", "auto"]):
+            rc, so, err = run("synth", *args)
+            self.assertEqual(rc, 2, (args, err))
+
     def test_plan_usage_errors(self):
         for args in (["--plan"], ["--plan", "--synthetic", "no-such-shape"], [str(Fixtures.tiny), "--ctx", "8"],
                      [str(Fixtures.tiny), "--plan", "--weights", "gpu"], [str(Fixtures.tiny), "--plan", "--ctx", "0"],

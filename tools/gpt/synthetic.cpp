@@ -159,6 +159,12 @@ std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, ui
     return synthetic_writer(s, dtype, seed).write_memory(false);
 }
 
+void write_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed, const std::string &path, bool overwrite) {
+    gpt::format::Writer::FileOptions opt;
+    opt.overwrite = overwrite;
+    synthetic_writer(s, dtype, seed).write_file(path, opt);
+}
+
 uint64_t synthetic_file_bytes(const SyntheticShape &s, uint32_t dtype) { return synthetic_writer(s, dtype, 0).file_size(); }
 
 } // namespace cli

@@ -30,6 +30,9 @@ void synthetic_tensor(uint32_t dtype, const std::vector<uint64_t> &shape, gpt::D
 // A weight file image in file dtype (1 f32, 2 f16, 3 bf16); tensor checksums left 0 (load
 // it with GPT_MODEL_SKIP_CHECKSUMS). Generation runs on all cores.
 std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed);
+// The same as a file at path, with tensor checksums (atomic: format::Writer::write_file);
+// throws gpt::Error (GPT_ERR_IO for an existing path unless overwrite).
+void write_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed, const std::string &path, bool overwrite);
 // The size of that image, computed without building it.
 uint64_t synthetic_file_bytes(const SyntheticShape &s, uint32_t dtype);
 
