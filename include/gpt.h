@@ -307,7 +307,9 @@ GPT_API gpt_status gpt_ctx_estimate_memory(const gpt_model *model, const gpt_ctx
 
 /* Creates a context on the model's device. params may be NULL for the defaults. A context
  * whose memory (gpt_ctx_estimate_memory) exceeds what the host can give (MemAvailable) or
- * what is free on the GPU is refused with GPT_ERR_OUT_OF_MEMORY, the message giving both. */
+ * what is free on the GPU is refused with GPT_ERR_OUT_OF_MEMORY, the message giving both. On
+ * an integrated GPU (gpt_device_info.integrated) host and device needs are added and checked
+ * against MemAvailable: both come from the one DRAM. */
 GPT_API gpt_status gpt_ctx_create(gpt_model *model, const gpt_ctx_params *params, gpt_ctx **out);
 GPT_API void gpt_ctx_free(gpt_ctx *ctx);
 
