@@ -8,8 +8,8 @@ and not a Jetson). Printed as Markdown:
 1. memory: weights + one context of N tokens (host + device: on a Jetson they share one DRAM)
    for each weights mode, and whether it fits each Orin module's memory left to applications;
 2. decode on paper: tokens/s = bandwidth / bytes read per token (every weight but an untied
-   token embedding, plus the whole KV cache at position N), at the module's full bandwidth and
-   at half of it (what NVIDIA's TensorRT Edge-LLM reaches, see the notes printed with it).
+   token embedding, plus the KV cache of every earlier position) at positions 256 and N, at the
+   module's full bandwidth (a ceiling), beside NVIDIA's published TensorRT Edge-LLM speeds.
 
 Usage (repository root, a CUDA build in build/): bench/jetson_table.py > /tmp/jetson_table.md
 """
@@ -79,17 +79,19 @@ def main():
             name, dtype, weights / GIB, context / GIB, dev["total_bytes"] / GIB, host["total_bytes"] / GIB,
             " | ".join(fits)))
 
-    print("\nDecode on paper, tokens/s at position %d (batch 1): module bandwidth / bytes read per token;" % args.ctx)
-    print("first figure at the full bandwidth (a ceiling), second at half of it (what NVIDIA's runtime reaches).")
-    print("Host and device weights read the same DRAM on a Jetson: one figure serves both modes.\n")
-    print("| model | dtype | GiB read per token | " + " | ".join(m[0] for m in MODULES)
-          + " | Orin Nano 8 GB Super (%.0f GB/s) |" % NANO_SUPER_GBPS)
-    print("|---|---|---:|" + "---:|" * (len(MODULES) + 1))
+    short = 256
+    print("\nDecode on paper, tokens/s (batch 1): module bandwidth / bytes read per token (every weight but an")
+    print("untied token embedding, and K and V of every earlier position), at position %d and at %d: ceilings at the" % (short, args.ctx))
+    print("full bandwidth. Host and device weights read the same DRAM on a Jetson: one figure serves both modes.\n")
+    mods = MODULES + [("Orin Nano 8 GB Super", 8, 0, NANO_SUPER_GBPS)]
+    print("| model | dtype | GiB read per token at %d / %d | " % (short, args.ctx) + " | ".join(
+        "%s (%.0f GB/s)" % (m[0], m[3]) for m in mods) + " |")
+    print("|---|---|---:|" + "---:|" * len(mods))
     for name, dtype, dev, host in rows:
-        b = dev["decode_bytes_per_token"]
-        speeds = ["%.0f / %.0f" % (m[3] * 1e9 / b, m[3] * 1e9 / b / 2) for m in MODULES]
-        speeds.append("%.0f / %.0f" % (NANO_SUPER_GBPS * 1e9 / b, NANO_SUPER_GBPS * 1e9 / b / 2))
-        print("| %s | %s | %.2f | %s |" % (name, dtype, b / GIB, " | ".join(speeds)))
+        at_ctx = dev["decode_bytes_per_token"]
+        at_short = at_ctx - dev["kv_bytes_per_position"] * (args.ctx - short)
+        speeds = ["%.0f / %.0f" % (m[3] * 1e9 / at_short, m[3] * 1e9 / at_ctx) for m in mods]
+        print("| %s | %s | %.2f / %.2f | %s |" % (name, dtype, at_short / GIB, at_ctx / GIB, " | ".join(speeds)))
     print("\nNVIDIA TensorRT Edge-LLM, Qwen3-1.7B INT4, batch 1: "
           + ", ".join("%s %.1f tokens/s" % (k, v) for k, v in NVIDIA_QWEN3_17B_INT4.items()) + ".")
     return 0

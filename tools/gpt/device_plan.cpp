@@ -118,13 +118,13 @@ int print_plan(const PlanRequest &r) {
                     "\"weights\": \"%s\", \"max_seq\": %u, \"max_batch\": %u, \"kv_dtype\": \"%s\", "
                     "\"weight_host_bytes\": %llu, \"weight_device_bytes\": %llu, \"context_host_bytes\": %llu, "
                     "\"context_device_bytes\": %llu, \"total_host_bytes\": %llu, \"total_device_bytes\": %llu, "
-                    "\"total_bytes\": %llu, \"decode_bytes_per_token\": %llu, \"fits\": \"%s\"}\n",
+                    "\"total_bytes\": %llu, \"decode_bytes_per_token\": %llu, \"kv_bytes_per_position\": %llu, \"fits\": \"%s\"}\n",
                     name.c_str(), gpt::dtype_name(plan.file_dtype), gpt::dtype_name(plan.weight_dtype), cpu ? "cpu" : "cuda",
                     where, plan.exec.max_seq, plan.exec.max_batch, gpt::dtype_name(plan.exec.kv),
                     (unsigned long long)plan.weight_host_bytes, (unsigned long long)plan.weight_device_bytes,
                     (unsigned long long)plan.context.host_bytes, (unsigned long long)plan.context.device_bytes,
                     (unsigned long long)host, (unsigned long long)dev, (unsigned long long)(host + dev),
-                    (unsigned long long)step_bytes, fit);
+                    (unsigned long long)step_bytes, (unsigned long long)kv_per_position, fit);
         return 0;
     }
     if (present) print_device_facts(stdout, ordinal, "");
