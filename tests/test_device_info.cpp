@@ -277,6 +277,25 @@ void test_plan_matches_load(void **) {
                          (unsigned long long)mi.device_bytes, (unsigned long long)ctx_host, (unsigned long long)ctx_dev);
             assert_int_equal((uint32_t)plan.weight_dtype, mi.weight_dtype);
             assert_true(plan.weight_host_bytes + plan.weight_device_bytes > 0);
+#ifdef GPT_MODEL_HOST_WEIGHTS
+            // The host-weights mode (jetson-load's flag) against the planner's host mode.
+            if (device >= 0) {
+                mp.flags = GPT_MODEL_HOST_WEIGHTS;
+                assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_OK);
+                assert_int_equal(gpt_model_get_info(m, &mi), GPT_OK);
+                assert_int_equal(gpt_ctx_estimate_memory(m, &cp, &ctx_host, &ctx_dev), GPT_OK);
+                gpt_model_free(m);
+                auto planner = gpt::make_cuda_planner(true);
+                const gpt::LoadPlan hp = gpt::plan_load(*file, *planner, GPT_DTYPE_AUTO, cp);
+                if (hp.weight_host_bytes != mi.host_bytes || hp.weight_device_bytes != mi.device_bytes ||
+                    hp.context.host_bytes != ctx_host || hp.context.device_bytes != ctx_dev)
+                    fail_msg("round %d, device %d, host weights: plan %llu/%llu + %llu/%llu, load %llu/%llu + %llu/%llu", round,
+                             device, (unsigned long long)hp.weight_host_bytes, (unsigned long long)hp.weight_device_bytes,
+                             (unsigned long long)hp.context.host_bytes, (unsigned long long)hp.context.device_bytes,
+                             (unsigned long long)mi.host_bytes, (unsigned long long)mi.device_bytes,
+                             (unsigned long long)ctx_host, (unsigned long long)ctx_dev);
+            }
+#endif
         }
     }
 }

@@ -215,8 +215,8 @@ void cuda_warm_up(int device) noexcept;
 const char *cuda_build_info();
 
 // A CUDA device on paper: place_weights reads only the weights' descriptors (dtype, shape,
-// group) and lays them out as make_cuda_device's would (host_weights: left in the file, read
-// in place); choose and plan answer as a GPU's would; it holds and runs nothing
+// group) and lays them out as make_cuda_device's would (host_weights: matrices left in the
+// file, read in place; vectors in f32 on the device); choose and plan answer as a GPU's would; it holds and runs nothing
 // (create_executor is GPT_ERR_UNSUPPORTED). Needs no GPU; a build without CUDA throws
 // GPT_ERR_UNSUPPORTED.
 std::unique_ptr<Device> make_cuda_planner(bool host_weights);

@@ -22,14 +22,16 @@ public:
     uint64_t weight_bytes() const override { return bytes_; }
 
     // Only the weights' descriptors are read (dtype, shape, group), never their data. With
-    // host weights the file's bytes are read in place: nothing on the device.
+    // host weights the matrices are read in place from the file; the vectors (norms, biases),
+    // which the kernels take in f32, are widened into device memory as in device mode.
     DType place_weights(const std::vector<Weight *> &weights, DType want) override {
         quantized_ = is_quantized(want);
         matrix_dtype_ = quantized_ ? DType::F16 : want;
         bytes_ = max_quant_cols_ = max_quant_numel_ = 0;
         for (Weight *w : weights) {
-            const DType to = host_weights_ ? w->dtype : cuda::placed_dtype(*w, want);
-            if (!host_weights_) bytes_ += cuda::align256(cuda::placed_bytes(*w, to));
+            const bool in_place = host_weights_ && !w->is_vector();
+            const DType to = in_place ? w->dtype : cuda::placed_dtype(*w, want);
+            if (!in_place) bytes_ += cuda::align256(cuda::placed_bytes(*w, to));
             if (is_quantized(to)) {
                 max_quant_cols_ = std::max(max_quant_cols_, w->cols);
                 max_quant_numel_ = std::max(max_quant_numel_, w->numel());
