@@ -128,6 +128,36 @@ def run_mode(args, mode):
     }
 
 
+def check_targets(rows, file_bytes):
+    """Issue 22's targets, PASS/FAIL with the numbers (GB = 10^9 bytes, as the issue writes them)."""
+    by = {r["mode"]: r for r in rows if "error" not in r}
+    gb = 1e9
+    out = []
+    d, h = by.get("device"), by.get("host")
+    if d:
+        out.append(("device mode: RSS peak during the load <= 0.6 GB", d["rss_load_peak"] <= 0.6 * gb,
+                    "%.2f GB" % (d["rss_load_peak"] / gb)))
+        out.append(("device mode: RSS at rest <= 0.5 GB (0.44 GB before issue 22)", d["rss_rest"] <= 0.5 * gb,
+                    "%.2f GB" % (d["rss_rest"] / gb)))
+        out.append(("device mode: load <= 1.30 s (H100, page-cached, before issue 22)", d["load_s"] <= 1.30,
+                    "%.2f s" % d["load_s"]))
+    if h:
+        limit = file_bytes + 0.5 * gb
+        out.append(("host mode: RSS peak <= file + 0.5 GB", h["rss_peak"] <= limit,
+                    "%.2f GB, limit %.2f GB" % (h["rss_peak"] / gb, limit / gb)))
+        out.append(("host mode: RSS at rest <= file + 0.5 GB", h["rss_rest"] <= limit,
+                    "%.2f GB, limit %.2f GB" % (h["rss_rest"] / gb, limit / gb)))
+        out.append(("host mode: load <= 1.30 s", h["load_s"] <= 1.30, "%.2f s" % h["load_s"]))
+    if d and h and d["gpu_peak"] is not None and h["gpu_peak"] is not None:
+        # Device mode's GPU memory less its weights is the context + the CUDA context; host mode
+        # may add only its f32 vectors (64 MiB of slack).
+        limit = d["gpu_peak"] - (d["model_device_bytes"] or 0) + (h["model_device_bytes"] or 0) + (64 << 20)
+        out.append(("host mode: GPU memory <= KV cache + scratch + CUDA context", h["gpu_peak"] <= limit,
+                    "%.2f GB, limit %.2f GB" % (h["gpu_peak"] / gb, limit / gb)))
+    for name, ok, numbers in out:
+        print("%s  %s: %s" % ("PASS" if ok else "FAIL", name, numbers))
+
+
 def gib(v):
     return "-" if v is None else "%.2f" % (v / GIB)
 
@@ -164,6 +194,7 @@ def main():
             gib(r["gpu_rest"]), gib(r["model_device_bytes"]), gib(r["context_bytes"])))
     print("(GiB; RSS = RssAnon + RssFile of the process, sampled every 50 ms; load = until the first token;"
           " at rest = median of the decode half; GPU = nvidia-smi's per-process memory, CUDA context included)")
+    check_targets(rows, size)
     if args.json:
         for r in rows:
             print(json.dumps(r))
