@@ -161,6 +161,28 @@ GPT_API const char *gpt_arch_name(int arch);
 /* Number of CUDA devices this build can use (0 without CUDA or without a GPU). */
 GPT_API int gpt_cuda_device_count(void);
 
+/* What a device is and how much memory it can give now (gpt_device_get_info). */
+typedef struct gpt_device_info {
+    uint32_t struct_size;      /* set by the caller: sizeof(gpt_device_info) */
+    int32_t device;            /* the device described: GPT_DEVICE_CPU or a CUDA ordinal */
+    uint32_t integrated;       /* 1: a GPU sharing the host's memory (Jetson; cudaDevAttrIntegrated) */
+    uint32_t pageable_access;  /* 1: the GPU can read ordinary (pageable) host memory in place */
+    uint32_t host_mapped;      /* 1: the GPU can map page-locked host memory (cudaHostRegister) */
+    uint32_t cc_major, cc_minor; /* compute capability; 0 for the CPU */
+    uint32_t multiprocessors;  /* SMs; for the CPU its hardware threads */
+    uint64_t total_bytes;      /* the GPU's memory; for the CPU MemTotal */
+    uint64_t available_bytes;  /* what a model or context could still get: free GPU memory
+                                  (cudaMemGetInfo); for the CPU and an integrated GPU the
+                                  host's MemAvailable (on an integrated GPU cudaMemGetInfo
+                                  counts page cache the kernel would drop as used) */
+    char name[128];            /* "NVIDIA H100 80GB HBM3", "Orin", "cpu"; NUL-terminated */
+} gpt_device_info;
+
+/* Fills *info for device (a CUDA ordinal, GPT_DEVICE_CPU, or GPT_DEVICE_AUTO: the device a
+ * model would load on). Set info->struct_size first; the rule of gpt_model_get_info applies.
+ * A CUDA ordinal this build or machine lacks is GPT_ERR_UNSUPPORTED. */
+GPT_API gpt_status gpt_device_get_info(int32_t device, gpt_device_info *info);
+
 /* ------------------------------------------------------------------------------ model */
 
 typedef struct gpt_model gpt_model; /* weights, hyperparameters and tokenizer; immutable */
@@ -285,7 +307,9 @@ GPT_API gpt_status gpt_ctx_estimate_memory(const gpt_model *model, const gpt_ctx
 
 /* Creates a context on the model's device. params may be NULL for the defaults. A context
  * whose memory (gpt_ctx_estimate_memory) exceeds what the host can give (MemAvailable) or
- * what is free on the GPU is refused with GPT_ERR_OUT_OF_MEMORY, the message giving both. */
+ * what is free on the GPU is refused with GPT_ERR_OUT_OF_MEMORY, the message giving both. On
+ * an integrated GPU (gpt_device_info.integrated) host and device needs are added and checked
+ * against MemAvailable: both come from the one DRAM. */
 GPT_API gpt_status gpt_ctx_create(gpt_model *model, const gpt_ctx_params *params, gpt_ctx **out);
 GPT_API void gpt_ctx_free(gpt_ctx *ctx);
 

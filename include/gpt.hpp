@@ -130,6 +130,13 @@ template <typename F> std::string read_bytes(F &&fill, size_t first_cap = 256) {
 inline std::string version() { return gpt_version_string(); }
 inline std::string build_info() { return gpt_build_info(); }
 inline int cuda_device_count() { return gpt_cuda_device_count(); }
+// What a device is and how much memory it can give now (GPT_DEVICE_CPU: the host).
+inline gpt_device_info device_info(int32_t device = GPT_DEVICE_AUTO) {
+    gpt_device_info i{};
+    i.struct_size = sizeof i;
+    detail::check(gpt_device_get_info(device, &i));
+    return i;
+}
 
 // ---------------------------------------------------------------------- params structs
 

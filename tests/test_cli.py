@@ -309,6 +309,87 @@ class ContinuedText(unittest.TestCase):
         self.assertEqual(out, "park park\n")
 
 
+class DevicePlan(unittest.TestCase):
+    """gpt info --device and --plan (issue 22): the host's facts against /proc/meminfo read
+    here, the plan's weights against the file's size, and the usage errors."""
+
+    @staticmethod
+    def meminfo(key):
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                name, _, rest = line.partition(":")
+                if name == key:
+                    return int(rest.split()[0]) * 1024
+        except OSError:
+            pass
+        return None
+
+    def test_device_cpu(self):
+        rc, out, err = run("info", "--device", "cpu")
+        self.assertEqual(rc, 0, err)
+        total = self.meminfo("MemTotal")
+        if total is not None:
+            shown = float(out.split("memory:")[1].split("GiB total")[0])
+            self.assertAlmostEqual(shown, total / 2**30, delta=0.006)
+
+    def test_plan_cpu(self):
+        rc, out, err = run("info", Fixtures.tiny, "--plan", "--device", "cpu", "--ctx", "32", "--batch", "2", "--json")
+        self.assertEqual(rc, 0, err)
+        p = json.loads(out)
+        self.assertEqual(p["weight_host_bytes"], os.path.getsize(Fixtures.tiny))  # on the CPU the weights are the file
+        self.assertEqual((p["weight_device_bytes"], p["context_device_bytes"]), (0, 0))
+        self.assertEqual((p["max_seq"], p["max_batch"], p["weights"]), (32, 2, "cpu"))
+        self.assertGreater(p["context_host_bytes"], 0)
+        self.assertEqual(p["total_bytes"], p["weight_host_bytes"] + p["context_host_bytes"])
+        rc, out, err = run("info", Fixtures.tiny, "--plan", "--device", "cpu")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("fits:", out)
+
+    def test_synth_file_matches_synthetic_plan(self):
+        # gpt synth writes the file (its real table); --plan --synthetic describes it without one.
+        for dtype in ("f32", "f16", "q8", "q4"):
+            out = Path(Fixtures.dir.name) / ("synth_%s.gpt" % dtype)
+            rc, so, err = run("synth", "stories15m", out, "--dtype", dtype)
+            self.assertEqual(rc, 0, err)
+            rc, so, err = run("info", out, "--no-tensors")
+            self.assertEqual(rc, 0, err)
+            self.assertIn("checksums:  all", so)
+            rc, from_file, err = run("info", out, "--plan", "--device", "cpu", "--ctx", "64", "--json")
+            self.assertEqual(rc, 0, err)
+            rc, from_shape, err = run("info", "--plan", "--synthetic", "stories15m", "--dtype", dtype, "--device", "cpu",
+                                      "--ctx", "64", "--json")
+            self.assertEqual(rc, 0, err)
+            a, b = json.loads(from_file), json.loads(from_shape)
+            a.pop("model"), b.pop("model")
+            self.assertEqual(a, b, dtype)
+            self.assertEqual(a["weight_host_bytes"], os.path.getsize(out))
+        rc, so, err = run("synth", "stories15m", Path(Fixtures.dir.name) / "synth_f16.gpt")
+        self.assertEqual(rc, 1, "an existing file is not overwritten without --force")
+        for args in (["no-such-shape", "x.gpt"], ["stories15m"], ["stories15m", "x.gpt", "--dtype", "auto"]):
+            rc, so, err = run("synth", *args)
+            self.assertEqual(rc, 2, (args, err))
+
+    def test_plan_usage_errors(self):
+        for args in (["--plan"], ["--plan", "--synthetic", "no-such-shape"], [str(Fixtures.tiny), "--ctx", "8"],
+                     [str(Fixtures.tiny), "--plan", "--weights", "gpu"], [str(Fixtures.tiny), "--plan", "--ctx", "0"],
+                     [str(Fixtures.tiny), "--plan", "--device", "cpu", "--weights", "host"],
+                     [str(Fixtures.tiny), "--plan", "--synthetic", "tinyllama-1.1b"], ["--device", "gpu"]):
+            rc, out, err = run("info", *args)
+            self.assertEqual(rc, 2, (args, out, err))
+
+    def test_plan_hostile_file(self):
+        for f in (Fixtures.hostile, Fixtures.hostile_tensor):
+            rc, out, err = run("info", f, "--plan", "--device", "cpu")
+            self.assertIn(rc, (0, 1), err)
+            assert_terminal_safe(self, out, "gpt info --plan stdout")
+            assert_terminal_safe(self, err, "gpt info --plan stderr")
+        damaged = Path(Fixtures.dir.name) / "plan_truncated.gpt"
+        damaged.write_bytes(Fixtures.tiny_data[: len(Fixtures.tiny_data) // 2])
+        rc, out, err = run("info", damaged, "--plan", "--device", "cpu")
+        self.assertEqual(rc, 1, err)
+        self.assertIn("plan_truncated.gpt", err)
+
+
 class ControlBytes(unittest.TestCase):
     """Item 15: names, keys, string values and tensor names from a file reach the terminal
     escaped (\\xNN); the generated text is printed as is."""

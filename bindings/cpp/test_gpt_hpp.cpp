@@ -43,6 +43,13 @@ int main(int argc, char **argv) {
         CHECK(!gpt::version().empty());
         CHECK(gpt::build_info().find("cpu") != std::string::npos);
 
+        const gpt_device_info cpu_info = gpt::device_info(GPT_DEVICE_CPU);
+        CHECK(cpu_info.device == GPT_DEVICE_CPU && std::string(cpu_info.name) == "cpu" && cpu_info.integrated == 0);
+        CHECK(cpu_info.total_bytes > 0 && cpu_info.available_bytes <= cpu_info.total_bytes);
+        CHECK(gpt::device_info().device == (gpt::cuda_device_count() > 0 ? 0 : GPT_DEVICE_CPU));
+        CHECK(status_of([] { gpt::device_info(gpt::cuda_device_count()); }) == GPT_ERR_UNSUPPORTED);
+        CHECK(status_of([] { gpt::device_info(-7); }) == GPT_ERR_INVALID_ARG);
+
         gpt::ModelParams mp;
         CHECK(mp.struct_size == sizeof(gpt_model_params));
         CHECK(mp.device == GPT_DEVICE_AUTO);

@@ -33,6 +33,8 @@ void set_last_error(gpt_ctx *ctx, const char *message) noexcept {
 
 } // namespace gpt::api
 
+using gpt::api::guarded;
+
 extern "C" {
 
 uint32_t gpt_version(void) { return GPT_VERSION_NUMBER; }
@@ -83,6 +85,15 @@ int gpt_cuda_device_count(void) {
     } catch (...) {
         return 0;
     }
+}
+
+gpt_status gpt_device_get_info(int32_t device, gpt_device_info *info) {
+    return guarded(nullptr, [&] {
+        if (!info) gpt::fail(GPT_ERR_INVALID_ARG, "info must not be NULL");
+        gpt::api::check_struct_size<gpt_device_info>(info->struct_size, "gpt_device_info");
+        const gpt_device_info full = gpt::device_info(device); // a newer caller's extra fields are left alone
+        std::memcpy(info, &full, sizeof full);
+    });
 }
 
 } // extern "C"

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace gpt {
@@ -212,5 +213,28 @@ int cuda_device_count();
 // there is one; does nothing otherwise. Never throws.
 void cuda_warm_up(int device) noexcept;
 const char *cuda_build_info();
+
+// A CUDA device on paper: place_weights reads only the weights' descriptors (dtype, shape,
+// group) and lays them out as make_cuda_device's would (host_weights: matrices left in the
+// file, read in place; vectors in f32 on the device); choose and plan answer as a GPU's would; it holds and runs nothing
+// (create_executor is GPT_ERR_UNSUPPORTED). Needs no GPU; a build without CUDA throws
+// GPT_ERR_UNSUPPORTED.
+std::unique_ptr<Device> make_cuda_planner(bool host_weights);
+
+// What a CUDA device reports of itself (gpt_device_get_info, gpt info --device cuda).
+struct DeviceFacts {
+    std::string name;
+    bool integrated = false;      // shares the host's DRAM (cudaDevAttrIntegrated)
+    bool pageable_access = false; // reads pageable host memory in place (cudaDevAttrPageableMemoryAccess)
+    bool host_mapped = false;     // maps page-locked host memory (cudaDevAttrCanMapHostMemory)
+    uint32_t cc_major = 0, cc_minor = 0, multiprocessors = 0;
+    uint64_t total_bytes = 0, free_bytes = 0; // cudaMemGetInfo
+};
+// Throws GPT_ERR_UNSUPPORTED for an ordinal that is no CUDA device here (or a build without
+// CUDA), GPT_ERR_DEVICE when the driver fails.
+DeviceFacts cuda_device_facts(int ordinal);
+// Whether CUDA device `ordinal` is integrated; false when it cannot be told. Cheap (one
+// attribute query), never throws.
+bool cuda_is_integrated(int ordinal) noexcept;
 
 } // namespace gpt

@@ -1,4 +1,4 @@
-// system_memory.h - how much host memory the system can still give a process.
+// system_memory.h - how much host memory the system has and can still give a process.
 #pragma once
 
 #include <cstdint>
@@ -9,5 +9,7 @@ namespace gpt {
 // swapping, page cache it can drop included); elsewhere the free physical pages. 0 when
 // unknown.
 uint64_t host_available_bytes();
+// MemTotal from /proc/meminfo; elsewhere the physical pages. 0 when unknown.
+uint64_t host_total_bytes();
 
 } // namespace gpt

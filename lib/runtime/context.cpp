@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "runtime/memory_fit.h"
 #include "runtime/stop_strings.h"
 #include "sampler/rng.h"
 
@@ -29,8 +30,9 @@ struct Context::AbortHook final : LayerHook {
     void between_layers() override { ctx->check_abort(); }
 };
 
-ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) {
-    const ModelConfig &c = m.config();
+ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) { return resolve(m.config(), m.device(), p); }
+
+ExecParams Context::resolve(const ModelConfig &c, const Device &d, const gpt_ctx_params &p) {
     const uint32_t known = GPT_CTX_ALLOW_TF32 | GPT_CTX_NO_GRAPHS;
     if (p.flags & ~known) fail(GPT_ERR_INVALID_ARG, "unknown gpt_ctx_params.flags 0x%x", p.flags & ~known);
     ExecParams e;
@@ -45,7 +47,7 @@ ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) {
     e.max_step_tokens = (uint32_t)std::max<uint64_t>(step, e.max_batch);
     if (p.compute_dtype > GPT_DTYPE_BF16) fail(GPT_ERR_INVALID_ARG, "compute_dtype %u is not a gpt_dtype", p.compute_dtype);
     if (p.kv_dtype > GPT_DTYPE_BF16) fail(GPT_ERR_INVALID_ARG, "kv_dtype %u is not a gpt_dtype", p.kv_dtype);
-    m.device().choose(e, p.compute_dtype, p.kv_dtype, p.n_threads);
+    d.choose(e, p.compute_dtype, p.kv_dtype, p.n_threads);
     e.allow_tf32 = (p.flags & GPT_CTX_ALLOW_TF32) != 0;
     e.use_graphs = (p.flags & GPT_CTX_NO_GRAPHS) == 0;
     return e;
@@ -53,9 +55,11 @@ ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) {
 
 MemoryPlan Context::estimate(const Model &m, const gpt_ctx_params &p) { return memory_of(m, resolve(m, p)); }
 
-MemoryPlan Context::memory_of(const Model &m, const ExecParams &e) {
-    MemoryPlan plan = m.device().plan(m.shape(), e);
-    plan.host_bytes += own_host_bytes(m, e);
+MemoryPlan Context::memory_of(const Model &m, const ExecParams &e) { return memory_of(m.config(), m.shape(), m.device(), e); }
+
+MemoryPlan Context::memory_of(const ModelConfig &c, const ModelShape &s, const Device &d, const ExecParams &e) {
+    MemoryPlan plan = d.plan(s, e);
+    plan.host_bytes += own_host_bytes(c, e);
     return plan;
 }
 
@@ -63,8 +67,8 @@ uint64_t Context::own_host_bytes(const ExecParams &e) {
     return 4ull * ((uint64_t)e.max_batch + (uint64_t)e.max_batch * e.max_seq + e.max_step_tokens + e.max_batch);
 }
 
-uint64_t Context::own_host_bytes(const Model &m, const ExecParams &e) {
-    return own_host_bytes(e) + TokenAdjust::bytes(m.config().vocab_size);
+uint64_t Context::own_host_bytes(const ModelConfig &c, const ExecParams &e) {
+    return own_host_bytes(e) + TokenAdjust::bytes(c.vocab_size);
 }
 
 Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
@@ -74,20 +78,32 @@ Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
     // Refused up front, with the numbers, when the memory is not there: the allocation might
     // succeed (overcommit) and the first forward be killed, or it could take minutes to fail.
     const ExecParams &e = params_;
-    const MemoryPlan need = memory_of(m, e), have = m.device().available_memory();
-    if (have.host_bytes && need.host_bytes > have.host_bytes)
+    const MemoryPlan need = memory_of(m, e), free = m.device().available_memory();
+    MemoryAvailable have;
+    have.host_bytes = free.host_bytes;
+    have.device_bytes = free.device_bytes;
+    have.shared = cuda_is_integrated(m.device().ordinal());
+    const MemoryFit fit = check_memory_fit(need, have);
+    if (fit.short_of == MemoryFit::SHARED)
+        fail(GPT_ERR_OUT_OF_MEMORY,
+             "a context of max_seq %u x max_batch %u needs %.1f MiB (KV cache and scratch: %.1f MiB on the GPU, %.1f MiB "
+             "of host memory), %.1f MiB are available in the memory %s shares with the host (MemAvailable): lower "
+             "gpt_ctx_params.max_seq or max_batch",
+             e.max_seq, e.max_batch, mib(fit.need), mib(need.device_bytes), mib(need.host_bytes), mib(fit.have),
+             m.device().name());
+    if (fit.short_of == MemoryFit::HOST)
         fail(GPT_ERR_OUT_OF_MEMORY,
              "a context of max_seq %u x max_batch %u needs %.1f MiB of host memory (KV cache and scratch), %.1f MiB are "
              "available: lower gpt_ctx_params.max_seq or max_batch",
-             e.max_seq, e.max_batch, mib(need.host_bytes), mib(have.host_bytes));
-    if (have.device_bytes && need.device_bytes > have.device_bytes)
+             e.max_seq, e.max_batch, mib(fit.need), mib(fit.have));
+    if (fit.short_of == MemoryFit::DEVICE)
         fail(GPT_ERR_OUT_OF_MEMORY,
              "a context of max_seq %u x max_batch %u needs %.1f MiB of GPU memory (KV cache and scratch), %.1f MiB are "
              "free on %s: lower gpt_ctx_params.max_seq or max_batch",
-             e.max_seq, e.max_batch, mib(need.device_bytes), mib(have.device_bytes), m.device().name());
+             e.max_seq, e.max_batch, mib(fit.need), mib(fit.have), m.device().name());
     // The executor first: its (much larger) allocation is the one likely to fail.
     exec_ = m.device().create_executor(m.shape(), params_);
-    own_ = host_alloc(own_host_bytes(m, params_), "the context's token history");
+    own_ = host_alloc(own_host_bytes(m.config(), params_), "the context's token history");
     seq_len_ = static_cast<uint32_t *>(own_);
     history_ = reinterpret_cast<int32_t *>(seq_len_ + params_.max_batch);
     step_tokens_ = history_ + (uint64_t)params_.max_batch * params_.max_seq;

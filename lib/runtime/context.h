@@ -18,8 +18,11 @@ class Context {
 public:
     // Resolves defaults and checks params against the model (throws on a bad value).
     static ExecParams resolve(const Model &m, const gpt_ctx_params &p);
+    static ExecParams resolve(const ModelConfig &c, const Device &d, const gpt_ctx_params &p);
     // What a context of these params takes (gpt_ctx_estimate_memory), exactly.
     static MemoryPlan estimate(const Model &m, const gpt_ctx_params &p);
+    // The same for resolved params on a model not (yet) loaded (runtime/load_plan.h).
+    static MemoryPlan memory_of(const ModelConfig &c, const ModelShape &s, const Device &d, const ExecParams &e);
 
     Context(const Model &m, const gpt_ctx_params &p);
     ~Context();
@@ -44,7 +47,7 @@ private:
     // Host bytes the Context itself holds besides the executor: the arrays below, then the
     // sampling adjustments.
     static uint64_t own_host_bytes(const ExecParams &e);
-    static uint64_t own_host_bytes(const Model &m, const ExecParams &e);
+    static uint64_t own_host_bytes(const ModelConfig &c, const ExecParams &e);
     void check_sampling(const gpt_sampling_params &s) const;
     void check_tokens(const int32_t *tokens, uint64_t n) const;
     // Runs tokens [t0, t0 + nt) of every sequence as one step; commits nothing.

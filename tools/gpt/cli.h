@@ -92,5 +92,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 
 } // namespace cli

@@ -5,6 +5,7 @@
 // ready), so host steady-clock intervals are device completion times.
 #include "ceilings.h"
 #include "cli.h"
+#include "device_plan.h"
 #include "synthetic.h"
 
 #include "format/reader.h"
@@ -326,6 +327,11 @@ int cmd_bench(int argc, char **argv) {
     gpt_ctx *ctx = ctx_owner.get();
     uint64_t ctx_host = 0, ctx_dev = 0;
     gpt_ctx_estimate_memory(model, &cp, &ctx_host, &ctx_dev);
+    // The device and what it can still give with the model and context in place (asked only
+    // now: before the load the question would create the CUDA context outside the load's time).
+    gpt_device_info after;
+    after.struct_size = sizeof after;
+    const bool facts = gpt_device_get_info(info.device, &after) == GPT_OK;
     gpt_sampling_params greedy;
     gpt_sampling_params_init(&greedy);
     greedy.temperature = 0;
@@ -451,17 +457,25 @@ int cmd_bench(int argc, char **argv) {
                     "\"decode\": {\"tokens\": %u, \"batch\": %u, \"pos\": %u, \"median_ms\": %.4f, \"p90_ms\": %.4f, "
                     "\"tokens_per_s\": %.1f, \"gbps\": %.1f}, "
                     "\"forward\": {\"batch\": %u, \"tokens\": %u, \"median_ms\": %.4f, \"p90_ms\": %.4f}, "
-                    "\"ceilings\": {\"copy_gbps\": %.1f, \"gemm_tflops\": %.1f}}\n",
+                    "\"ceilings\": {\"copy_gbps\": %.1f, \"gemm_tflops\": %.1f}, "
+                    "\"device_info\": {\"name\": \"%s\", \"integrated\": %u, \"total_bytes\": %llu, "
+                    "\"available_after_context_bytes\": %llu}, "
+                    "\"model_host_bytes\": %llu, \"model_device_bytes\": %llu}\n",
                     json_string(name).c_str(), dev, gpt_dtype_name((int)info.weight_dtype), json_string(gpt_build_info()).c_str(),
                     (unsigned long long)info.n_params, (unsigned long long)weight_bytes, (unsigned long long)(on_gpu ? ctx_dev : ctx_host), load_ms,
                     first_token_ms, gen_s, o.prefill, prefill.median, prefill.p90,
                     prefill.median > 0 ? o.prefill / (prefill.median * 1e-3) : 0.0, prefill_tflops, o.decode, o.batch, o.pos,
                     decode.median, decode.p90, decode.median > 0 ? o.batch / (decode.median * 1e-3) : 0.0, decode_gbps,
-                    o.fwd_batch, o.fwd_tokens, forward.median, forward.p90, ceil.copy_gbps, ceil.gemm_tflops);
+                    o.fwd_batch, o.fwd_tokens, forward.median, forward.p90, ceil.copy_gbps, ceil.gemm_tflops,
+                    json_string(facts ? after.name : "").c_str(), facts ? after.integrated : 0,
+                    (unsigned long long)(facts ? after.total_bytes : 0),
+                    (unsigned long long)(facts ? after.available_bytes : 0), (unsigned long long)info.host_bytes,
+                    (unsigned long long)info.device_bytes);
     } else {
         std::printf("model      %s (%s, %u layers, d_model %u, %.1f M params) on %s, weights %s\n", printable(name).c_str(),
                     gpt_arch_name((int)info.arch), info.n_layers, info.d_model, info.n_params / 1e6, dev,
                     gpt_dtype_name((int)info.weight_dtype));
+        if (facts) std::printf("device     %s\n", device_summary(info.device).c_str());
         std::printf("memory     weights %.1f MiB, context %.1f MiB (%s)\n", weight_bytes / 1048576.0,
                     (on_gpu ? ctx_dev : ctx_host) / 1048576.0, on_gpu ? "device" : "host");
         std::printf("startup    load %.1f ms, load to first token %.1f ms\n", load_ms, first_token_ms);

@@ -1,5 +1,6 @@
 // cmd_info.cpp - `gpt info MODEL`: header, metadata, tensor table, sizes and checksum status.
 #include "cli.h"
+#include "device_plan.h"
 
 #include "core/error.h"
 #include "core/printable.h"
@@ -53,21 +54,75 @@ std::string describe(const gpt::format::MetaValue &v) {
 
 int cmd_info(int argc, char **argv) {
     const char *path = nullptr;
-    bool verify = true, show_tensors = true;
+    bool verify = true, show_tensors = true, plan = false, device_given = false;
+    PlanRequest req;
     for (int i = 1; i < argc; i++) {
+        auto next = [&]() -> const char * {
+            if (i + 1 >= argc) throw UsageError(std::string(argv[i]) + " needs a value");
+            return argv[++i];
+        };
         if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
             std::printf("usage: gpt info MODEL [--no-verify] [--no-tensors]\n"
+                        "       gpt info --device D\n"
+                        "       gpt info (MODEL | --synthetic NAME) --plan [--device D] [--ctx N] [--batch B]\n"
+                        "                [--weights host|device] [--dtype T] [--json]\n"
                         "  Prints the weight file's metadata, tensor table and sizes, and checks every crc32\n"
-                        "  (--no-verify skips that).\n");
+                        "  (--no-verify skips that).\n"
+                        "  --device D     cpu | cuda | cuda:N: what the device is (integrated or not, how it reaches\n"
+                        "                 host memory) and the memory it can give\n"
+                        "  --plan         what loading the model and one context would take on the device (weights\n"
+                        "                 and context, host and device memory), from the tensor table, without\n"
+                        "                 loading; exit status 1 when it does not fit the device present. A CUDA\n"
+                        "                 plan needs a CUDA build, not a GPU\n"
+                        "  --synthetic N  a shape of gpt bench --synthetic instead of a file (--dtype: its file dtype)\n"
+                        "  --ctx N        the context's max_seq (default: the model's, at most 4096)\n"
+                        "  --batch B      the context's max_batch (default 1)\n"
+                        "  --weights W    host: weights read in place from host memory; device: copied to the GPU\n"
+                        "                 (default: host on an integrated GPU, device otherwise)\n"
+                        "  --dtype T      a file's weight_dtype on a GPU, or the synthetic file's dtype\n"
+                        "  --json         the plan as one JSON object\n");
             return 0;
         }
         if (!std::strcmp(argv[i], "--no-verify")) verify = false;
         else if (!std::strcmp(argv[i], "--no-tensors")) show_tensors = false;
-        else if (argv[i][0] == '-') throw UsageError(std::string("unknown option ") + argv[i] + " (see gpt info --help)");
+        else if (!std::strcmp(argv[i], "--plan")) plan = true;
+        else if (!std::strcmp(argv[i], "--json")) req.json = true;
+        else if (!std::strcmp(argv[i], "--device")) {
+            req.device = parse_device(next());
+            device_given = true;
+        } else if (!std::strcmp(argv[i], "--synthetic")) req.synthetic = next();
+        else if (!std::strcmp(argv[i], "--ctx")) req.ctx = parse_u32("--ctx", next(), 1, 1u << 24);
+        else if (!std::strcmp(argv[i], "--batch")) req.batch = parse_u32("--batch", next(), 1, 4096);
+        else if (!std::strcmp(argv[i], "--dtype")) req.dtype = parse_dtype("--dtype", next(), true);
+        else if (!std::strcmp(argv[i], "--weights")) {
+            req.weights = next();
+            if (req.weights != "host" && req.weights != "device")
+                throw UsageError("--weights: '" + printable(req.weights) + "' is not host or device");
+        } else if (argv[i][0] == '-') throw UsageError(std::string("unknown option ") + argv[i] + " (see gpt info --help)");
         else if (!path) path = argv[i];
         else throw UsageError("more than one MODEL given");
     }
-    if (!path) throw UsageError("usage: gpt info MODEL");
+    const bool plan_only_options = !req.synthetic.empty() || req.ctx || req.batch != 1 || !req.weights.empty() ||
+                                   req.dtype != GPT_DTYPE_AUTO || req.json;
+    if (!plan && plan_only_options) throw UsageError("--synthetic, --ctx, --batch, --weights, --dtype and --json go with --plan");
+    if (plan) {
+        if ((path != nullptr) == !req.synthetic.empty()) throw UsageError("--plan needs either MODEL or --synthetic NAME");
+        if (path) req.model = path;
+        if (path) set_mapped_file(path, "Replace a model file by renaming a new one over it, never by rewriting it in place.");
+        try {
+            return print_plan(req);
+        } catch (const gpt::Error &e) {
+            std::fflush(stdout);
+            std::fprintf(stderr, "gpt info: %s\n  %s\n", gpt_status_str(e.status()), gpt::printable(e.what()).c_str());
+            return 1;
+        }
+    }
+    if (!path && device_given) {
+        print_device_facts(stdout, req.device, "");
+        return 0;
+    }
+    if (device_given) throw UsageError("--device goes with --plan, or alone (gpt info --device D)");
+    if (!path) throw UsageError("usage: gpt info MODEL | gpt info --device D (see gpt info --help)");
     // The file is mapped: if it is truncated while the checksums are read, SIGBUS ends the
     // run with this line (main.cpp) instead of a crash.
     set_mapped_file(path, "Replace a model file by renaming a new one over it, never by rewriting it in place.");

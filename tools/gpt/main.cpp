@@ -186,8 +186,10 @@ static void usage(FILE *f) {
                  "  chat MODEL [options]       a conversation, one line per message (the model's chat template)\n"
                  "  quantize IN OUT --dtype q8|q4  quantize a weight file's matrices (weight-only)\n"
                  "  perplexity MODEL TEXT      perplexity on a text file; --compare REF: KL and top-1 vs REF\n"
-                 "  info MODEL                 show a weight file's metadata, tensors and checksums\n"
+                 "  info MODEL                 show a weight file's metadata, tensors and checksums;\n"
+                 "                             --device D: the device; --plan: the memory a load would take\n"
                  "  bench MODEL|--synthetic N  measure load, prefill, decode and forward speed\n"
+                 "  synth SHAPE OUT            write a synthetic shape's random weights as a weight file\n"
                  "\n"
                  "Run `gpt <command> --help` for the options of a command.\n"
                  "Exit status: 0 on success, 1 when the command fails, 2 on a usage error.\n");
@@ -208,6 +210,7 @@ int main(int argc, char **argv) {
         if (!std::strcmp(cmd, "convert")) return cli::cmd_convert(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "quantize")) return cli::cmd_quantize(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "perplexity")) return cli::cmd_perplexity(argc - 1, argv + 1);
+        if (!std::strcmp(cmd, "synth")) return cli::cmd_synth(argc - 1, argv + 1);
         if (!std::strcmp(cmd, "--version")) {
             std::printf("%s\n", gpt_build_info());
             return 0;

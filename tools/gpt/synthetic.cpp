@@ -21,6 +21,15 @@ const std::vector<SyntheticShape> &synthetic_shapes() {
         {"gpt2-medium", "gpt2", 24, 1024, 16, 16, 4096, 50257, 1024, true, true, 0},
         {"tinyllama-1.1b", "llama", 22, 2048, 32, 4, 5632, 32000, 16384, false, false, 10000.0f},
         {"qwen2-7b", "llama", 28, 3584, 28, 4, 18944, 152064, 32768, false, true, 1000000.0f},
+        // The models of docs/JETSON.md's memory table (their config.json dimensions; Llama-3.2's
+        // rope scaling and Mistral's sliding window change no size). qwen3-1.7b-shape: Qwen3-1.7B's
+        // dimensions as a Llama (its q/k norms add 2 x 128 floats a layer), the model NVIDIA
+        // quotes TensorRT Edge-LLM's Jetson speeds for.
+        {"llama-3.2-1b", "llama", 16, 2048, 32, 8, 8192, 128256, 131072, true, false, 500000.0f},
+        {"llama-3.2-3b", "llama", 28, 3072, 24, 8, 8192, 128256, 131072, true, false, 500000.0f},
+        {"llama-2-7b", "llama", 32, 4096, 32, 32, 11008, 32000, 4096, false, false, 10000.0f},
+        {"mistral-7b", "llama", 32, 4096, 32, 8, 14336, 32000, 32768, false, false, 10000.0f},
+        {"qwen3-1.7b-shape", "llama", 28, 2048, 16, 8, 6144, 151936, 40960, true, false, 1000000.0f},
         // llama2.c's stories15M (the CPU baseline of ../shared/reference/baselines.md).
         {"stories15m", "llama", 6, 288, 6, 6, 768, 32000, 256, true, false, 10000.0f},
         // minGPT-style small GPTs of the seed documents (vocab of GPT-2).
@@ -105,7 +114,7 @@ void fill(uint8_t *dst, uint64_t n, uint32_t dtype, float mean, float scale, uin
 
 } // namespace
 
-std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed) {
+gpt::ModelConfig synthetic_config(const SyntheticShape &s) {
     gpt::ModelConfig c;
     c.arch = (gpt_arch)gpt::arch_from_name(s.arch);
     c.name = std::string("synthetic ") + s.name;
@@ -126,6 +135,20 @@ std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, ui
     c.d_ff_expert = s.d_ff_expert;
     c.norm_topk_prob = c.arch == GPT_ARCH_MIXTRAL; // OLMoE-1B-7B: false
     c.validate(s.name);
+    return c;
+}
+
+void synthetic_tensor(uint32_t dtype, const std::vector<uint64_t> &shape, gpt::DType &held, uint32_t &group) {
+    const bool quantized = dtype == GPT_DTYPE_Q8 || dtype == GPT_DTYPE_Q4;
+    const bool packed = quantized && gpt::format::quantizable(shape, gpt::format::kDefaultGroup);
+    held = packed ? (gpt::DType)dtype : quantized ? gpt::DType::F16 : (gpt::DType)dtype;
+    group = packed ? gpt::format::kDefaultGroup : 0;
+}
+
+namespace {
+// The file's tensors, each filled only when written.
+gpt::format::Writer synthetic_writer(const SyntheticShape &s, uint32_t dtype, uint64_t seed) {
+    const gpt::ModelConfig c = synthetic_config(s);
     gpt::format::Writer w;
     c.to_metadata(w.metadata());
     uint64_t k = 0;
@@ -145,7 +168,20 @@ std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, ui
         w.add_tensor(slot.name, (gpt::DType)dtype, slot.shape,
                      [=](uint8_t *dst, uint64_t nbytes) { fill(dst, nbytes / (dtype == 1 ? 4 : 2), dtype, norm ? 1.0f : 0.0f, scale, sd); });
     }
-    return w.write_memory(false);
+    return w;
 }
+} // namespace
+
+std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed) {
+    return synthetic_writer(s, dtype, seed).write_memory(false);
+}
+
+void write_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed, const std::string &path, bool overwrite) {
+    gpt::format::Writer::FileOptions opt;
+    opt.overwrite = overwrite;
+    synthetic_writer(s, dtype, seed).write_file(path, opt);
+}
+
+uint64_t synthetic_file_bytes(const SyntheticShape &s, uint32_t dtype) { return synthetic_writer(s, dtype, 0).file_size(); }
 
 } // namespace cli

@@ -3,6 +3,9 @@
 // 1/sqrt(fan_in)); only the shapes matter for speed.
 #pragma once
 
+#include "core/dtype.h"
+#include "model/config.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,8 +25,18 @@ struct SyntheticShape {
 
 const std::vector<SyntheticShape> &synthetic_shapes();
 const SyntheticShape *find_synthetic(const std::string &name);
+// The config a synthetic shape's file carries.
+gpt::ModelConfig synthetic_config(const SyntheticShape &s);
+// The dtype and group a tensor of that shape gets in a synthetic file of `dtype` (a q8/q4 file
+// quantizes what format/quantize.h's rule quantizes, the rest is f16).
+void synthetic_tensor(uint32_t dtype, const std::vector<uint64_t> &shape, gpt::DType &held, uint32_t &group);
 // A weight file image in file dtype (1 f32, 2 f16, 3 bf16); tensor checksums left 0 (load
 // it with GPT_MODEL_SKIP_CHECKSUMS). Generation runs on all cores.
 std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed);
+// The same as a file at path, with tensor checksums (atomic: format::Writer::write_file);
+// throws gpt::Error (GPT_ERR_IO for an existing path unless overwrite).
+void write_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed, const std::string &path, bool overwrite);
+// The size of that image, computed without building it.
+uint64_t synthetic_file_bytes(const SyntheticShape &s, uint32_t dtype);
 
 } // namespace cli

@@ -13,12 +13,12 @@ library search path (libgpt.so.0), and, when the package is used from a source c
 checkout's build/lib. See docs/BINDINGS.md.
 """
 
-from ._api import (Context, Detokenizer, Generation, GptError, Model, ModelInfo, Status, TokenStream, build_info,
-                   cuda_device_count, library_path, status_name, version, version_number)
+from ._api import (Context, DeviceInfo, Detokenizer, Generation, GptError, Model, ModelInfo, Status, TokenStream,
+                   build_info, cuda_device_count, device_info, library_path, status_name, version, version_number)
 from ._capi import LibraryNotFoundError, load as load_library
 
 __version__ = "0.3.0"
 
 __all__ = ["Model", "Context", "Detokenizer", "Generation", "TokenStream", "ModelInfo", "GptError", "Status",
            "LibraryNotFoundError", "load_library", "library_path", "version", "version_number", "build_info",
-           "cuda_device_count", "status_name", "__version__"]
+           "cuda_device_count", "device_info", "DeviceInfo", "status_name", "__version__"]

@@ -89,6 +89,38 @@ def cuda_device_count():
     return int(C.fn("gpt_cuda_device_count")())
 
 
+class DeviceInfo:
+    """gpt_device_info as a Python object (see gpt.h for each field)."""
+
+    _fields = ("device", "integrated", "pageable_access", "host_mapped", "cc_major", "cc_minor", "multiprocessors",
+               "total_bytes", "available_bytes", "name")
+
+    def __init__(self, raw):
+        for f in self._fields:
+            v = getattr(raw, f)
+            setattr(self, f, _decode(v) if f == "name" else bool(v) if f in ("integrated", "pageable_access",
+                                                                                "host_mapped") else v)
+        self.device_name = _device_name(raw.device)
+
+    def as_dict(self):
+        d = {f: getattr(self, f) for f in self._fields}
+        d.update(device_name=self.device_name)
+        return d
+
+    def __repr__(self):
+        return "DeviceInfo(device=%s, name=%r, integrated=%s, total_bytes=%d, available_bytes=%d)" % (
+            self.device_name, self.name, self.integrated, self.total_bytes, self.available_bytes)
+
+
+def device_info(device="auto"):
+    """What a device is and how much memory it can give now: 'cpu' (the host: MemTotal,
+    MemAvailable), 'cuda', 'cuda:N' or 'auto' (where a model would load)."""
+    raw = C.gpt_device_info()
+    raw.struct_size = ctypes.sizeof(raw)
+    _check(C.fn("gpt_device_get_info")(_device(device), byref(raw)))
+    return DeviceInfo(raw)
+
+
 def library_path():
     """Where the shared library was loaded from."""
     return C.library_path()

@@ -97,6 +97,22 @@ class gpt_model_info(Structure):
     ]
 
 
+class gpt_device_info(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("device", c_int32),
+        ("integrated", c_uint32),
+        ("pageable_access", c_uint32),
+        ("host_mapped", c_uint32),
+        ("cc_major", c_uint32),
+        ("cc_minor", c_uint32),
+        ("multiprocessors", c_uint32),
+        ("total_bytes", c_uint64),
+        ("available_bytes", c_uint64),
+        ("name", c_char * 128),
+    ]
+
+
 gpt_abort_fn = CFUNCTYPE(c_int, c_void_p)
 gpt_token_fn = CFUNCTYPE(c_int, c_int32, c_void_p)
 
@@ -150,6 +166,7 @@ class gpt_sampling_params(Structure):
 STRUCTS = {
     "gpt_model_params": gpt_model_params,
     "gpt_model_info": gpt_model_info,
+    "gpt_device_info": gpt_device_info,
     "gpt_ctx_params": gpt_ctx_params,
     "gpt_sampling_params": gpt_sampling_params,
     "gpt_logit_bias": gpt_logit_bias,
@@ -175,6 +192,7 @@ FUNCTIONS = {
     "gpt_dtype_name": (c_char_p, [c_int]),
     "gpt_arch_name": (c_char_p, [c_int]),
     "gpt_cuda_device_count": (c_int, []),
+    "gpt_device_get_info": (_status, [c_int32, POINTER(gpt_device_info)]),
     "gpt_model_params_init": (None, [POINTER(gpt_model_params)]),
     "gpt_model_load": (_status, [c_char_p, POINTER(gpt_model_params), POINTER(_handle)]),
     "gpt_model_load_from_memory": (_status, [c_void_p, c_size_t, POINTER(gpt_model_params), POINTER(_handle)]),

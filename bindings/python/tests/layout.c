@@ -76,6 +76,19 @@ int main(void) {
     FIELD(gpt_logit_bias, token);
     FIELD(gpt_logit_bias, bias);
 
+    SIZE(gpt_device_info);
+    FIELD(gpt_device_info, struct_size);
+    FIELD(gpt_device_info, device);
+    FIELD(gpt_device_info, integrated);
+    FIELD(gpt_device_info, pageable_access);
+    FIELD(gpt_device_info, host_mapped);
+    FIELD(gpt_device_info, cc_major);
+    FIELD(gpt_device_info, cc_minor);
+    FIELD(gpt_device_info, multiprocessors);
+    FIELD(gpt_device_info, total_bytes);
+    FIELD(gpt_device_info, available_bytes);
+    FIELD(gpt_device_info, name);
+
     SIZE(gpt_chat_message);
     FIELD(gpt_chat_message, role);
     FIELD(gpt_chat_message, content);

@@ -67,6 +67,24 @@ class LibraryTest(unittest.TestCase):
         self.assertGreaterEqual(libgpt.cuda_device_count(), 0)
         self.assertTrue(libgpt.library_path())
 
+    def test_device_info(self):
+        cpu = libgpt.device_info("cpu")
+        self.assertEqual((cpu.device, cpu.device_name, cpu.name, cpu.integrated), (-1, "cpu", "cpu", False))
+        try:  # MemTotal read here, independently
+            with open("/proc/meminfo") as f:
+                total = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemTotal:"))
+            self.assertEqual(cpu.total_bytes, total)
+        except (OSError, StopIteration):
+            pass
+        self.assertLessEqual(cpu.available_bytes, cpu.total_bytes)
+        self.assertEqual(libgpt.device_info().device, 0 if libgpt.cuda_device_count() else -1)
+        with self.assertRaises(libgpt.GptError) as e:
+            libgpt.device_info("cuda:%d" % libgpt.cuda_device_count())
+        self.assertEqual(e.exception.status, libgpt.Status.ERR_UNSUPPORTED)
+        with self.assertRaises(libgpt.GptError) as e:
+            libgpt.device_info(-5)
+        self.assertEqual(e.exception.status, libgpt.Status.ERR_INVALID_ARG)
+
     def test_header_version_matches_library(self):
         h = header_path()
         if not h:

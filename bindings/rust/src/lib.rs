@@ -139,6 +139,50 @@ pub fn cuda_device_count() -> i32 {
     unsafe { sys::gpt_cuda_device_count() }
 }
 
+/// gpt_device_info: what a device is and how much memory it can give now.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceInfo {
+    pub raw: sys::gpt_device_info,
+}
+
+impl DeviceInfo {
+    /// The device described (Auto resolved).
+    pub fn device(&self) -> Device {
+        Device::from_raw(self.raw.device)
+    }
+    /// "cpu", or the GPU's name.
+    pub fn name(&self) -> String {
+        let bytes: Vec<u8> = self
+            .raw
+            .name
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+    /// A GPU sharing the host's memory (Jetson).
+    pub fn integrated(&self) -> bool {
+        self.raw.integrated != 0
+    }
+    /// The GPU's memory; for the CPU MemTotal.
+    pub fn total_bytes(&self) -> u64 {
+        self.raw.total_bytes
+    }
+    /// What a model or context could still get (an integrated GPU and the CPU: MemAvailable).
+    pub fn available_bytes(&self) -> u64 {
+        self.raw.available_bytes
+    }
+}
+
+/// Describes a device: the host (Device::Cpu), a CUDA device, or where Auto would load.
+pub fn device_info(device: Device) -> Result<DeviceInfo> {
+    let mut raw: sys::gpt_device_info = unsafe { MaybeUninit::zeroed().assume_init() };
+    raw.struct_size = std::mem::size_of::<sys::gpt_device_info>() as u32;
+    check(unsafe { sys::gpt_device_get_info(device.raw(), &mut raw) })?;
+    Ok(DeviceInfo { raw })
+}
+
 // ---------------------------------------------------------------------- params structs
 
 /// A params struct filled by its *_init function. The buffer has room to spare in case the

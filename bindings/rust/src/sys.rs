@@ -121,6 +121,22 @@ pub struct gpt_model_info {
     pub name: [c_char; 64],
 }
 
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct gpt_device_info {
+    pub struct_size: u32,
+    pub device: i32,
+    pub integrated: u32,
+    pub pageable_access: u32,
+    pub host_mapped: u32,
+    pub cc_major: u32,
+    pub cc_minor: u32,
+    pub multiprocessors: u32,
+    pub total_bytes: u64,
+    pub available_bytes: u64,
+    pub name: [c_char; 128],
+}
+
 pub type gpt_abort_fn = Option<unsafe extern "C" fn(user: *mut c_void) -> c_int>;
 pub type gpt_token_fn = Option<unsafe extern "C" fn(token: i32, user: *mut c_void) -> c_int>;
 
@@ -185,6 +201,7 @@ extern "C" {
     pub fn gpt_dtype_name(dtype: c_int) -> *const c_char;
     pub fn gpt_arch_name(arch: c_int) -> *const c_char;
     pub fn gpt_cuda_device_count() -> c_int;
+    pub fn gpt_device_get_info(device: i32, info: *mut gpt_device_info) -> gpt_status;
 
     pub fn gpt_model_params_init(params: *mut gpt_model_params);
     pub fn gpt_model_load(path: *const c_char, params: *const gpt_model_params, out: *mut *mut gpt_model)

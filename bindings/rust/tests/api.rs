@@ -72,6 +72,28 @@ fn version_and_params() {
 }
 
 #[test]
+fn device_info_of_the_host() {
+    let cpu = libgpt::device_info(libgpt::Device::Cpu).expect("cpu info");
+    assert_eq!(cpu.device(), libgpt::Device::Cpu);
+    assert_eq!(cpu.name(), "cpu");
+    assert!(!cpu.integrated());
+    assert!(cpu.available_bytes() <= cpu.total_bytes());
+    // MemTotal read here, independently of the library.
+    if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
+        let kb: u64 = text
+            .lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .expect("MemTotal");
+        assert_eq!(cpu.total_bytes(), kb * 1024);
+    }
+    let n = libgpt::cuda_device_count() as u32;
+    let e = libgpt::device_info(libgpt::Device::Cuda(n)).unwrap_err();
+    assert_eq!(e.status, libgpt::sys::GPT_ERR_UNSUPPORTED);
+}
+
+#[test]
 fn struct_layout_matches_c() {
     use libgpt::sys::*;
     use std::ptr::addr_of;
@@ -169,6 +191,19 @@ fn struct_layout_matches_c() {
         logit_bias
     });
     layout!(gpt_logit_bias { token, bias });
+    layout!(gpt_device_info {
+        struct_size,
+        device,
+        integrated,
+        pageable_access,
+        host_mapped,
+        cc_major,
+        cc_minor,
+        multiprocessors,
+        total_bytes,
+        available_bytes,
+        name
+    });
     layout!(gpt_chat_message { role, content });
 }
 

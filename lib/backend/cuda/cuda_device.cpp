@@ -77,12 +77,8 @@ public:
         const DType asked = want;
         quantized_ = is_quantized(want);
         if (quantized_) want = DType::F16;
-        auto target = [&](const Weight &w) {
-            return w.is_vector() ? DType::F32 : quantized_ && is_quantized(w.dtype) ? w.dtype : want;
-        };
-        auto bytes_as = [](const Weight &w, DType to) {
-            return is_quantized(to) ? gpt::weight_bytes(w) : w.numel() * dtype_bytes(to);
-        };
+        auto target = [&](const Weight &w) { return cuda::placed_dtype(w, asked); };
+        auto bytes_as = [](const Weight &w, DType to) { return cuda::placed_bytes(w, to); };
         uint64_t total = 0;
         max_quant_numel_ = max_quant_cols_ = 0;
         for (const Weight *w : weights) {
@@ -137,21 +133,11 @@ public:
 
     // Computes in the weights' dtype unless asked otherwise; caches K/V in f16 (f32 for f32).
     void choose(ExecParams &p, uint32_t compute, uint32_t kv, uint32_t) const override {
-        p.compute = compute ? static_cast<DType>(compute) : weight_dtype_;
-        p.kv = kv ? static_cast<DType>(kv) : (p.compute == DType::F32 ? DType::F32 : DType::F16);
-        p.n_threads = 1;
-        // Quantized weights in slices of rows through an f16 buffer of at most 32 Mi elements
-        // (64 MiB), never less than one row of the widest.
-        constexpr uint64_t kMaxScratchElements = 32ull << 20;
-        p.dequant_scratch = quantized_ ? 2 * std::max(max_quant_cols_, std::min(max_quant_numel_, kMaxScratchElements)) : 0;
+        cuda::choose_params(p, weight_dtype_, quantized_, max_quant_cols_, max_quant_numel_, compute, kv);
     }
 
     MemoryPlan plan(const ModelShape &s, const ExecParams &p) const override {
-        const cuda::CudaPlan plan(s, p);
-        MemoryPlan m;
-        m.device_bytes = plan.device_bytes;
-        m.host_bytes = plan.pinned_bytes;
-        return m;
+        return cuda::memory_plan(s, p);
     }
 
     MemoryPlan available_memory() const override {

@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_plan.h"
 
 #include "backend/buffers.h"
+#include "core/quant.h"
 #include "sample.cuh"
 
 #include <algorithm>
@@ -104,6 +105,34 @@ CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
 uint32_t CudaPlan::decode_splits(uint32_t rows) const {
     const uint32_t blocks = std::max(1u, rows * n_kv_heads);
     return std::clamp<uint32_t>((kAttentionTargetBlocks + blocks - 1) / blocks, 1, max_splits);
+}
+
+DType placed_dtype(const Weight &w, DType want) {
+    if (w.is_vector()) return DType::F32;
+    if (is_quantized(want)) return is_quantized(w.dtype) ? w.dtype : DType::F16;
+    return want;
+}
+
+uint64_t placed_bytes(const Weight &w, DType to) { return is_quantized(to) ? weight_bytes(w) : w.numel() * dtype_bytes(to); }
+
+void choose_params(ExecParams &p, DType matrix_dtype, bool quantized, uint64_t max_quant_cols, uint64_t max_quant_numel,
+                   uint32_t compute, uint32_t kv) {
+    // Computes in the weights' dtype unless asked otherwise; caches K/V in f16 (f32 for f32).
+    p.compute = compute ? static_cast<DType>(compute) : matrix_dtype;
+    p.kv = kv ? static_cast<DType>(kv) : (p.compute == DType::F32 ? DType::F32 : DType::F16);
+    p.n_threads = 1;
+    // Quantized weights in slices of rows through an f16 buffer of at most 32 Mi elements
+    // (64 MiB), never less than one row of the widest.
+    constexpr uint64_t kMaxScratchElements = 32ull << 20;
+    p.dequant_scratch = quantized ? 2 * std::max(max_quant_cols, std::min(max_quant_numel, kMaxScratchElements)) : 0;
+}
+
+MemoryPlan memory_plan(const ModelShape &s, const ExecParams &p) {
+    const CudaPlan plan(s, p);
+    MemoryPlan m;
+    m.device_bytes = plan.device_bytes;
+    m.host_bytes = plan.pinned_bytes;
+    return m;
 }
 
 } // namespace gpt::cuda

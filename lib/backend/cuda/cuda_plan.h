@@ -65,4 +65,21 @@ struct CudaPlan {
     uint32_t decode_splits(uint32_t rows) const;
 };
 
+// How a CUDA device holds the weights, shared by the device (cuda_device.cpp) and the paper
+// planner (cuda_planner.cpp), so `gpt info --plan` reports what a load would allocate.
+// A quantized `want` (the file's q8 or q4) keeps the quantized matrices packed and puts the
+// file's other matrices in f16, the compute dtype of quantized models; a float `want`
+// converts every matrix to it; vectors (norms, biases) are f32.
+DType placed_dtype(const Weight &w, DType want);
+// Bytes of w held as `to` (before the 256-byte alignment each weight gets).
+uint64_t placed_bytes(const Weight &w, DType to);
+inline uint64_t align256(uint64_t n) { return (n + 255) & ~(uint64_t)255; }
+// Fills what a CUDA device decides in p (Device::choose) for weights whose matrices are held
+// in matrix_dtype; quantized: packed matrices are kept, the widest of them (max_quant_cols)
+// and the largest (max_quant_numel) size the dequantization scratch.
+void choose_params(ExecParams &p, DType matrix_dtype, bool quantized, uint64_t max_quant_cols, uint64_t max_quant_numel,
+                   uint32_t compute, uint32_t kv);
+// Device::plan of a CUDA device: the executor's device bytes and pinned host bytes.
+MemoryPlan memory_plan(const ModelShape &s, const ExecParams &p);
+
 } // namespace gpt::cuda
