@@ -81,8 +81,8 @@ int print_plan(const PlanRequest &r) {
         if (!s) throw UsageError("unknown synthetic shape '" + r.synthetic + "' (see gpt bench --help)");
         const uint32_t dtype = r.dtype == GPT_DTYPE_AUTO ? (uint32_t)GPT_DTYPE_F16 : r.dtype;
         config = synthetic_config(*s);
-        auto describe = [&](const std::string &, const std::vector<uint64_t> &shape, gpt::DType &d, uint32_t &g) {
-            synthetic_tensor(dtype, shape, d, g);
+        auto describe = [&](const std::string &tensor, const std::vector<uint64_t> &shape, gpt::DType &d, uint32_t &g) {
+            synthetic_tensor(dtype, tensor, shape, d, g);
         };
         plan = gpt::plan_load(config, describe, synthetic_file_bytes(*s, dtype), *device, GPT_DTYPE_AUTO, cp);
         name = r.synthetic;

@@ -138,9 +138,9 @@ gpt::ModelConfig synthetic_config(const SyntheticShape &s) {
     return c;
 }
 
-void synthetic_tensor(uint32_t dtype, const std::vector<uint64_t> &shape, gpt::DType &held, uint32_t &group) {
+void synthetic_tensor(uint32_t dtype, const std::string &name, const std::vector<uint64_t> &shape, gpt::DType &held, uint32_t &group) {
     const bool quantized = dtype == GPT_DTYPE_Q8 || dtype == GPT_DTYPE_Q4;
-    const bool packed = quantized && gpt::format::quantizable(shape, gpt::format::kDefaultGroup);
+    const bool packed = quantized && gpt::format::quantizable(name, shape, gpt::format::kDefaultGroup);
     held = packed ? (gpt::DType)dtype : quantized ? gpt::DType::F16 : (gpt::DType)dtype;
     group = packed ? gpt::format::kDefaultGroup : 0;
 }

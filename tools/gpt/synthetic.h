@@ -29,7 +29,7 @@ const SyntheticShape *find_synthetic(const std::string &name);
 gpt::ModelConfig synthetic_config(const SyntheticShape &s);
 // The dtype and group a tensor of that shape gets in a synthetic file of `dtype` (a q8/q4 file
 // quantizes what format/quantize.h's rule quantizes, the rest is f16).
-void synthetic_tensor(uint32_t dtype, const std::vector<uint64_t> &shape, gpt::DType &held, uint32_t &group);
+void synthetic_tensor(uint32_t dtype, const std::string &name, const std::vector<uint64_t> &shape, gpt::DType &held, uint32_t &group);
 // A weight file image in file dtype (1 f32, 2 f16, 3 bf16); tensor checksums left 0 (load
 // it with GPT_MODEL_SKIP_CHECKSUMS). Generation runs on all cores.
 std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed);
