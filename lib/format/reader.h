@@ -36,6 +36,10 @@ struct ReadOptions {
     // any bytes.
     bool check_finite = false;
     bool use_mmap = true;
+    // With verify_checksums: the tensors are not checked when the file is opened; the caller
+    // checks each one (format/tensor_check.h) before it uses it. The header, metadata and
+    // table checksums are always checked at once.
+    bool defer_tensor_checks = false;
 };
 
 class WeightFile {
@@ -55,12 +59,17 @@ public:
     const std::vector<TensorEntry> &tensors() const { return tensors_; }
     const TensorEntry *find(const std::string &name) const;
     const uint8_t *data(const TensorEntry &t) const { return base_ + t.offset; }
+    const uint8_t *bytes() const { return base_; } // the whole file (nullptr after release_data)
 
     // Recomputes every tensor's crc32; throws GPT_ERR_CHECKSUM naming the first mismatch.
     // With check_finite it also looks for NaN and infinity in the values, in the same pass,
     // and throws GPT_ERR_FORMAT naming the first tensor holding one (a checksum cannot catch
     // weights that were written that way).
     void verify_checksums(bool check_finite = false) const;
+    // Bytes [offset, offset + len) of a mapped file will not be read again: their pages leave
+    // the process's resident memory (madvise MADV_DONTNEED on the whole pages inside; the page
+    // cache keeps them, as reclaimable memory). Nothing for a buffer in memory.
+    void drop_pages(uint64_t offset, uint64_t len) const;
     // Drops the file bytes (after weights were copied elsewhere); data() is invalid afterwards.
     void release_data();
 
