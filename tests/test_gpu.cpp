@@ -1521,14 +1521,17 @@ void test_gpu_hostile_loads(void **) {
     // the allocation must be gone again.
     const int64_t n0 = gpt::cuda::live_allocations();
     for (const Case &c : cases) {
-        for (int device : {GPT_DEVICE_CPU, 0}) {
+        // The CPU, device weights (checked piece by piece before each upload) and host weights
+        // (registered, then checked: the registration must be undone).
+        for (auto [device, flags] : {std::pair<int, uint32_t>{GPT_DEVICE_CPU, 0}, {0, GPT_MODEL_DEVICE_WEIGHTS}, {0, GPT_MODEL_HOST_WEIGHTS}}) {
             gpt_model_params mp;
             gpt_model_params_init(&mp);
             mp.device = device;
+            mp.flags = flags;
             gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
             const gpt_status st = gpt_model_load_from_memory(c.file.data(), c.file.size(), &mp, &m);
             if (st != c.want || m || !std::strstr(gpt_last_error(), c.needle))
-                fail_msg("%s on device %d: %s (%s), expected %s naming '%s'", c.what, device, gpt_status_str(st),
+                fail_msg("%s on device %d, flags 0x%x: %s (%s), expected %s naming '%s'", c.what, device, flags, gpt_status_str(st),
                          gpt_last_error(), gpt_status_str(c.want), c.needle);
         }
     }

@@ -263,6 +263,34 @@ void test_released_pieces_leave_resident_memory(void **) {
     unlink(path.c_str());
 }
 
+// The placement flags through the API on the CPU: both at once are refused before anything
+// is read; either alone loads (the CPU reads host memory anyway) and the model does not claim
+// a GPU reads its weights.
+void test_weight_flags_on_cpu(void **) {
+    auto rng = rng_for("weight_flags_on_cpu");
+    const Bytes b = file_of(DType::F16, rng);
+    gpt_model_params p;
+    gpt_model_params_init(&p);
+    p.device = GPT_DEVICE_CPU;
+    p.flags = GPT_MODEL_HOST_WEIGHTS | GPT_MODEL_DEVICE_WEIGHTS;
+    gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
+    assert_int_equal(gpt_model_load_from_memory(b.data(), b.size(), &p, &m), GPT_ERR_INVALID_ARG);
+    assert_null(m);
+    assert_non_null(std::strstr(gpt_last_error(), "GPT_MODEL_HOST_WEIGHTS and GPT_MODEL_DEVICE_WEIGHTS"));
+    for (uint32_t flags : {GPT_MODEL_HOST_WEIGHTS, GPT_MODEL_DEVICE_WEIGHTS}) {
+        p.flags = flags;
+        p.weight_dtype = GPT_DTYPE_F32; // a conversion the CPU ignores either way
+        if (gpt_model_load_from_memory(b.data(), b.size(), &p, &m) != GPT_OK) fail_msg("flags 0x%x: %s", flags, gpt_last_error());
+        gpt_model_info i;
+        std::memset(&i, 0, sizeof i);
+        i.struct_size = sizeof i;
+        assert_int_equal(gpt_model_get_info(m, &i), GPT_OK);
+        assert_int_equal(i.flags & GPT_MODEL_INFO_HOST_WEIGHTS, 0);
+        assert_int_equal(i.device_bytes, 0);
+        gpt_model_free(m);
+    }
+}
+
 } // namespace
 
 int main(void) {
@@ -270,6 +298,7 @@ int main(void) {
         cmocka_unit_test(test_pieces_agree_with_whole_file),
         cmocka_unit_test(test_pieces_misused),
         cmocka_unit_test(test_released_pieces_leave_resident_memory),
+        cmocka_unit_test(test_weight_flags_on_cpu),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

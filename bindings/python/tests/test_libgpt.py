@@ -87,6 +87,16 @@ class LibraryTest(unittest.TestCase):
         extra = sorted(set(_capi.FUNCTIONS) - declared)
         self.assertEqual(extra, [], "_capi.FUNCTIONS names functions gpt.h does not declare")
 
+    def test_model_flags_match_header(self):
+        # Every GPT_MODEL_* and GPT_MODEL_INFO_* flag of gpt.h, with gpt.h's value.
+        h = header_path()
+        if not h:
+            self.skipTest("gpt.h not found (set GPT_HEADER)")
+        flags = dict(re.findall(r"#define (GPT_MODEL_\w+) (0x[0-9a-fA-F]+)u", h.read_text()))
+        self.assertIn("GPT_MODEL_HOST_WEIGHTS", flags)
+        for name, value in flags.items():
+            self.assertEqual(getattr(_capi, name, None), int(value, 16), name)
+
     def test_every_function_has_types_and_is_exported(self):
         lib = _capi.lib()
         self.assertEqual(_capi._missing, set())
