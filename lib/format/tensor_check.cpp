@@ -110,11 +110,12 @@ void TensorCheck::add(uint64_t len) {
     if (len > e_.nbytes - done_ || done_ % 16 != 0)
         fail(GPT_ERR_INTERNAL, "%s: tensor '%s' checked out of order (%llu bytes at %llu of %llu)", source_.c_str(),
              e_.name.c_str(), (unsigned long long)len, (unsigned long long)done_, (unsigned long long)e_.nbytes);
-    // Sub-pieces of 4 MiB shared among threads when the piece is large enough to pay for them.
-    constexpr uint64_t kSub = 4u << 20;
+    // Sub-pieces of 1 MiB shared among up to 8 threads: a thread costs tens of microseconds,
+    // the crc32 of 1 MiB a few hundred.
+    constexpr uint64_t kSub = 1u << 20;
     const uint64_t n_sub = (len + kSub - 1) / kSub;
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    const size_t n_threads = std::min<size_t>({hw, 8, (size_t)n_sub, (size_t)(len / (16u << 20)) + 1});
+    const size_t n_threads = std::min<size_t>({hw, 8, (size_t)n_sub});
     std::vector<PieceScan> scans((size_t)n_sub);
     std::atomic<size_t> next{0};
     auto work = [&] {

@@ -26,7 +26,7 @@ PieceScan scan_piece(const TensorEntry &e, const uint8_t *data, uint64_t off, ui
 void check_scan_result(const std::string &source, const TensorEntry &e, const uint8_t *data, uint32_t crc, uint64_t bad_at);
 
 // Checks one tensor fed in consecutive pieces. A large piece is shared among threads
-// (pieces of 4 MiB combined with crc32_combine), so checking just before each upload costs
+// (pieces of 1 MiB combined with crc32_combine), so checking just before each upload costs
 // no more time than the whole-file pass did.
 class TensorCheck {
 public:

@@ -17,7 +17,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gpt {
@@ -208,8 +210,7 @@ private:
         if (w.dtype == to) {
             for (uint64_t o = 0; o < stored; o += kPiece) {
                 const uint64_t n = std::min(kPiece, stored - o);
-                src.check(i, n);
-                upload(dst + o, from + o, n);
+                check_while_uploading(src, i, n, [&] { upload(dst + o, from + o, n); });
                 release(o, n);
             }
             return;
@@ -239,6 +240,41 @@ private:
             upload(dst + e * out_bytes, staging.data(), n * out_bytes);
             release(e * in_bytes, n * in_bytes);
         }
+    }
+
+    // Checks the next n bytes of weight i on a helper thread while `upload` copies them: both
+    // read the same pages once, and the load takes about the longer of the two instead of
+    // their sum (the whole-file check used to run beside the CUDA context's creation; now it
+    // runs beside the copies). A failed check, or a failed upload, throws after both ended.
+    template <typename Upload> static void check_while_uploading(WeightSource &src, size_t i, uint64_t n, Upload upload) {
+        if (n < (1u << 20)) { // not worth a thread
+            src.check(i, n);
+            upload();
+            return;
+        }
+        std::exception_ptr failed;
+        std::thread checker;
+        try {
+            checker = std::thread([&] {
+                try {
+                    src.check(i, n);
+                } catch (...) {
+                    failed = std::current_exception();
+                }
+            });
+        } catch (...) { // no thread: one after the other
+            src.check(i, n);
+            upload();
+            return;
+        }
+        try {
+            upload();
+        } catch (...) {
+            checker.join();
+            throw;
+        }
+        checker.join();
+        if (failed) std::rethrow_exception(failed);
     }
 
     int ordinal_;
