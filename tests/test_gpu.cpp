@@ -1627,6 +1627,11 @@ void test_gpu_host_weights_device_memory(void **) {
     s.seed = g_rng();
     const fixture::Model fx = fixture::make(s);
     const std::string path = fixture::write_temp(fx.file);
+    // A 64-byte aligned copy: the model borrows it (a misaligned buffer would be copied).
+    std::unique_ptr<uint8_t, decltype(&std::free)> aligned(
+        static_cast<uint8_t *>(std::aligned_alloc(64, (fx.file.size() + 63) / 64 * 64)), &std::free);
+    assert_non_null(aligned.get());
+    std::memcpy(aligned.get(), fx.file.data(), fx.file.size());
     struct Case {
         const char *what;
         uint32_t flags;
@@ -1645,7 +1650,7 @@ void test_gpu_host_weights_device_memory(void **) {
         CK(cudaMemGetInfo(&free0, &total));
         gpt_model *m = nullptr;
         const gpt_status st = c.from_path ? gpt_model_load(path.c_str(), &mp, &m)
-                                          : gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m);
+                                          : gpt_model_load_from_memory(aligned.get(), fx.file.size(), &mp, &m);
         if (st != GPT_OK) fail_msg("%s: %s", c.what, gpt_last_error());
         CK(cudaMemGetInfo(&free1, &total));
         const gpt_model_info i = info_of(m);
@@ -1657,7 +1662,8 @@ void test_gpu_host_weights_device_memory(void **) {
         if (host) {
             if (!(i.flags & GPT_MODEL_INFO_HOST_WEIGHTS)) {
                 // Say why (the driver's answer), through the library's internals.
-                auto internal = gpt::Model::load_memory(fx.file.data(), fx.file.size(), mp);
+                auto internal = c.from_path ? gpt::Model::load_file(path.c_str(), mp)
+                                            : gpt::Model::load_memory(aligned.get(), fx.file.size(), mp);
                 fail_msg("%s: copied to device memory: %s", c.what, internal->device().host_weights_refusal().c_str());
             }
             assert_true(i.device_bytes < (1u << 20));
