@@ -53,7 +53,9 @@ private:
     ModelConfig config_;
     TokenizerData tok_data_;
     std::unique_ptr<Tokenizer> tokenizer_;
-    std::unique_ptr<format::WeightFile> file_; // kept while weights point into it (CPU, host weights)
+    // Kept while weights point into it (CPU, host weights). Declared before device_, so it is
+    // destroyed after it: a device reading host weights unregisters them before the file goes.
+    std::unique_ptr<format::WeightFile> file_;
     std::unique_ptr<Device> device_;
     std::unique_ptr<Architecture> arch_;
     ModelShape shape_;
