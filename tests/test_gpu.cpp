@@ -734,8 +734,6 @@ struct NoFile final : gpt::WeightSource {
     void check(size_t, uint64_t) override {}
     void check_all() override {}
     void release(size_t, uint64_t, uint64_t) override {}
-    const uint8_t *host_base() const override { return nullptr; }
-    uint64_t host_size() const override { return 0; }
     bool read_only_mapping() const override { return false; }
 };
 

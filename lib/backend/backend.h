@@ -193,10 +193,8 @@ public:
     virtual void check_all() = 0;
     // Bytes [offset, offset + len) of weight i will not be read again: their pages may go.
     virtual void release(size_t i, uint64_t offset, uint64_t len) = 0;
-    // The host memory holding every weight's bytes, and whether it is a read-only file mapping
-    // (else memory the process owns or borrows, readable and writable).
-    virtual const uint8_t *host_base() const = 0;
-    virtual uint64_t host_size() const = 0;
+    // Whether the weights' host memory is a read-only file mapping (else memory the process
+    // owns or borrows, readable and writable): how a device may register it.
     virtual bool read_only_mapping() const = 0;
 };
 

@@ -59,7 +59,6 @@ public:
     const std::vector<TensorEntry> &tensors() const { return tensors_; }
     const TensorEntry *find(const std::string &name) const;
     const uint8_t *data(const TensorEntry &t) const { return base_ + t.offset; }
-    const uint8_t *bytes() const { return base_; } // the whole file (nullptr after release_data)
 
     // Recomputes every tensor's crc32; throws GPT_ERR_CHECKSUM naming the first mismatch.
     // With check_finite it also looks for NaN and infinity in the values, in the same pass,

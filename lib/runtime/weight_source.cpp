@@ -46,8 +46,6 @@ void FileWeightSource::release(size_t i, uint64_t offset, uint64_t len) {
     file_.drop_pages(e.offset + offset, len);
 }
 
-const uint8_t *FileWeightSource::host_base() const { return file_.bytes(); }
-
 bool FileWeightSource::all_checked() const {
     for (bool d : done_)
         if (!d) return false;

@@ -21,8 +21,6 @@ public:
     void check(size_t i, uint64_t len) override;
     void check_all() override;
     void release(size_t i, uint64_t offset, uint64_t len) override;
-    const uint8_t *host_base() const override;
-    uint64_t host_size() const override { return file_.size(); }
     bool read_only_mapping() const override { return file_.mapped(); }
 
     // Whether every tensor has been checked (or checks were off): the load then may finish.
