@@ -226,6 +226,20 @@ class ModelTest(unittest.TestCase):
                 self.assertEqual(m.context().forward([1, 2, 3], as_numpy=False), expected)
                 m.close()
 
+    def test_weights_placement(self):
+        # weights= maps to GPT_MODEL_HOST_WEIGHTS / _DEVICE_WEIGHTS; the CPU reads host memory
+        # either way, so the logits are the same and no GPU claims to read them in place.
+        with libgpt.Model(MODEL, device="cpu") as ref:
+            expected = ref.context().forward([1, 2, 3], as_numpy=False)
+        for weights in ("host", "device"):
+            with libgpt.Model(MODEL, device="cpu", weights=weights) as m:
+                self.assertFalse(m.info.host_weights)
+                self.assertEqual(m.context().forward([1, 2, 3], as_numpy=False), expected)
+        with self.assertRaises(ValueError):
+            libgpt.Model(MODEL, device="cpu", weights="gpu")
+        data = Path(MODEL).read_bytes()
+        libgpt.Model.from_bytes(data, device="cpu", weights="host").close()
+
     def test_errors(self):
         with self.assertRaises(libgpt.GptError) as cm:
             libgpt.Model(os.path.join(_tmp.name, "missing.gpt"))
