@@ -1726,6 +1726,58 @@ void test_gpu_host_weights_greedy(void **) {
 
 // Host weights read the file as it is: a conversion is refused, naming the way out; both
 // placement flags at once are an invalid argument.
+// Registration refused: a caller's buffer the application registered itself
+// (cudaErrorHostMemoryAlreadyRegistered). Without pageable memory access the weights are
+// copied to device memory as without the flag, the model says so (no INFO_HOST_WEIGHTS,
+// device_bytes of the weights, the device's reason), and the logits are device mode's; with
+// pageable access (HMM) the GPU reads the buffer through the plain pointer instead.
+void test_gpu_host_weights_fallback(void **) {
+    SKIP_WITHOUT_GPU();
+    fixture::Spec s = model_specs()[1];
+    s.seed = g_rng();
+    const fixture::Model fx = fixture::make(s);
+    const size_t padded = (fx.file.size() + 4095) / 4096 * 4096;
+    std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t *>(std::aligned_alloc(4096, padded)), &std::free);
+    assert_non_null(buf.get());
+    std::memcpy(buf.get(), fx.file.data(), fx.file.size());
+    CK(cudaHostRegister(buf.get(), padded, cudaHostRegisterDefault));
+    int pageable = 0;
+    CK(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0));
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = 0;
+    mp.flags = GPT_MODEL_HOST_WEIGHTS;
+    {
+        auto m = gpt::Model::load_memory(buf.get(), fx.file.size(), mp);
+        const gpt_model_info i = m->info();
+        std::printf("  host weights over a registered buffer: %s, device bytes %llu; reason: '%s'\n",
+                    (i.flags & GPT_MODEL_INFO_HOST_WEIGHTS) ? "read in place" : "copied",
+                    (unsigned long long)i.device_bytes, m->device().host_weights_refusal().c_str());
+        if (pageable) {
+            assert_true(i.flags & GPT_MODEL_INFO_HOST_WEIGHTS);
+        } else {
+            assert_false(i.flags & GPT_MODEL_INFO_HOST_WEIGHTS);
+            assert_true(i.device_bytes >= fx.file.size() / 2);
+            assert_int_equal(i.host_bytes, 0);
+            assert_non_null(std::strstr(m->device().host_weights_refusal().c_str(), "cudaHostRegister"));
+        }
+    }
+    // Through the API, against device weights.
+    Loaded dev;
+    load(dev, fx, 0, GPT_DTYPE_AUTO, 0, 1, GPT_MODEL_DEVICE_WEIGHTS);
+    Loaded host;
+    assert_int_equal(gpt_model_load_from_memory(buf.get(), fx.file.size(), &mp, &host.m), GPT_OK);
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    assert_int_equal(gpt_ctx_create(host.m, &cp, &host.c), GPT_OK);
+    expect_same_run("registered buffer", host, dev, fx.config.vocab_size, 1e-4);
+    gpt_ctx_free(host.c);
+    gpt_model_free(host.m);
+    host.c = nullptr;
+    host.m = nullptr;
+    CK(cudaHostUnregister(buf.get()));
+}
+
 void test_gpu_host_weights_refusals(void **) {
     SKIP_WITHOUT_GPU();
     fixture::Spec s = model_specs()[1];
@@ -1800,6 +1852,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_host_weights_match_device),
         cmocka_unit_test(test_gpu_host_weights_device_memory),
         cmocka_unit_test(test_gpu_host_weights_greedy),
+        cmocka_unit_test(test_gpu_host_weights_fallback),
         cmocka_unit_test(test_gpu_host_weights_refusals),
         cmocka_unit_test(test_gpu_device_selection),
     };
