@@ -14,7 +14,7 @@ for ((r = 0; r < rounds; r++)); do
     kernels=(old tiled)
     ((r % 2)) && kernels=(tiled old)
     for shape in ${SHAPES:-tinyllama-1.1b}; do
-        for batch in 1 8; do
+        for batch in ${BATCHES:-1 8}; do
             for dtype in q4 q8 f16; do
                 for k in "${kernels[@]}"; do
                     [ "$dtype" = f16 ] && [ "$k" = old ] && continue # no quantized GEMV

@@ -194,6 +194,20 @@ typedef struct gpt_ctx gpt_ctx;     /* KV cache and scratch for one thread of wo
                                          crc32s are always checked) */
 #define GPT_MODEL_NO_MMAP 0x2u        /* read the file into memory instead of mapping it */
 #define GPT_MODEL_COPY_BUFFER 0x4u    /* load_from_memory: copy the buffer instead of borrowing it */
+#define GPT_MODEL_HOST_WEIGHTS 0x8u   /* on a CUDA device, keep the weights in host memory (the
+                                         file mapping, the read buffer, or the caller's buffer
+                                         for gpt_model_load_from_memory) and let the GPU read them
+                                         in place: the default on an integrated GPU (Jetson), on
+                                         request on a discrete one (slow, over the bus, but a
+                                         model larger than the GPU's memory runs). Norms and
+                                         biases still go to device memory. A weight_dtype other
+                                         than the file's is GPT_ERR_UNSUPPORTED in this mode.
+                                         Where the driver refuses to register the memory, the
+                                         weights are copied to device memory as without the
+                                         flag: GPT_MODEL_INFO_HOST_WEIGHTS says which happened.
+                                         No effect on the CPU. */
+#define GPT_MODEL_DEVICE_WEIGHTS 0x10u /* copy the weights to device memory even on an
+                                          integrated GPU. Both flags: GPT_ERR_INVALID_ARG. */
 
 typedef struct gpt_model_params {
     uint32_t struct_size;  /* sizeof(gpt_model_params), set by gpt_model_params_init */
@@ -209,8 +223,9 @@ typedef struct gpt_model_params {
 GPT_API void gpt_model_params_init(gpt_model_params *params);
 
 /* Loads a weight file (see docs/FORMAT.md). params may be NULL for the defaults. The file
- * is mapped read-only; on a GPU the weights are copied to device memory in one allocation
- * and the mapping is released. A model on the CPU reads its weights from the mapping until
+ * is mapped read-only; on a GPU the weights are copied to device memory in one allocation,
+ * each tensor checked just before its upload and its pages dropped after, and the mapping
+ * is released. A model on the CPU, or with GPT_MODEL_HOST_WEIGHTS, reads its weights from the mapping until
  * gpt_model_free, so the file must not be truncated or rewritten in place meanwhile (a
  * truncation raises SIGBUS in the process, a rewrite changes the weights after their
  * checksums were checked): replace a model file by renaming a new one over it, as `gpt
@@ -221,7 +236,8 @@ GPT_API void gpt_model_params_init(gpt_model_params *params);
 GPT_API gpt_status gpt_model_load(const char *path, const gpt_model_params *params, gpt_model **out);
 
 /* Loads from a weight file image in memory. Unless GPT_MODEL_COPY_BUFFER is set the model
- * borrows the buffer on the CPU (it must stay valid and unchanged until gpt_model_free);
+ * borrows the buffer on the CPU and with GPT_MODEL_HOST_WEIGHTS (it must stay valid and
+ * unchanged until gpt_model_free; with host weights it is registered with the CUDA driver);
  * a buffer that is not 64-byte aligned is always copied. */
 GPT_API gpt_status gpt_model_load_from_memory(const void *data, size_t size, const gpt_model_params *params,
                                               gpt_model **out);
@@ -232,6 +248,7 @@ GPT_API void gpt_model_free(gpt_model *model);
 #define GPT_MODEL_INFO_TIED_HEAD 0x1u     /* the LM head reuses the token embedding */
 #define GPT_MODEL_INFO_QKV_BIAS 0x2u      /* q/k/v projections have biases */
 #define GPT_MODEL_INFO_HAS_TOKENIZER 0x4u /* the file carries a tokenizer */
+#define GPT_MODEL_INFO_HOST_WEIGHTS 0x8u  /* a GPU reads the weights in host memory (GPT_MODEL_HOST_WEIGHTS) */
 
 typedef struct gpt_model_info {
     uint32_t struct_size;    /* set by the caller: sizeof(gpt_model_info) */

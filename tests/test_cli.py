@@ -572,6 +572,30 @@ class ChangedFile(unittest.TestCase):
         self.assertNotIn("checksums:", out)
 
 
+class Weights(unittest.TestCase):
+    """Issue 22: --weights host|device on the commands that load a model onto a GPU."""
+
+    def test_bad_value_refused(self):
+        for cmd in (["generate", Fixtures.tiny, "-p", "a"], ["bench", Fixtures.tiny], ["chat", Fixtures.tiny],
+                    ["perplexity", Fixtures.tiny, Fixtures.tiny]):
+            for value in ("hosts", "", "HOST", "cpu"):
+                with self.subTest(cmd=cmd[0], value=value):
+                    rc, out, err = run(*cmd, "--weights", value)
+                    self.assertEqual((rc, out), (2, ""), err)
+                    self.assertIn("--weights", err)
+                    self.assertIn("expected host or device", err)
+
+    def test_cpu_ignores_it(self):
+        # On the CPU the weights are in host memory anyway: the same text either way.
+        args = ["generate", Fixtures.tiny, "-p", "the", "-n", "6", "--temp", "0", "--device", "cpu"]
+        rc, want, err = run(*args)
+        self.assertEqual(rc, 0, err)
+        for value in ("host", "device"):
+            rc, out, err = run(*args, "--weights", value)
+            self.assertEqual((rc, out), (0, want), err)
+            self.assertNotIn("notice", err)
+
+
 class Issue16(unittest.TestCase):
     """--no-verify for generate, a fresh seed per run, `gpt bench` on the shipped model."""
 

@@ -23,6 +23,7 @@
 #include "format/quantize.h"
 #include "format/writer.h"
 #include "model/arch.h"
+#include "runtime/model.h"
 #include "sampler/sampler.h"
 
 #include "add_norm.cuh"
@@ -52,6 +53,7 @@
 #include <set>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 extern "C" {
 #include <setjmp.h>
@@ -731,6 +733,14 @@ struct FeatureModel {
     }
 };
 
+// Weights handed to a device directly, not from a file: nothing to check or release.
+struct NoFile final : gpt::WeightSource {
+    void check(size_t, uint64_t) override {}
+    void check_all() override {}
+    void release(size_t, uint64_t, uint64_t) override {}
+    bool read_only_mapping() const override { return false; }
+};
+
 void test_gpu_executor_features(void **) {
     SKIP_WITHOUT_GPU();
     const FeatureModel m;
@@ -742,8 +752,9 @@ void test_gpu_executor_features(void **) {
         std::vector<gpt::Weight *> pc, pg;
         for (auto &x : wc) pc.push_back(&x);
         for (auto &x : wg) pg.push_back(&x);
-        cpu_dev->place_weights(pc, DType::F32);
-        gpu_dev->place_weights(pg, mode.t);
+        NoFile nf;
+        cpu_dev->place_weights(pc, gpt::Placement{DType::F32, false}, nf);
+        gpu_dev->place_weights(pg, gpt::Placement{mode.t, false}, nf);
         gpt::ExecParams pcpu, pgpu;
         pcpu.max_batch = pgpu.max_batch = 2;
         pcpu.max_seq = pgpu.max_seq = 64;
@@ -956,11 +967,13 @@ struct Loaded {
     }
 };
 
-void load(Loaded &l, const fixture::Model &fx, int device, uint32_t weight_dtype, uint32_t ctx_flags, uint32_t max_batch = 1) {
+void load(Loaded &l, const fixture::Model &fx, int device, uint32_t weight_dtype, uint32_t ctx_flags, uint32_t max_batch = 1,
+          uint32_t model_flags = 0) {
     gpt_model_params mp;
     gpt_model_params_init(&mp);
     mp.device = device;
     mp.weight_dtype = weight_dtype;
+    mp.flags = model_flags;
     gpt_status st = gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &l.m);
     if (st != GPT_OK) fail_msg("load: %s", gpt_last_error());
     gpt_ctx_params cp;
@@ -1731,7 +1744,8 @@ void moe_case(const MoeCase &c) {
     std::vector<gpt::Weight *> pg;
     for (auto &x : wg) pg.push_back(&x);
     auto dev = gpt::make_cuda_device(0);
-    dev->place_weights(pg, c.t);
+    NoFile nf;
+    dev->place_weights(pg, gpt::Placement{c.t, false}, nf);
     m.round_floats();
     gpt::ExecParams p;
     p.max_batch = 8;
@@ -1796,7 +1810,8 @@ void test_gpu_moe(void **) {
     std::vector<gpt::Weight *> pg;
     for (auto &x : wg) pg.push_back(&x);
     auto dev = gpt::make_cuda_device(0);
-    dev->place_weights(pg, DType::F32);
+    NoFile nf;
+    dev->place_weights(pg, gpt::Placement{DType::F32, false}, nf);
     gpt::ExecParams p;
     p.max_seq = 16;
     dev->choose(p, 0, 0, 0);
@@ -1978,20 +1993,25 @@ void test_gpu_hostile_loads(void **) {
     cases.push_back({"wrong shape", b, GPT_ERR_FORMAT, "blk.0.attn_qkv.weight"});
     size_t free0 = 0, free1 = 0, total = 0;
     CK(cudaMemGetInfo(&free0, &total));
-    const uint64_t n0 = gpt::cuda::allocation_count();
+    // A damaged tensor is found when the load reaches it, after the weights' allocation:
+    // the allocation must be gone again.
+    const int64_t n0 = gpt::cuda::live_allocations();
     for (const Case &c : cases) {
-        for (int device : {GPT_DEVICE_CPU, 0}) {
+        // The CPU, device weights (checked piece by piece before each upload) and host weights
+        // (registered, then checked: the registration must be undone).
+        for (auto [device, flags] : {std::pair<int, uint32_t>{GPT_DEVICE_CPU, 0}, {0, GPT_MODEL_DEVICE_WEIGHTS}, {0, GPT_MODEL_HOST_WEIGHTS}}) {
             gpt_model_params mp;
             gpt_model_params_init(&mp);
             mp.device = device;
+            mp.flags = flags;
             gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
             const gpt_status st = gpt_model_load_from_memory(c.file.data(), c.file.size(), &mp, &m);
             if (st != c.want || m || !std::strstr(gpt_last_error(), c.needle))
-                fail_msg("%s on device %d: %s (%s), expected %s naming '%s'", c.what, device, gpt_status_str(st),
+                fail_msg("%s on device %d, flags 0x%x: %s (%s), expected %s naming '%s'", c.what, device, flags, gpt_status_str(st),
                          gpt_last_error(), gpt_status_str(c.want), c.needle);
         }
     }
-    assert_int_equal(gpt::cuda::allocation_count(), n0); // no weights left on the device
+    assert_int_equal(gpt::cuda::live_allocations(), n0); // no weights left on the device
     CK(cudaMemGetInfo(&free1, &total));
     if (free1 + (64u << 20) < free0) fail_msg("device memory dropped by %zu bytes over the failed loads", free0 - free1);
     Loaded l;
@@ -1999,6 +2019,264 @@ void test_gpu_hostile_loads(void **) {
     int32_t t = 3;
     std::vector<float> lg(fx.config.vocab_size);
     assert_int_equal(gpt_forward(l.c, &t, 1, 1, 0, lg.data()), GPT_OK);
+}
+
+// ------------------------------------------------------------------ host weights (issue 22)
+
+gpt_model_info info_of(gpt_model *m) {
+    gpt_model_info i;
+    std::memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    assert_int_equal(gpt_model_get_info(m, &i), GPT_OK);
+    return i;
+}
+
+// Prefill logits and 6 decode steps of `got` against `want` (fresh contexts).
+void expect_same_run(const char *what, Loaded &got, Loaded &want, uint32_t V, double tol) {
+    const uint32_t T = 23;
+    std::vector<int32_t> toks(T + 6);
+    for (auto &t : toks) t = (int32_t)(g_rng() % V);
+    std::vector<float> a(T * V, NAN), b(T * V, NAN);
+    if (gpt_forward(want.c, toks.data(), 1, T, GPT_FORWARD_ALL_LOGITS, a.data()) != GPT_OK)
+        fail_msg("%s: reference forward: %s", what, gpt_ctx_last_error(want.c));
+    if (gpt_forward(got.c, toks.data(), 1, T, GPT_FORWARD_ALL_LOGITS, b.data()) != GPT_OK)
+        fail_msg("%s: forward: %s", what, gpt_ctx_last_error(got.c));
+    expect_close((std::string(what) + " prefill").c_str(), b, a, tol);
+    for (uint32_t i = 0; i < 6; i++) {
+        std::vector<float> la(V, NAN), lb(V, NAN);
+        assert_int_equal(gpt_forward(want.c, &toks[T + i], 1, 1, 0, la.data()), GPT_OK);
+        assert_int_equal(gpt_forward(got.c, &toks[T + i], 1, 1, 0, lb.data()), GPT_OK);
+        expect_close((std::string(what) + " decode").c_str(), lb, la, tol);
+    }
+}
+
+// Host weights (GPT_MODEL_HOST_WEIGHTS) against device weights and the CPU, for every
+// architecture in f32, f16 and bf16 files and for q8 and q4 files: the same logits (the
+// tolerances of test_gpu_model_logits), the model says it reads host memory, holds the file
+// in host memory and only the vectors in device memory.
+void test_gpu_host_weights_match_device(void **) {
+    SKIP_WITHOUT_GPU();
+    std::vector<std::pair<fixture::Model, double>> models;
+    for (fixture::Spec s : model_specs())
+        for (DType d : {DType::F32, DType::F16, DType::BF16}) {
+            s.dtype = d;
+            s.seed = g_rng();
+            models.push_back({fixture::make(s), d == DType::F32 ? 1e-4 : d == DType::F16 ? 2e-2 : 5e-2});
+        }
+    for (fixture::Spec s : model_specs())
+        if (s.arch == GPT_ARCH_LLAMA || s.arch == GPT_ARCH_GPT2)
+            for (DType q : {DType::Q8, DType::Q4}) {
+                s.seed = g_rng();
+                s.d_model = 64, s.head_dim = 16, s.d_ff = 128; // group 32 divides every matrix's columns
+                models.push_back({quantized_fixture(s, q, 32), 2e-2});
+            }
+    for (auto &[fx, tol] : models) {
+        Loaded cpu, dev, host;
+        load(cpu, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
+        load(dev, fx, 0, GPT_DTYPE_AUTO, 0, 1, GPT_MODEL_DEVICE_WEIGHTS);
+        load(host, fx, 0, GPT_DTYPE_AUTO, 0, 1, GPT_MODEL_HOST_WEIGHTS);
+        const gpt_model_info hi = info_of(host.m), di = info_of(dev.m);
+        char what[128];
+        std::snprintf(what, sizeof what, "%s %s host weights", gpt_arch_name(fx.config.arch), gpt_dtype_name(hi.file_dtype));
+        if (!(hi.flags & GPT_MODEL_INFO_HOST_WEIGHTS)) fail_msg("%s: the weights went to device memory", what);
+        assert_false(di.flags & GPT_MODEL_INFO_HOST_WEIGHTS);
+        assert_int_equal(hi.weight_dtype, di.weight_dtype);
+        assert_int_equal(hi.host_bytes, fx.file.size());
+        assert_int_equal(di.host_bytes, 0);
+        std::printf("  %s: device bytes %llu (device weights: %llu)\n", what, (unsigned long long)hi.device_bytes,
+                    (unsigned long long)di.device_bytes);
+        assert_true(hi.device_bytes * 4 < di.device_bytes);
+        expect_same_run((std::string(what) + " vs cpu").c_str(), host, cpu, fx.config.vocab_size, tol);
+        gpt_ctx_reset(cpu.c);
+        gpt_ctx_reset(host.c);
+        expect_same_run((std::string(what) + " vs device weights").c_str(), host, dev, fx.config.vocab_size, tol);
+    }
+}
+
+// No weight-size device allocation in host-weights mode, as the driver sees it: a 75 MiB
+// model from a mapped file (registered read-only), from a read buffer (GPT_MODEL_NO_MMAP) and
+// from the caller's buffer, against device weights, which take at least the file's size.
+void test_gpu_host_weights_device_memory(void **) {
+    SKIP_WITHOUT_GPU();
+    fixture::Spec s;
+    s.n_layers = 2, s.d_model = 1024, s.n_heads = 8, s.n_kv_heads = 8, s.head_dim = 128, s.d_ff = 2048, s.vocab_size = 4096;
+    s.seed = g_rng();
+    const fixture::Model fx = fixture::make(s);
+    const std::string path = fixture::write_temp(fx.file);
+    // A 64-byte aligned copy: the model borrows it (a misaligned buffer would be copied).
+    std::unique_ptr<uint8_t, decltype(&std::free)> aligned(
+        static_cast<uint8_t *>(std::aligned_alloc(64, (fx.file.size() + 63) / 64 * 64)), &std::free);
+    assert_non_null(aligned.get());
+    std::memcpy(aligned.get(), fx.file.data(), fx.file.size());
+    struct Case {
+        const char *what;
+        uint32_t flags;
+        bool from_path;
+    };
+    for (const Case &c : {Case{"device weights", GPT_MODEL_DEVICE_WEIGHTS, true},
+                          Case{"host weights, mapped file", GPT_MODEL_HOST_WEIGHTS, true},
+                          Case{"host weights, read file", GPT_MODEL_HOST_WEIGHTS | GPT_MODEL_NO_MMAP, true},
+                          Case{"host weights, caller's buffer", GPT_MODEL_HOST_WEIGHTS, false}}) {
+        gpt_model_params mp;
+        gpt_model_params_init(&mp);
+        mp.device = 0;
+        mp.flags = c.flags;
+        size_t free0 = 0, free1 = 0, total = 0;
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemGetInfo(&free0, &total));
+        gpt_model *m = nullptr;
+        const gpt_status st = c.from_path ? gpt_model_load(path.c_str(), &mp, &m)
+                                          : gpt_model_load_from_memory(aligned.get(), fx.file.size(), &mp, &m);
+        if (st != GPT_OK) fail_msg("%s: %s", c.what, gpt_last_error());
+        CK(cudaMemGetInfo(&free1, &total));
+        const gpt_model_info i = info_of(m);
+        const bool host = c.flags & GPT_MODEL_HOST_WEIGHTS;
+        const double used = (double)(free0 - std::min(free0, free1));
+        std::printf("  %s: the driver's free memory dropped by %.1f MiB, model device_bytes %.1f MiB, host_bytes %.1f MiB (file %.1f MiB)\n",
+                    c.what, used / (1 << 20), (double)i.device_bytes / (1 << 20), (double)i.host_bytes / (1 << 20),
+                    (double)fx.file.size() / (1 << 20));
+        if (host) {
+            if (!(i.flags & GPT_MODEL_INFO_HOST_WEIGHTS)) {
+                // Say why (the driver's answer), through the library's internals.
+                auto internal = c.from_path ? gpt::Model::load_file(path.c_str(), mp)
+                                            : gpt::Model::load_memory(aligned.get(), fx.file.size(), mp);
+                fail_msg("%s: copied to device memory: %s", c.what, internal->device().host_weights_refusal().c_str());
+            }
+            assert_true(i.device_bytes < (1u << 20));
+            assert_true(used < 16.0 * (1 << 20));
+        } else {
+            assert_true(i.device_bytes >= fx.file.size() - (1u << 20));
+            assert_true(used >= (double)fx.file.size() * 0.9);
+        }
+        // It runs: one forward.
+        gpt_ctx_params cp;
+        gpt_ctx_params_init(&cp);
+        cp.max_seq = 16;
+        gpt_ctx *ctx = nullptr;
+        assert_int_equal(gpt_ctx_create(m, &cp, &ctx), GPT_OK);
+        int32_t t[2] = {1, 2};
+        std::vector<float> lg(s.vocab_size, NAN);
+        assert_int_equal(gpt_forward(ctx, t, 1, 2, 0, lg.data()), GPT_OK);
+        for (float v : lg) assert_true(std::isfinite(v));
+        gpt_ctx_free(ctx);
+        gpt_model_free(m);
+    }
+    unlink(path.c_str());
+}
+
+// A 64-token greedy run: the same tokens with host and device weights (f32), unless the
+// device run's top two logits are within 1e-5 where they part (a tie no backend can be held to).
+void test_gpu_host_weights_greedy(void **) {
+    SKIP_WITHOUT_GPU();
+    for (fixture::Spec s : model_specs()) {
+        s.context_length = 128;
+        s.seed = g_rng();
+        auto fx = fixture::make(s);
+        Loaded dev, host;
+        load(dev, fx, 0, GPT_DTYPE_AUTO, 0, 1, GPT_MODEL_DEVICE_WEIGHTS);
+        load(host, fx, 0, GPT_DTYPE_AUTO, 0, 1, GPT_MODEL_HOST_WEIGHTS);
+        int32_t prompt[3] = {1, 2, 3};
+        gpt_sampling_params sp;
+        gpt_sampling_params_init(&sp);
+        sp.temperature = 0;
+        sp.flags = GPT_SAMPLING_IGNORE_EOS;
+        int32_t a[64], b[64];
+        uint32_t na = 0, nb = 0;
+        assert_int_equal(gpt_generate(dev.c, prompt, 3, &sp, nullptr, nullptr, a, 64, &na), GPT_OK);
+        assert_int_equal(gpt_generate(host.c, prompt, 3, &sp, nullptr, nullptr, b, 64, &nb), GPT_OK);
+        assert_int_equal(na, 64);
+        assert_int_equal(nb, 64);
+        for (uint32_t i = 0; i < 64; i++) {
+            if (a[i] == b[i]) continue;
+            gpt_ctx_reset(dev.c);
+            std::vector<int32_t> seq(prompt, prompt + 3);
+            seq.insert(seq.end(), a, a + i);
+            std::vector<float> lg(fx.config.vocab_size);
+            assert_int_equal(gpt_forward(dev.c, seq.data(), 1, (uint32_t)seq.size(), 0, lg.data()), GPT_OK);
+            const float gap = std::fabs(lg[a[i]] - lg[b[i]]);
+            std::printf("  %s: greedy diverges at token %u (device %d, host %d), logit gap %g\n", gpt_arch_name(s.arch), i, a[i],
+                        b[i], gap);
+            assert_true(gap < 1e-5f * std::max(1.0f, std::fabs(lg[a[i]])));
+            break;
+        }
+    }
+}
+
+// Host weights read the file as it is: a conversion is refused, naming the way out; both
+// placement flags at once are an invalid argument.
+// Registration refused: a caller's buffer the application registered itself
+// (cudaErrorHostMemoryAlreadyRegistered). Without pageable memory access the weights are
+// copied to device memory as without the flag, the model says so (no INFO_HOST_WEIGHTS,
+// device_bytes of the weights, the device's reason), and the logits are device mode's; with
+// pageable access (HMM) the GPU reads the buffer through the plain pointer instead.
+void test_gpu_host_weights_fallback(void **) {
+    SKIP_WITHOUT_GPU();
+    fixture::Spec s = model_specs()[1];
+    s.seed = g_rng();
+    const fixture::Model fx = fixture::make(s);
+    const size_t padded = (fx.file.size() + 4095) / 4096 * 4096;
+    std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t *>(std::aligned_alloc(4096, padded)), &std::free);
+    assert_non_null(buf.get());
+    std::memcpy(buf.get(), fx.file.data(), fx.file.size());
+    CK(cudaHostRegister(buf.get(), padded, cudaHostRegisterDefault));
+    int pageable = 0;
+    CK(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0));
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = 0;
+    mp.flags = GPT_MODEL_HOST_WEIGHTS;
+    {
+        auto m = gpt::Model::load_memory(buf.get(), fx.file.size(), mp);
+        const gpt_model_info i = m->info();
+        std::printf("  host weights over a registered buffer: %s, device bytes %llu; reason: '%s'\n",
+                    (i.flags & GPT_MODEL_INFO_HOST_WEIGHTS) ? "read in place" : "copied",
+                    (unsigned long long)i.device_bytes, m->device().host_weights_refusal().c_str());
+        if (pageable) {
+            assert_true(i.flags & GPT_MODEL_INFO_HOST_WEIGHTS);
+        } else {
+            assert_false(i.flags & GPT_MODEL_INFO_HOST_WEIGHTS);
+            assert_true(i.device_bytes >= fx.file.size() / 2);
+            assert_int_equal(i.host_bytes, 0);
+            assert_non_null(std::strstr(m->device().host_weights_refusal().c_str(), "cudaHostRegister"));
+        }
+    }
+    // Through the API, against device weights.
+    Loaded dev;
+    load(dev, fx, 0, GPT_DTYPE_AUTO, 0, 1, GPT_MODEL_DEVICE_WEIGHTS);
+    Loaded host;
+    assert_int_equal(gpt_model_load_from_memory(buf.get(), fx.file.size(), &mp, &host.m), GPT_OK);
+    gpt_ctx_params cp;
+    gpt_ctx_params_init(&cp);
+    assert_int_equal(gpt_ctx_create(host.m, &cp, &host.c), GPT_OK);
+    expect_same_run("registered buffer", host, dev, fx.config.vocab_size, 1e-4);
+    gpt_ctx_free(host.c);
+    gpt_model_free(host.m);
+    host.c = nullptr;
+    host.m = nullptr;
+    CK(cudaHostUnregister(buf.get()));
+}
+
+void test_gpu_host_weights_refusals(void **) {
+    SKIP_WITHOUT_GPU();
+    fixture::Spec s = model_specs()[1];
+    const auto fx = fixture::make(s); // f32
+    gpt_model_params mp;
+    gpt_model_params_init(&mp);
+    mp.device = 0;
+    mp.flags = GPT_MODEL_HOST_WEIGHTS;
+    mp.weight_dtype = GPT_DTYPE_F16;
+    gpt_model *m = reinterpret_cast<gpt_model *>(0x1);
+    assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_ERR_UNSUPPORTED);
+    assert_null(m);
+    assert_non_null(std::strstr(gpt_last_error(), "GPT_MODEL_DEVICE_WEIGHTS"));
+    mp.weight_dtype = GPT_DTYPE_AUTO;
+    mp.flags = GPT_MODEL_HOST_WEIGHTS | GPT_MODEL_DEVICE_WEIGHTS;
+    assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_ERR_INVALID_ARG);
+    // The same f16 conversion with device weights loads.
+    mp.flags = GPT_MODEL_DEVICE_WEIGHTS;
+    mp.weight_dtype = GPT_DTYPE_F16;
+    assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_OK);
+    gpt_model_free(m);
 }
 
 void test_gpu_device_selection(void **) {
@@ -2054,6 +2332,11 @@ int main(void) {
         cmocka_unit_test(test_gpu_no_allocation_in_generate),
         cmocka_unit_test(test_gpu_out_of_memory_at_creation),
         cmocka_unit_test(test_gpu_hostile_loads),
+        cmocka_unit_test(test_gpu_host_weights_match_device),
+        cmocka_unit_test(test_gpu_host_weights_device_memory),
+        cmocka_unit_test(test_gpu_host_weights_greedy),
+        cmocka_unit_test(test_gpu_host_weights_fallback),
+        cmocka_unit_test(test_gpu_host_weights_refusals),
         cmocka_unit_test(test_gpu_device_selection),
     };
     // GPT_TEST_FILTER="test_gpu_attention" runs a subset (compute-sanitizer runs use it).

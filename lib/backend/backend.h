@@ -178,6 +178,34 @@ public:
     virtual uint64_t allocation_count() const = 0;
 };
 
+// Where a device's weights come from: the host memory they lie in (a file mapping or a
+// buffer) and their checks. Weight i is the i-th of the list given to place_weights.
+class WeightSource {
+public:
+    virtual ~WeightSource() = default;
+    // Checks bytes [checked, checked + len) of weight i's stored bytes (crc32 and NaN/Inf,
+    // unless the caller skipped them): pieces come in order from 0, and the piece reaching
+    // the end also compares the whole weight's crc32. Throws GPT_ERR_CHECKSUM / GPT_ERR_FORMAT
+    // naming the tensor. A weight's bytes must be checked before anything that reads them
+    // is used (an upload of unchecked bytes is fine: on a failure the load frees it).
+    virtual void check(size_t i, uint64_t len) = 0;
+    // Checks every weight at once (for a device that reads them where they lie).
+    virtual void check_all() = 0;
+    // Bytes [offset, offset + len) of weight i will not be read again: their pages may go.
+    virtual void release(size_t i, uint64_t offset, uint64_t len) = 0;
+    // Whether the weights' host memory is a read-only file mapping (else memory the process
+    // owns or borrows, readable and writable): how a device may register it.
+    virtual bool read_only_mapping() const = 0;
+};
+
+// How a model asks for its weights to be placed.
+struct Placement {
+    DType want = DType::F32; // the dtype asked for the matrices
+    // A CUDA device leaves the matrices where the source holds them, registered for the GPU to
+    // read in place (weights_in_host_memory() then says whether that worked).
+    bool host_weights = false;
+};
+
 // Shared by every context of a model: methods other than place_weights must be safe to call
 // from several threads at once.
 class Device {
@@ -185,13 +213,20 @@ public:
     virtual ~Device() = default;
     virtual const char *name() const = 0;
     virtual int32_t ordinal() const = 0; // GPT_DEVICE_CPU or the CUDA ordinal
+    // A GPU sharing the host's memory (Jetson): weights are best read in place there.
+    virtual bool integrated() const = 0;
 
     // Makes every weight of the list usable by this device's executors, rewriting each in
-    // place (its data pointer and dtype). `want` is the dtype asked for the matrices; the
-    // device returns the one it holds them in. Vectors (norms, biases) may be widened to f32.
-    // Host pointers in the list stay valid during the call only, unless keeps_host_weights().
-    virtual DType place_weights(const std::vector<Weight *> &weights, DType want) = 0;
+    // place (its data pointer and dtype), and checks each through `src` before its bytes are
+    // used. `how.want` is the dtype asked for the matrices; the device returns the one it holds
+    // them in. Vectors (norms, biases) may be widened to f32. Host pointers in the list stay
+    // valid during the call only, unless keeps_host_weights().
+    virtual DType place_weights(const std::vector<Weight *> &weights, const Placement &how, WeightSource &src) = 0;
+    // Whether the weights (some of them) are still read from the source's host memory.
     virtual bool keeps_host_weights() const = 0;
+    // Why asked-for host weights were copied to device memory instead ("" when they were not).
+    virtual std::string host_weights_refusal() const { return {}; }
+    // Device memory the weights take.
     virtual uint64_t weight_bytes() const = 0;
 
     // Fills what the device decides in p: the compute and KV dtypes (compute, kv: a gpt_dtype

@@ -6,6 +6,7 @@
 #include "core/open_file.h"
 #include "core/quant.h"
 #include "format/bytes.h"
+#include "format/tensor_check.h"
 
 #include <algorithm>
 #include <atomic>
@@ -33,58 +34,6 @@ uint32_t crc32_of(const uint8_t *p, uint64_t n) {
         n -= chunk;
     }
     return (uint32_t)crc;
-}
-
-// Whether p[0..nbytes) of a float dtype holds Inf or NaN, i.e. an all-ones exponent. Adding
-// the exponent's lowest bit to the masked exponent carries into the sign bit exactly then, so
-// OR-ing those sums is an AND/ADD/OR loop the compiler vectorises with plain SSE2: far cheaper
-// than the crc32 of the same bytes.
-bool has_non_finite(const uint8_t *p, uint64_t nbytes, DType t) {
-    if (t == DType::F32) {
-        uint32_t acc = 0;
-        for (uint64_t i = 0; i + 4 <= nbytes; i += 4) {
-            uint32_t u;
-            std::memcpy(&u, p + i, 4);
-            acc |= (u & 0x7f800000u) + 0x00800000u;
-        }
-        return (acc & 0x80000000u) != 0;
-    }
-    const uint16_t exp = t == DType::F16 ? 0x7c00u : 0x7f80u, low = t == DType::F16 ? 0x0400u : 0x0080u;
-    uint16_t acc = 0;
-    for (uint64_t i = 0; i + 2 <= nbytes; i += 2) {
-        uint16_t u;
-        std::memcpy(&u, p + i, 2);
-        acc |= (uint16_t)((u & exp) + low);
-    }
-    return (acc & 0x8000u) != 0;
-}
-
-// Index of the first non-finite element of p[0..nbytes) and what it is ("NaN", "inf", "-inf").
-uint64_t first_non_finite(const uint8_t *p, uint64_t nbytes, DType t, const char **kind) {
-    const bool f32 = t == DType::F32;
-    const uint64_t es = f32 ? 4 : 2;
-    const uint32_t inf = f32 ? 0x7f800000u : t == DType::F16 ? 0x7c00u : 0x7f80u;
-    for (uint64_t i = 0; i + es <= nbytes; i += es) {
-        const uint32_t u = f32 ? load_u32(p + i) : (uint32_t)(p[i] | p[i + 1] << 8);
-        const uint32_t mag = u & (f32 ? 0x7fffffffu : 0x7fffu);
-        if (mag >= inf) {
-            *kind = mag > inf ? "NaN" : (u & (f32 ? 0x80000000u : 0x8000u)) ? "-inf" : "inf";
-            return i / es;
-        }
-    }
-    *kind = "?";
-    return 0;
-}
-
-// The bytes of a tensor that hold floats, which the NaN/Inf scan reads: all of a float
-// tensor, the f16 scale plane of a quantized one (its integers are always finite).
-struct FloatRegion {
-    uint64_t begin;
-    DType dtype;
-};
-FloatRegion float_region(const TensorEntry &e) {
-    if (!is_quantized(e.dtype)) return {0, e.dtype};
-    return {e.dims[0] * packed_row_bytes(e.dtype, e.dims[1]), DType::F16};
 }
 
 // [off, off + len) lies inside [lo, hi), without overflow.
@@ -213,7 +162,7 @@ void WeightFile::parse(const ReadOptions &opt) {
 
     parse_metadata(base_ + meta_off, meta_size);
     parse_table(base_ + table_off, table_size, load_u32(h + hdr::n_tensors), data_off);
-    if (opt.verify_checksums) {
+    if (opt.verify_checksums && !opt.defer_tensor_checks) {
         verify_checksums(opt.check_finite);
         checksums_verified_ = true;
     }
@@ -345,7 +294,7 @@ void WeightFile::verify_checksums(bool check_finite) const {
     // so its bytes come in from memory (or disk) once for both the crc32 and the NaN/Inf scan.
     // Results are then checked in file order, so the first damaged tensor is the one named,
     // whatever the threads' timing.
-    constexpr uint64_t kPiece = 16u << 20, kStep = 256u << 10;
+    constexpr uint64_t kPiece = 16u << 20;
     struct Piece {
         size_t tensor;
         uint64_t off, len;
@@ -365,20 +314,9 @@ void WeightFile::verify_checksums(bool check_finite) const {
     }
     auto run = [&](Piece &pc) {
         const TensorEntry &e = tensors_[pc.tensor];
-        const uint8_t *p = base_ + e.offset + pc.off;
-        const FloatRegion fr = float_region(e);
-        uLong crc = crc32(0L, Z_NULL, 0);
-        for (uint64_t o = 0; o < pc.len; o += kStep) {
-            const uint64_t n = std::min(kStep, pc.len - o);
-            crc = crc32(crc, p + o, (uInt)n);
-            // The part of this step inside the float region (even offsets: the region and the
-            // steps start at multiples of 16).
-            const uint64_t at = std::max(pc.off + o, fr.begin), end = pc.off + o + n;
-            if (check_finite && pc.bad_at == UINT64_MAX && at < end &&
-                has_non_finite(base_ + e.offset + at, end - at, fr.dtype))
-                pc.bad_at = at;
-        }
-        pc.crc = (uint32_t)crc;
+        const PieceScan r = scan_piece(e, base_ + e.offset, pc.off, pc.len, check_finite);
+        pc.crc = r.crc;
+        pc.bad_at = r.bad_at;
     };
     // Threads only where they pay: a few tens of MB go faster on the calling thread alone.
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
@@ -404,22 +342,16 @@ void WeightFile::verify_checksums(bool check_finite) const {
             crc = crc32_combine(crc, pieces[k].crc, (z_off_t)pieces[k].len);
             if (bad == UINT64_MAX) bad = pieces[k].bad_at;
         }
-        if ((uint32_t)crc != e.crc32)
-            fail(GPT_ERR_CHECKSUM, "%s: tensor '%s' checksum mismatch (data damaged)", source_.c_str(), e.name.c_str());
-        if (bad != UINT64_MAX) {
-            const char *kind = "?";
-            const uint8_t *p = base_ + e.offset;
-            const FloatRegion fr = float_region(e);
-            const uint64_t at = (bad - fr.begin) / dtype_bytes(fr.dtype) +
-                                first_non_finite(p + bad, std::min(kStep, e.nbytes - bad), fr.dtype, &kind);
-            if (is_quantized(e.dtype))
-                fail(GPT_ERR_FORMAT, "%s: tensor '%s' holds a non-finite scale (%s at row %llu, group %llu): the weights are unusable",
-                     source_.c_str(), e.name.c_str(), kind, (unsigned long long)(at / (e.dims[1] / e.group)),
-                     (unsigned long long)(at % (e.dims[1] / e.group)));
-            fail(GPT_ERR_FORMAT, "%s: tensor '%s' holds a non-finite value (%s at element %llu): the weights are unusable",
-                 source_.c_str(), e.name.c_str(), kind, (unsigned long long)at);
-        }
+        check_scan_result(source_, e, base_ + e.offset, (uint32_t)crc, bad);
     }
+}
+
+void WeightFile::drop_pages(uint64_t offset, uint64_t len) const {
+    if (!map_ || len == 0) return;
+    // Whole pages inside the range only: a page shared with a neighbour is left for it.
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    const uint64_t begin = (offset + page - 1) / page * page, end = std::min(offset + len, size_) / page * page;
+    if (begin < end) madvise(static_cast<uint8_t *>(map_) + begin, (size_t)(end - begin), MADV_DONTNEED);
 }
 
 } // namespace gpt::format

@@ -36,6 +36,10 @@ struct ReadOptions {
     // any bytes.
     bool check_finite = false;
     bool use_mmap = true;
+    // With verify_checksums: the tensors are not checked when the file is opened; the caller
+    // checks each one (format/tensor_check.h) before it uses it. The header, metadata and
+    // table checksums are always checked at once.
+    bool defer_tensor_checks = false;
 };
 
 class WeightFile {
@@ -61,6 +65,10 @@ public:
     // and throws GPT_ERR_FORMAT naming the first tensor holding one (a checksum cannot catch
     // weights that were written that way).
     void verify_checksums(bool check_finite = false) const;
+    // Bytes [offset, offset + len) of a mapped file will not be read again: their pages leave
+    // the process's resident memory (madvise MADV_DONTNEED on the whole pages inside; the page
+    // cache keeps them, as reclaimable memory). Nothing for a buffer in memory.
+    void drop_pages(uint64_t offset, uint64_t len) const;
     // Drops the file bytes (after weights were copied elsewhere); data() is invalid afterwards.
     void release_data();
 

@@ -31,7 +31,17 @@ LoadPlan plan_load(const ModelConfig &c, const DescribeTensor &describe, uint64_
     if (is_quantized(want) && want != plan.file_dtype)
         fail(GPT_ERR_UNSUPPORTED, "weight_dtype %s asked for a %s file: quantize the file with `gpt quantize` instead",
              dtype_name(want), dtype_name(plan.file_dtype));
-    plan.weight_dtype = device.ordinal() == GPT_DEVICE_CPU ? plan.file_dtype : device.place_weights(weights, want);
+    // Only the descriptors are placed: there are no bytes to check or release.
+    struct NoBytes final : WeightSource {
+        void check(size_t, uint64_t) override {}
+        void check_all() override {}
+        void release(size_t, uint64_t, uint64_t) override {}
+        bool read_only_mapping() const override { return true; }
+    } no_bytes;
+    Placement how;
+    how.want = want;
+    how.host_weights = device.keeps_host_weights();
+    plan.weight_dtype = device.ordinal() == GPT_DEVICE_CPU ? plan.file_dtype : device.place_weights(weights, how, no_bytes);
     plan.embedding_bytes = weight_bytes(*weights.front());
     plan.weight_host_bytes = device.keeps_host_weights() ? file_bytes : 0;
     plan.weight_device_bytes = device.ordinal() == GPT_DEVICE_CPU ? 0 : device.weight_bytes();

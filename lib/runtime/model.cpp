@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "format/keys.h"
+#include "runtime/weight_source.h"
 #include "tokenizer/tokenizer.h"
 
 #include <cstdio>
@@ -17,8 +18,11 @@ namespace gpt {
 namespace {
 
 void check_model_params(const gpt_model_params &p) {
-    const uint32_t known = GPT_MODEL_SKIP_CHECKSUMS | GPT_MODEL_NO_MMAP | GPT_MODEL_COPY_BUFFER;
+    const uint32_t known = GPT_MODEL_SKIP_CHECKSUMS | GPT_MODEL_NO_MMAP | GPT_MODEL_COPY_BUFFER | GPT_MODEL_HOST_WEIGHTS |
+                           GPT_MODEL_DEVICE_WEIGHTS;
     if (p.flags & ~known) fail(GPT_ERR_INVALID_ARG, "unknown gpt_model_params.flags 0x%x", p.flags & ~known);
+    if ((p.flags & GPT_MODEL_HOST_WEIGHTS) && (p.flags & GPT_MODEL_DEVICE_WEIGHTS))
+        fail(GPT_ERR_INVALID_ARG, "gpt_model_params.flags: GPT_MODEL_HOST_WEIGHTS and GPT_MODEL_DEVICE_WEIGHTS both set; choose one");
 }
 
 format::ReadOptions read_options(const gpt_model_params &p) {
@@ -26,6 +30,10 @@ format::ReadOptions read_options(const gpt_model_params &p) {
     o.verify_checksums = !(p.flags & GPT_MODEL_SKIP_CHECKSUMS);
     o.check_finite = o.verify_checksums; // NaN/Inf weights: GPT_ERR_FORMAT, in the crc pass
     o.use_mmap = !(p.flags & GPT_MODEL_NO_MMAP);
+    // Each tensor is checked when the device reaches it (Model::load): a device copying the
+    // weights then checks a piece just before uploading it and drops its pages after, so the
+    // whole file is never resident at once.
+    o.defer_tensor_checks = true;
     return o;
 }
 
@@ -76,7 +84,7 @@ std::unique_ptr<Model> Model::load_memory(const void *data, size_t size, const g
     });
 }
 
-std::vector<Weight *> Model::bind_tensors(const format::WeightFile &f) {
+std::vector<Weight *> Model::bind_tensors(const format::WeightFile &f, std::vector<const format::TensorEntry *> *entries) {
     const char *src = f.source().c_str();
     std::unordered_set<std::string> expected;
     std::vector<Weight *> bound;
@@ -99,6 +107,7 @@ std::vector<Weight *> Model::bind_tensors(const format::WeightFile &f) {
         slot.dst->rows = slot.shape[0];
         slot.dst->cols = slot.shape.size() > 1 ? slot.shape[1] : 1;
         bound.push_back(slot.dst);
+        entries->push_back(t);
     }
     for (const auto &t : f.tensors())
         if (!expected.count(t.name))
@@ -125,7 +134,8 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, con
 
     m->arch_ = make_architecture(m->config_);
     m->shape_ = m->arch_->shape();
-    const std::vector<Weight *> weights = m->bind_tensors(*file);
+    std::vector<const format::TensorEntry *> entries;
+    const std::vector<Weight *> weights = m->bind_tensors(*file, &entries);
     // The embedding's dtype names the file's (the converter writes one dtype throughout).
     m->file_dtype_ = weights.front()->dtype;
 
@@ -139,14 +149,33 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, con
              dtype_name(static_cast<DType>(params.weight_dtype)), dtype_name(m->file_dtype_));
     m->device_ = open_device(params.device);
     const DType want = params.weight_dtype == GPT_DTYPE_AUTO ? m->file_dtype_ : static_cast<DType>(params.weight_dtype);
-    m->weight_dtype_ = m->device_->place_weights(weights, want);
-    if (!m->device_->keeps_host_weights()) file->release_data();
+    // Host weights: asked for, or an integrated GPU's default (its memory is the host's: a
+    // device copy would hold the weights twice during the load, and no faster after).
+    Placement how;
+    how.want = want;
+    how.host_weights = m->device_->ordinal() != GPT_DEVICE_CPU &&
+                       ((params.flags & GPT_MODEL_HOST_WEIGHTS) ||
+                        (!(params.flags & GPT_MODEL_DEVICE_WEIGHTS) && m->device_->integrated()));
+    if (how.host_weights && want != m->file_dtype_)
+        fail(GPT_ERR_UNSUPPORTED,
+             "%s: weight_dtype %s asks to convert the %s weights, but with host weights%s the GPU reads them as the file "
+             "stores them: load with GPT_MODEL_DEVICE_WEIGHTS (--weights device), or convert the file",
+             m->source_.c_str(), dtype_name(want), dtype_name(m->file_dtype_),
+             (params.flags & GPT_MODEL_HOST_WEIGHTS) ? "" : " (the default on an integrated GPU)");
+    // The model owns the file before the device may register it, so the device (declared
+    // after it) is destroyed, and unregisters it, first.
     m->file_ = std::move(file);
+    const format::ReadOptions ro = read_options(params);
+    FileWeightSource src(*m->file_, std::move(entries), ro.verify_checksums, ro.check_finite);
+    m->weight_dtype_ = m->device_->place_weights(weights, how, src);
+    if (!src.all_checked()) fail(GPT_ERR_INTERNAL, "%s: the device %s left tensors unchecked", m->source_.c_str(), m->device_->name());
+    if (!m->device_->keeps_host_weights()) m->file_->release_data();
     return m;
 }
 
 uint64_t Model::host_bytes() const {
-    // On the CPU the weights are the file's pages (mapped or read).
+    // On the CPU, and on a GPU reading them in place, the weights are the file's pages
+    // (mapped or read; a borrowed buffer counted too).
     return device_->keeps_host_weights() ? file_->size() : 0;
 }
 
@@ -170,7 +199,8 @@ gpt_model_info Model::info() const {
     i.bos_token = c.bos_id;
     i.eos_token = c.eos_id;
     i.flags = (c.tied_head ? GPT_MODEL_INFO_TIED_HEAD : 0) | (c.qkv_bias ? GPT_MODEL_INFO_QKV_BIAS : 0) |
-              (tokenizer_ ? GPT_MODEL_INFO_HAS_TOKENIZER : 0);
+              (tokenizer_ ? GPT_MODEL_INFO_HAS_TOKENIZER : 0) |
+              (device_->ordinal() != GPT_DEVICE_CPU && device_->keeps_host_weights() ? GPT_MODEL_INFO_HOST_WEIGHTS : 0);
     i.norm_eps = c.norm_eps;
     i.rope_theta = c.rope_theta;
     i.n_params = parameter_count(c);

@@ -47,12 +47,15 @@ public:
 
 private:
     Model() = default;
-    std::vector<Weight *> bind_tensors(const format::WeightFile &f);
+    // The weights in the architecture's order, and in entries the file's tensor behind each.
+    std::vector<Weight *> bind_tensors(const format::WeightFile &f, std::vector<const format::TensorEntry *> *entries);
 
     ModelConfig config_;
     TokenizerData tok_data_;
     std::unique_ptr<Tokenizer> tokenizer_;
-    std::unique_ptr<format::WeightFile> file_; // kept while weights point into it (CPU)
+    // Kept while weights point into it (CPU, host weights). Declared before device_, so it is
+    // destroyed after it: a device reading host weights unregisters them before the file goes.
+    std::unique_ptr<format::WeightFile> file_;
     std::unique_ptr<Device> device_;
     std::unique_ptr<Architecture> arch_;
     ModelShape shape_;

@@ -41,6 +41,13 @@ float parse_float(const std::string &flag, const char *value, double lo, double 
 int32_t parse_device(const char *value);
 // "auto" | "f32" | "f16" | "bf16" (and with quantized: "q8" | "q4") -> gpt_dtype
 uint32_t parse_dtype(const std::string &flag, const char *value, bool quantized = false);
+// --weights: "host" | "device" -> GPT_MODEL_HOST_WEIGHTS | GPT_MODEL_DEVICE_WEIGHTS.
+uint32_t parse_weights(const char *value);
+// The help line of --weights (every command that loads a model onto a GPU shows it).
+extern const char *const kWeightsHelp;
+// After a load that asked for host weights (mp.flags): a notice on stderr when the weights went
+// to device memory instead (the driver refused to register them), with what that costs.
+void report_weights_placement(gpt_model *model, const gpt_model_params &mp);
 // "1,2,3" -> ids (each 0 .. INT32_MAX; the model's vocabulary is checked by the library)
 std::vector<int32_t> parse_token_list(const char *value);
 
@@ -79,9 +86,10 @@ void set_mapped_file(const std::string &path, const char *hint);
 // in place changes the weights after their checksums were checked. So when the weights stay
 // on the CPU (where they would be read from the mapping for the whole run) the file is read
 // into memory (GPT_MODEL_NO_MMAP) unless --mmap asks for the mapping (faster start; the file
-// must then not change). Weights going to a GPU are copied there at load and the mapping is
-// released, so the file is mapped by default (no second host copy of a large model) and
-// --no-mmap reads it instead. Sets mp.flags and the SIGBUS line.
+// must then not change); so with --weights host (GPT_MODEL_HOST_WEIGHTS in mp.flags), where a
+// GPU reads them from host memory for the whole run. Weights going to a GPU are copied there
+// at load and the mapping is released, so the file is mapped by default (no second host copy
+// of a large model) and --no-mmap reads it instead. Sets mp.flags and the SIGBUS line.
 enum class FileAccess { Default, Map, Read };
 void choose_file_access(FileAccess access, const std::string &path, gpt_model_params &mp);
 

@@ -52,6 +52,7 @@ struct Options {
     uint32_t fwd_batch = 0, fwd_tokens = 0; // --forward BxT
     bool json = false, graphs = true, tf32 = false, verify = true;
     FileAccess access = FileAccess::Default;
+    uint32_t weights = 0; // --weights: GPT_MODEL_HOST_WEIGHTS or GPT_MODEL_DEVICE_WEIGHTS
 };
 
 constexpr uint32_t kMaxBatch = 4096; // gpt_ctx_params.max_batch's limit
@@ -92,6 +93,7 @@ void usage() {
                 "  --dtype T          f32 | f16 | bf16 | q8 | q4 (synthetic weights and GPU compute; default f16;\n"
                 "                     q8/q4: matrices quantized with group 32, the rest f16, f16 compute)\n"
                 "  --device D         auto | cpu | cuda | cuda:N (default auto)\n"
+                "%s"
                 "  --prefill N        prompt tokens for the prefill measurement (default 512, at most the\n"
                 "                     model's context; 0 skips)\n"
                 "  --decode M         tokens for the decode measurement (default 128, at most what fits\n"
@@ -108,7 +110,8 @@ void usage() {
                 "  --mmap             on the CPU, map MODEL instead of reading it into memory (the file\n"
                 "                     must then not change while gpt runs)\n"
                 "  --no-mmap          on a GPU, read MODEL before copying it (default: mapped while it loads)\n"
-                "  --json             one JSON object on stdout\n");
+                "  --json             one JSON object on stdout\n",
+                kWeightsHelp);
 }
 
 Options parse(int argc, char **argv) {
@@ -127,6 +130,7 @@ Options parse(int argc, char **argv) {
             o.dtype = parse_dtype(a, next(), true);
             o.dtype_given = true;
         } else if (a == "--device") o.device = parse_device(next());
+        else if (a == "--weights") o.weights = parse_weights(next());
         else if (a == "--prefill") {
             o.prefill = parse_u32(a, next());
             o.prefill_given = true;
@@ -277,6 +281,7 @@ int cmd_bench(int argc, char **argv) {
     gpt_model_params mp;
     gpt_model_params_init(&mp);
     mp.device = o.device;
+    mp.flags |= o.weights;
     std::vector<uint8_t> image;
     double gen_s = 0;
     if (!o.synthetic.empty()) {
@@ -305,6 +310,7 @@ int cmd_bench(int argc, char **argv) {
     }
     gpt_model *model = model_owner.get();
     const double t_loaded = now_seconds();
+    report_weights_placement(model, mp);
     gpt_model_info info;
     info.struct_size = sizeof info;
     check(gpt_model_get_info(model, &info), "info");

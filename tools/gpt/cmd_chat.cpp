@@ -39,6 +39,7 @@ void usage() {
                 "%s"
                 "  --device D           auto | cpu | cuda | cuda:N (default auto)\n"
                 "  --dtype T            GPU weights and compute: auto | f32 | f16 | bf16 (default auto)\n"
+                "%s"
                 "  --threads N          CPU threads, 0 to 256 (default 0: all cores)\n"
                 "  --max-seq N          context size in tokens: the whole conversation (default: the\n"
                 "                       model's context length, at most 4096)\n"
@@ -46,7 +47,7 @@ void usage() {
                 "In the chat: one line per message; /reset clears the conversation, /exit or end of\n"
                 "input ends. Each turn's seed is --seed plus the turn's number.\n"
                 "Exit status: 0 on success, 1 when the run fails, 2 on a usage error.\n",
-                SamplingOptions::help());
+                SamplingOptions::help(), kWeightsHelp);
 }
 
 // Length of the valid UTF-8 sequence at s[i], 0 when there is none (overlong forms,
@@ -270,6 +271,7 @@ int cmd_chat(int argc, char **argv) {
     gpt_ctx_params cp;
     gpt_ctx_params_init(&cp);
     FileAccess access = FileAccess::Default;
+    uint32_t weights = 0; // --weights: GPT_MODEL_HOST_WEIGHTS or GPT_MODEL_DEVICE_WEIGHTS
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
         auto next = [&]() -> const char * {
@@ -288,6 +290,7 @@ int cmd_chat(int argc, char **argv) {
         else if (opts.parse(argc, argv, i)) continue;
         else if (a == "--device") mp.device = parse_device(next());
         else if (a == "--dtype") mp.weight_dtype = parse_dtype(a, next());
+        else if (a == "--weights") weights = parse_weights(next());
         else if (a == "--threads") cp.n_threads = parse_u32(a, next(), 0, 256);
         else if (a == "--max-seq") max_seq_opt = parse_u32(a, next(), 2);
         else if (a[0] == '-') throw UsageError("unknown option " + a + " (see gpt chat --help)");
@@ -297,9 +300,11 @@ int cmd_chat(int argc, char **argv) {
     if (!path) throw UsageError("no MODEL given (see gpt chat --help)");
     if (plain) opts.add_stop(kPlainStop);
     gpt_sampling_params sp = opts.finish();
+    mp.flags |= weights;
     choose_file_access(access, path, mp);
 
     ModelPtr model = load_model(path, mp);
+    report_weights_placement(model.get(), mp);
     gpt_model_info info;
     info.struct_size = sizeof info;
     gpt_model_get_info(model.get(), &info);

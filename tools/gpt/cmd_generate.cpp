@@ -65,15 +65,17 @@ void usage() {
                 "                       for every further token: slower past the context)\n"
                 "  --device D           auto | cpu | cuda | cuda:N (default auto)\n"
                 "  --dtype T            GPU weights and compute: auto | f32 | f16 | bf16 (default auto)\n"
+                "%s"
                 "  --threads N          CPU threads, 0 to 256 (default 0: all cores)\n"
                 "  --max-seq N          context size (default: prompt + N tokens, at most the model's)\n"
                 "  --no-verify          load without checking the tensors' crc32s (faster start)\n"
-                "  --mmap               on the CPU, map the model file instead of reading it into memory\n"
+                "  --mmap               on the CPU (or with --weights host), map the model file instead of\n"
+                "                       reading it into memory\n"
                 "                       (faster start; the file must then not change while gpt runs)\n"
                 "  --no-mmap            on a GPU, read the file before copying it (default: mapped\n"
                 "                       while it loads)\n"
                 "Exit status: 0 on success, 1 when the run fails, 2 on a usage error.\n",
-                SamplingOptions::help());
+                SamplingOptions::help(), kWeightsHelp);
 }
 
 uint64_t random_seed() {
@@ -93,6 +95,7 @@ int cmd_generate(int argc, char **argv) {
     std::string text;
     bool have_text = false, have_tokens = false, special = false;
     FileAccess access = FileAccess::Default;
+    uint32_t weights = 0; // --weights: GPT_MODEL_HOST_WEIGHTS or GPT_MODEL_DEVICE_WEIGHTS
     uint32_t max_tokens = 64, max_seq_opt = 0;
     SamplingOptions opts;
     gpt_model_params mp;
@@ -120,6 +123,7 @@ int cmd_generate(int argc, char **argv) {
         else if (a == "--context-shift") opts.params.flags |= GPT_SAMPLING_CONTEXT_SHIFT; // generate only: chat keeps its own window
         else if (a == "--device") mp.device = parse_device(next());
         else if (a == "--dtype") mp.weight_dtype = parse_dtype(a, next());
+        else if (a == "--weights") weights = parse_weights(next());
         else if (a == "--threads") cp.n_threads = parse_u32(a, next(), 0, 256);
         else if (a == "--max-seq") max_seq_opt = parse_u32(a, next(), 1);
         else if (a == "--no-verify") mp.flags |= GPT_MODEL_SKIP_CHECKSUMS;
@@ -133,10 +137,12 @@ int cmd_generate(int argc, char **argv) {
     gpt_sampling_params sp = opts.finish();
     const bool seed_given = opts.seed_given;
     if (have_text && have_tokens) throw UsageError("give the prompt either as text (-p) or as token ids (--tokens), not both");
+    mp.flags |= weights;
     choose_file_access(access, path, mp); // read into memory when the weights stay on the CPU
 
     const double t_load = now_seconds();
     ModelPtr model = load_model(path, mp);
+    report_weights_placement(model.get(), mp);
     gpt_model_info info;
     info.struct_size = sizeof info;
     gpt_model_get_info(model.get(), &info);

@@ -33,7 +33,9 @@ void usage(FILE *f) {
                  "  --stride S         tokens between windows, 1 to N (default N / 2)\n"
                  "  --max-tokens T     score at most the first T tokens of the text (default: all)\n"
                  "  --device D         auto | cpu | cuda | cuda:N (default cpu)\n"
-                 "  --threads N        CPU threads (default: all cores)\n");
+                 "%s"
+                 "  --threads N        CPU threads (default: all cores)\n",
+                 kWeightsHelp);
 }
 
 struct Run {
@@ -42,12 +44,14 @@ struct Run {
     gpt_model_info info{};
 };
 
-Run open_run(const char *path, int32_t device, uint32_t threads, uint32_t window) {
+Run open_run(const char *path, int32_t device, uint32_t weights, uint32_t threads, uint32_t window) {
     Run r;
     gpt_model_params mp;
     gpt_model_params_init(&mp);
     mp.device = device;
+    mp.flags |= weights;
     r.model = load_model(path, mp);
+    report_weights_placement(r.model.get(), mp);
     r.info.struct_size = sizeof r.info;
     gpt_model_get_info(r.model.get(), &r.info);
     gpt_ctx_params cp;
@@ -86,6 +90,7 @@ int cmd_perplexity(int argc, char **argv) {
     uint32_t window = 512, stride = 0, threads = 0;
     uint64_t max_tokens = 0;
     int32_t device = GPT_DEVICE_CPU;
+    uint32_t weights = 0; // --weights: GPT_MODEL_HOST_WEIGHTS or GPT_MODEL_DEVICE_WEIGHTS
     std::vector<const char *> positional;
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
@@ -102,6 +107,7 @@ int cmd_perplexity(int argc, char **argv) {
         else if (a == "--stride") stride = parse_u32(a, value(), 1, 1u << 20);
         else if (a == "--max-tokens") max_tokens = parse_uint(a, value(), 2);
         else if (a == "--device") device = parse_device(value());
+        else if (a == "--weights") weights = parse_weights(value());
         else if (a == "--threads") threads = parse_u32(a, value(), 0, 256);
         else if (a.size() > 1 && a[0] == '-') throw UsageError("unknown option " + a + " (see gpt perplexity --help)");
         else positional.push_back(argv[i]);
@@ -112,13 +118,13 @@ int cmd_perplexity(int argc, char **argv) {
     }
     const char *model_path = positional[0], *text_path = positional[1];
 
-    Run m = open_run(model_path, device, threads, window);
+    Run m = open_run(model_path, device, weights, threads, window);
     window = std::min(window, m.info.context_length);
     if (stride == 0) stride = std::max(1u, window / 2);
     if (stride > window) throw UsageError("--stride " + std::to_string(stride) + " exceeds the window of " + std::to_string(window));
     Run ref;
     if (ref_path) {
-        ref = open_run(ref_path, device, threads, window);
+        ref = open_run(ref_path, device, weights, threads, window);
         if (ref.info.vocab_size != m.info.vocab_size)
             throw Failure(std::string(ref_path) + ": vocabulary of " + std::to_string(ref.info.vocab_size) + " tokens, " +
                           model_path + " has " + std::to_string(m.info.vocab_size));

@@ -162,9 +162,36 @@ void set_mapped_file(const std::string &path, const char *hint) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
+uint32_t parse_weights(const char *value) {
+    const std::string v = value;
+    if (v == "host") return GPT_MODEL_HOST_WEIGHTS;
+    if (v == "device") return GPT_MODEL_DEVICE_WEIGHTS;
+    throw UsageError("--weights " + printable(v) + ": expected host or device");
+}
+
+const char *const kWeightsHelp =
+    "  --weights W          on a GPU: host (read in place from host memory: the default on an\n"
+    "                       integrated GPU; slow over a discrete GPU's bus, but fits models larger\n"
+    "                       than its memory) | device (copied to GPU memory: the default elsewhere)\n";
+
+void report_weights_placement(gpt_model *model, const gpt_model_params &mp) {
+    if (!(mp.flags & GPT_MODEL_HOST_WEIGHTS)) return;
+    gpt_model_info info;
+    info.struct_size = sizeof info;
+    if (gpt_model_get_info(model, &info) != GPT_OK || info.device == GPT_DEVICE_CPU) return;
+    if (info.flags & GPT_MODEL_INFO_HOST_WEIGHTS) return;
+    std::fprintf(stderr,
+                 "gpt: notice: the CUDA driver refused to register the weights in host memory (an old driver, or the "
+                 "locked-memory limit: see `ulimit -l`); they were copied to device memory instead: %.1f MiB of GPU "
+                 "memory (on an integrated GPU, memory the host shares)\n",
+                 (double)info.device_bytes / (1 << 20));
+}
+
 void choose_file_access(FileAccess access, const std::string &path, gpt_model_params &mp) {
     const bool on_cpu = mp.device == GPT_DEVICE_CPU || (mp.device == GPT_DEVICE_AUTO && gpt_cuda_device_count() == 0);
-    const bool map = access == FileAccess::Map || (access == FileAccess::Default && !on_cpu);
+    // Host weights are read from the file's bytes for the whole run, as on the CPU.
+    const bool stays_on_host = on_cpu || (mp.flags & GPT_MODEL_HOST_WEIGHTS);
+    const bool map = access == FileAccess::Map || (access == FileAccess::Default && !stays_on_host);
     if (!map) {
         mp.flags |= GPT_MODEL_NO_MMAP;
         return;

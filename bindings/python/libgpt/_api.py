@@ -202,6 +202,7 @@ class ModelInfo:
         self.device_name = _device_name(raw.device)
         self.has_tokenizer = bool(raw.flags & C.GPT_MODEL_INFO_HAS_TOKENIZER)
         self.tied_head = bool(raw.flags & C.GPT_MODEL_INFO_TIED_HEAD)
+        self.host_weights = bool(raw.flags & C.GPT_MODEL_INFO_HOST_WEIGHTS)  # a GPU reads them in host memory
 
     def as_dict(self):
         d = {f: getattr(self, f) for f in self._fields}
@@ -260,13 +261,18 @@ class Model(_Handle):
 
     _free_name = "gpt_model_free"
 
-    def __init__(self, path, *, device=None, weight_dtype=None, skip_checksums=False, no_mmap=False):
-        p = self._params(device, weight_dtype, skip_checksums, no_mmap)
+    def __init__(self, path, *, device=None, weight_dtype=None, skip_checksums=False, no_mmap=False, weights=None):
+        p = self._params(device, weight_dtype, skip_checksums, no_mmap, weights)
         self._load(lambda out: C.fn("gpt_model_load")(_as_path(path), byref(p), byref(out)), None)
 
     @staticmethod
-    def _params(device, weight_dtype, skip_checksums, no_mmap):
+    def _params(device, weight_dtype, skip_checksums, no_mmap, weights=None):
+        """weights: None (the device's default), "host" (GPT_MODEL_HOST_WEIGHTS: a GPU reads them
+        in place from host memory) or "device" (GPT_MODEL_DEVICE_WEIGHTS)."""
         p = C.init_struct(C.gpt_model_params, "gpt_model_params_init")
+        if weights not in (None, "host", "device"):
+            raise ValueError("weights must be None, 'host' or 'device', not %r" % (weights,))
+        p.flags |= {None: 0, "host": C.GPT_MODEL_HOST_WEIGHTS, "device": C.GPT_MODEL_DEVICE_WEIGHTS}[weights]
         p.device = _device(device)
         p.weight_dtype = _dtype(weight_dtype, "weight_dtype")
         p.flags |= (C.GPT_MODEL_SKIP_CHECKSUMS if skip_checksums else 0) | (C.GPT_MODEL_NO_MMAP if no_mmap else 0)
@@ -282,7 +288,8 @@ class Model(_Handle):
         self.info = self._get_info()
 
     @classmethod
-    def from_bytes(cls, data, *, copy=False, device=None, weight_dtype=None, skip_checksums=False, no_mmap=False):
+    def from_bytes(cls, data, *, copy=False, device=None, weight_dtype=None, skip_checksums=False, no_mmap=False,
+                   weights=None):
         """Loads a weight file image from memory (bytes, bytearray, memoryview, mmap, ...). Unless
         copy=True the model may use the buffer in place on the CPU (gpt_model_load_from_memory
         borrows a 64-byte aligned buffer): this object then keeps a reference to it, and a
@@ -293,12 +300,12 @@ class Model(_Handle):
             mv = memoryview(data)
             if mv.readonly or not mv.c_contiguous:
                 return cls.from_bytes(mv.tobytes(), copy=copy, device=device, weight_dtype=weight_dtype,
-                                      skip_checksums=skip_checksums, no_mmap=no_mmap)
+                                      skip_checksums=skip_checksums, no_mmap=no_mmap, weights=weights)
             mv = mv.cast("B")
             n = mv.nbytes
             keep = (ctypes.c_char * max(1, n)).from_buffer(mv) if n else ctypes.create_string_buffer(1)
             addr = ctypes.addressof(keep)
-        p = cls._params(device, weight_dtype, skip_checksums, no_mmap)
+        p = cls._params(device, weight_dtype, skip_checksums, no_mmap, weights)
         if copy:
             p.flags |= C.GPT_MODEL_COPY_BUFFER
         self = cls.__new__(cls)

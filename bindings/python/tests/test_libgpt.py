@@ -105,6 +105,16 @@ class LibraryTest(unittest.TestCase):
         extra = sorted(set(_capi.FUNCTIONS) - declared)
         self.assertEqual(extra, [], "_capi.FUNCTIONS names functions gpt.h does not declare")
 
+    def test_model_flags_match_header(self):
+        # Every GPT_MODEL_* and GPT_MODEL_INFO_* flag of gpt.h, with gpt.h's value.
+        h = header_path()
+        if not h:
+            self.skipTest("gpt.h not found (set GPT_HEADER)")
+        flags = dict(re.findall(r"#define (GPT_MODEL_\w+) (0x[0-9a-fA-F]+)u", h.read_text()))
+        self.assertIn("GPT_MODEL_HOST_WEIGHTS", flags)
+        for name, value in flags.items():
+            self.assertEqual(getattr(_capi, name, None), int(value, 16), name)
+
     def test_every_function_has_types_and_is_exported(self):
         lib = _capi.lib()
         self.assertEqual(_capi._missing, set())
@@ -233,6 +243,20 @@ class ModelTest(unittest.TestCase):
                 self.assertEqual(m.info.name, "fixture")
                 self.assertEqual(m.context().forward([1, 2, 3], as_numpy=False), expected)
                 m.close()
+
+    def test_weights_placement(self):
+        # weights= maps to GPT_MODEL_HOST_WEIGHTS / _DEVICE_WEIGHTS; the CPU reads host memory
+        # either way, so the logits are the same and no GPU claims to read them in place.
+        with libgpt.Model(MODEL, device="cpu") as ref:
+            expected = ref.context().forward([1, 2, 3], as_numpy=False)
+        for weights in ("host", "device"):
+            with libgpt.Model(MODEL, device="cpu", weights=weights) as m:
+                self.assertFalse(m.info.host_weights)
+                self.assertEqual(m.context().forward([1, 2, 3], as_numpy=False), expected)
+        with self.assertRaises(ValueError):
+            libgpt.Model(MODEL, device="cpu", weights="gpu")
+        data = Path(MODEL).read_bytes()
+        libgpt.Model.from_bytes(data, device="cpu", weights="host").close()
 
     def test_errors(self):
         with self.assertRaises(libgpt.GptError) as cm:

@@ -291,6 +291,24 @@ impl ModelParams {
         self.set(sys::GPT_MODEL_NO_MMAP, on);
         self
     }
+    /// On a GPU, read the weights in place from host memory (GPT_MODEL_HOST_WEIGHTS: the
+    /// default on an integrated GPU); false clears the request.
+    pub fn host_weights(mut self, on: bool) -> Self {
+        self.set(sys::GPT_MODEL_HOST_WEIGHTS, on);
+        if on {
+            self.set(sys::GPT_MODEL_DEVICE_WEIGHTS, false);
+        }
+        self
+    }
+    /// On a GPU, copy the weights to device memory even on an integrated GPU
+    /// (GPT_MODEL_DEVICE_WEIGHTS); false clears the request.
+    pub fn device_weights(mut self, on: bool) -> Self {
+        self.set(sys::GPT_MODEL_DEVICE_WEIGHTS, on);
+        if on {
+            self.set(sys::GPT_MODEL_HOST_WEIGHTS, false);
+        }
+        self
+    }
     fn set(&mut self, flag: u32, on: bool) {
         if on {
             self.raw.flags |= flag
@@ -565,6 +583,10 @@ impl ModelInfo {
     }
     pub fn has_tokenizer(&self) -> bool {
         self.raw.flags & sys::GPT_MODEL_INFO_HAS_TOKENIZER != 0
+    }
+    /// A GPU reads the weights in host memory (GPT_MODEL_HOST_WEIGHTS took effect).
+    pub fn host_weights(&self) -> bool {
+        self.raw.flags & sys::GPT_MODEL_INFO_HOST_WEIGHTS != 0
     }
     /// "f32", "f16", "bf16": the tensors in the file.
     pub fn file_dtype(&self) -> String {

@@ -47,10 +47,13 @@ pub const GPT_DEVICE_AUTO: i32 = -2;
 pub const GPT_MODEL_SKIP_CHECKSUMS: u32 = 0x1;
 pub const GPT_MODEL_NO_MMAP: u32 = 0x2;
 pub const GPT_MODEL_COPY_BUFFER: u32 = 0x4;
+pub const GPT_MODEL_HOST_WEIGHTS: u32 = 0x8;
+pub const GPT_MODEL_DEVICE_WEIGHTS: u32 = 0x10;
 
 pub const GPT_MODEL_INFO_TIED_HEAD: u32 = 0x1;
 pub const GPT_MODEL_INFO_QKV_BIAS: u32 = 0x2;
 pub const GPT_MODEL_INFO_HAS_TOKENIZER: u32 = 0x4;
+pub const GPT_MODEL_INFO_HOST_WEIGHTS: u32 = 0x8;
 
 pub const GPT_CTX_ALLOW_TF32: u32 = 0x1;
 pub const GPT_CTX_NO_GRAPHS: u32 = 0x2;

@@ -94,6 +94,22 @@ fn device_info_of_the_host() {
 }
 
 #[test]
+fn weights_placement_flags() {
+    // host_weights and device_weights exclude each other; false clears the flag.
+    let p = ModelParams::new().host_weights(true);
+    assert_eq!(p.raw.flags & (sys::GPT_MODEL_HOST_WEIGHTS | sys::GPT_MODEL_DEVICE_WEIGHTS), sys::GPT_MODEL_HOST_WEIGHTS);
+    let p = p.device_weights(true);
+    assert_eq!(p.raw.flags & (sys::GPT_MODEL_HOST_WEIGHTS | sys::GPT_MODEL_DEVICE_WEIGHTS), sys::GPT_MODEL_DEVICE_WEIGHTS);
+    let p = p.device_weights(false);
+    assert_eq!(p.raw.flags & (sys::GPT_MODEL_HOST_WEIGHTS | sys::GPT_MODEL_DEVICE_WEIGHTS), 0);
+    // On the CPU the weights are in host memory anyway: it loads, and no GPU reads them in place.
+    if let Some(path) = model_path() {
+        let m = Model::load_with(&path, &ModelParams::new().device(Device::Cpu).host_weights(true)).expect("load");
+        assert!(!m.info().host_weights());
+    }
+}
+
+#[test]
 fn struct_layout_matches_c() {
     use libgpt::sys::*;
     use std::ptr::addr_of;

@@ -348,12 +348,15 @@ class CpuDevice final : public Device {
 public:
     const char *name() const override { return "cpu"; }
     int32_t ordinal() const override { return GPT_DEVICE_CPU; }
+    bool integrated() const override { return false; }
     bool keeps_host_weights() const override { return true; }
     uint64_t weight_bytes() const override { return 0; }
 
-    // Matrices stay where they are (the file) in their own dtype; vectors (norms, biases) are
-    // widened to f32 once.
-    DType place_weights(const std::vector<Weight *> &weights, DType) override {
+    // Matrices stay where they are (the file) in their own dtype, so every weight is checked
+    // first (the whole file stays resident anyway); vectors (norms, biases) are widened to f32
+    // once. Placement::host_weights changes nothing here.
+    DType place_weights(const std::vector<Weight *> &weights, const Placement &, WeightSource &src) override {
+        src.check_all();
         uint64_t n = 0;
         for (const Weight *w : weights)
             if (w->is_vector()) n += w->rows;

@@ -10,6 +10,7 @@
 namespace gpt::cuda {
 
 static std::atomic<uint64_t> g_allocations{0};
+static std::atomic<int64_t> g_live{0}; // allocations not yet freed
 
 std::shared_mutex &capture_mutex() {
     static std::shared_mutex m;
@@ -44,6 +45,7 @@ void *device_alloc(uint64_t bytes, const char *what) {
              cudaGetErrorString(e), (unsigned long long)free_b, (unsigned long long)total_b);
     }
     g_allocations.fetch_add(1);
+    g_live.fetch_add(1);
     return p;
 }
 
@@ -57,6 +59,7 @@ void *pinned_alloc(uint64_t bytes, const char *what) {
              what, cudaGetErrorString(e));
     }
     g_allocations.fetch_add(1);
+    g_live.fetch_add(1);
     return p;
 }
 
@@ -64,12 +67,15 @@ void device_free(void *p) {
     if (!p) return;
     std::unique_lock<std::shared_mutex> lock(capture_mutex());
     cudaFree(p);
+    g_live.fetch_sub(1);
 }
 void pinned_free(void *p) {
     if (!p) return;
     std::unique_lock<std::shared_mutex> lock(capture_mutex());
     cudaFreeHost(p);
+    g_live.fetch_sub(1);
 }
 uint64_t allocation_count() { return g_allocations.load(); }
+int64_t live_allocations() { return g_live.load(); }
 
 } // namespace gpt::cuda

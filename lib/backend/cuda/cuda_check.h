@@ -21,6 +21,8 @@ void *pinned_alloc(uint64_t bytes, const char *what);
 void device_free(void *p);
 void pinned_free(void *p);
 uint64_t allocation_count();
+// Those not freed yet (a failed load must leave this where it was).
+int64_t live_allocations();
 
 // Stream capture and the calls that may synchronise the device (allocation, freeing, stream
 // and cuBLAS handle creation and destruction, synchronous copies) exclude each other across

@@ -1,10 +1,13 @@
 // cuda_device.cpp - the CUDA model-level backend: weights converted to the requested dtype
-// (matrices) or f32 (vectors: norms and biases) and copied into one device allocation.
+// (matrices) or f32 (vectors: norms and biases) and copied into one device allocation, each
+// checked just before its upload; or, with host weights, the matrices read in place from host
+// memory (host_weights.h) and only the vectors in device memory.
 #include "backend/backend.h"
 #include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_executor.h"
 #include "backend/cuda/cuda_plan.h"
+#include "backend/cuda/host_weights.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/quant.h"
@@ -16,7 +19,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gpt {
@@ -55,74 +60,57 @@ public:
         cudaDeviceProp prop;
         GPT_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal_));
         name_ = std::string("cuda:") + std::to_string(ordinal) + " (" + prop.name + ")";
+        integrated_ = prop.integrated != 0;
     }
     ~CudaDevice() override {
-        if (weights_) {
-            cudaSetDevice(ordinal_);
-            cuda::device_free(weights_);
-        }
+        cudaSetDevice(ordinal_);
+        host_.unmap(); // before the model lets the file or buffer go
+        if (weights_) cuda::device_free(weights_);
     }
 
     const char *name() const override { return name_.c_str(); }
     int32_t ordinal() const override { return ordinal_; }
-    bool keeps_host_weights() const override { return false; }
+    bool integrated() const override { return integrated_; }
+    bool keeps_host_weights() const override { return in_host_; }
+    std::string host_weights_refusal() const override { return why_host_; }
     uint64_t weight_bytes() const override { return bytes_; }
 
     // Matrices in `want`, vectors in f32, each 256-byte aligned in one allocation. A quantized
     // `want` (the file's q8 or q4) keeps the quantized matrices packed as they are and puts
     // the file's other matrices in f16, the compute dtype of quantized models; a float `want`
-    // for a quantized file dequantizes its matrices here.
-    DType place_weights(const std::vector<Weight *> &weights, DType want) override {
+    // for a quantized file dequantizes its matrices here. With host weights, the matrices
+    // already in their dtype stay where they are and the allocation holds the rest.
+    DType place_weights(const std::vector<Weight *> &weights, const Placement &how, WeightSource &src) override {
         GPT_CUDA_CHECK(cudaSetDevice(ordinal_));
+        DType want = how.want;
         const DType asked = want;
         quantized_ = is_quantized(want);
         if (quantized_) want = DType::F16;
         auto target = [&](const Weight &w) { return cuda::placed_dtype(w, asked); };
         auto bytes_as = [](const Weight &w, DType to) { return cuda::placed_bytes(w, to); };
-        uint64_t total = 0;
         max_quant_numel_ = max_quant_cols_ = 0;
-        for (const Weight *w : weights) {
-            total += (bytes_as(*w, target(*w)) + 255) & ~(uint64_t)255;
+        for (const Weight *w : weights)
             if (is_quantized(target(*w))) {
                 max_quant_numel_ = std::max(max_quant_numel_, w->numel());
                 max_quant_cols_ = std::max(max_quant_cols_, w->cols);
             }
-        }
-        weights_ = static_cast<uint8_t *>(cuda::device_alloc(total, "the model weights"));
+        const std::vector<bool> in_place = how.host_weights ? map_host_weights(weights, target, src) : std::vector<bool>();
+        uint64_t total = 0;
+        for (size_t i = 0; i < weights.size(); i++)
+            if (!in_host_ || !in_place[i]) total += (bytes_as(*weights[i], target(*weights[i])) + 255) & ~(uint64_t)255;
+        if (total) weights_ = static_cast<uint8_t *>(cuda::device_alloc(total, "the model weights"));
         bytes_ = total;
-        // Convert through a bounded host buffer, then copy (synchronous copies: locked against
-        // other threads' captures, see capture_mutex).
-        auto upload = [](void *dst, const void *src, uint64_t n) {
-            std::unique_lock<std::shared_mutex> lock(cuda::capture_mutex());
-            GPT_CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
-        };
-        std::vector<uint8_t> staging;
         uint64_t off = 0;
-        for (Weight *w : weights) {
+        for (size_t i = 0; i < weights.size(); i++) {
+            Weight *w = weights[i];
+            if (in_host_ && in_place[i]) { // checked by map_host_weights
+                w->data = host_.device_pointer(w->data);
+                continue;
+            }
             const DType to = target(*w);
             const uint64_t nbytes = bytes_as(*w, to);
-            uint8_t *dst = weights_ + off;
-            if (w->dtype == to) {
-                upload(dst, w->data, nbytes);
-            } else if (is_quantized(w->dtype)) {
-                // Row by row: dequantized (exactly) to f32, then rounded to `to`.
-                std::vector<float> row(w->cols);
-                staging.resize(w->cols * dtype_bytes(to));
-                for (uint64_t r = 0; r < w->rows; r++) {
-                    dequantize_row(*w, r, row.data());
-                    convert(row.data(), DType::F32, staging.data(), to, w->cols);
-                    upload(dst + r * w->cols * dtype_bytes(to), staging.data(), w->cols * dtype_bytes(to));
-                }
-            } else {
-                const uint64_t chunk = 1ull << 22; // elements per conversion pass
-                staging.resize(std::min(w->numel(), chunk) * dtype_bytes(to));
-                for (uint64_t i = 0; i < w->numel(); i += chunk) {
-                    const uint64_t n = std::min(chunk, w->numel() - i);
-                    convert(static_cast<const uint8_t *>(w->data) + i * dtype_bytes(w->dtype), w->dtype, staging.data(), to, n);
-                    upload(dst + i * dtype_bytes(to), staging.data(), n * dtype_bytes(to));
-                }
-            }
-            w->data = dst;
+            upload_weight(i, *w, to, weights_ + off, src);
+            w->data = weights_ + off;
             w->dtype = to;
             if (!is_quantized(to)) w->group = 0;
             off += (nbytes + 255) & ~(uint64_t)255;
@@ -172,8 +160,120 @@ public:
     }
 
 private:
+    // Host weights: registers the span of the matrices that need no conversion (host_weights.h)
+    // and checks every tensor (their pages stay: they are the weights). Returns which weights
+    // stay in place; in_host_ false when the driver refused (why_host_ says why): everything
+    // is then copied as without host weights.
+    template <typename Target>
+    std::vector<bool> map_host_weights(const std::vector<Weight *> &weights, Target target, WeightSource &src) {
+        std::vector<bool> in_place(weights.size(), false);
+        const uint8_t *lo = nullptr, *hi = nullptr;
+        for (size_t i = 0; i < weights.size(); i++) {
+            const Weight &w = *weights[i];
+            if (w.is_vector() || target(w) != w.dtype) continue;
+            const uint8_t *p = static_cast<const uint8_t *>(w.data);
+            lo = lo ? std::min(lo, p) : p;
+            hi = std::max(hi, p + gpt::weight_bytes(w));
+            in_place[i] = true;
+        }
+        in_host_ = lo && host_.map(ordinal_, lo, hi, src.read_only_mapping());
+        why_host_ = host_.why();
+        if (in_host_) src.check_all();
+        return in_place;
+    }
+
+    // Copies weight i to dst as `to`, in bounded pieces, each checked (src.check) just before
+    // it is read and its pages dropped (src.release) once uploaded, so the load never holds
+    // more of the file than one piece (a conversion reads a whole quantized tensor first).
+    void upload_weight(size_t i, const Weight &w, DType to, uint8_t *dst, WeightSource &src) {
+        // Synchronous copies: locked against other threads' captures, see capture_mutex.
+        auto upload = [](void *d, const void *s, uint64_t n) {
+            std::unique_lock<std::shared_mutex> lock(cuda::capture_mutex());
+            GPT_CUDA_CHECK(cudaMemcpy(d, s, n, cudaMemcpyHostToDevice));
+        };
+        // Pages inside a registered span stay (the GPU's mapping of them must not change).
+        auto release = [&](uint64_t o, uint64_t n) {
+            if (!in_host_) src.release(i, o, n);
+        };
+        const uint8_t *from = static_cast<const uint8_t *>(w.data);
+        const uint64_t stored = gpt::weight_bytes(w);
+        constexpr uint64_t kPiece = 64ull << 20; // bytes checked and copied at a time
+        if (w.dtype == to) {
+            for (uint64_t o = 0; o < stored; o += kPiece) {
+                const uint64_t n = std::min(kPiece, stored - o);
+                check_while_uploading(src, i, n, [&] { upload(dst + o, from + o, n); });
+                release(o, n);
+            }
+            return;
+        }
+        std::vector<uint8_t> staging;
+        if (is_quantized(w.dtype)) {
+            // A row needs its integers and its scales (at the tensor's end): check it all first.
+            for (uint64_t o = 0; o < stored; o += kPiece) src.check(i, std::min(kPiece, stored - o));
+            // Row by row: dequantized (exactly) to f32, then rounded to `to`.
+            std::vector<float> row(w.cols);
+            staging.resize(w.cols * dtype_bytes(to));
+            for (uint64_t r = 0; r < w.rows; r++) {
+                dequantize_row(w, r, row.data());
+                convert(row.data(), DType::F32, staging.data(), to, w.cols);
+                upload(dst + r * w.cols * dtype_bytes(to), staging.data(), w.cols * dtype_bytes(to));
+            }
+            release(0, stored);
+            return;
+        }
+        // Through a bounded host buffer, a piece of elements at a time.
+        const uint64_t chunk = 1ull << 22, in_bytes = dtype_bytes(w.dtype), out_bytes = dtype_bytes(to);
+        staging.resize(std::min(w.numel(), chunk) * out_bytes);
+        for (uint64_t e = 0; e < w.numel(); e += chunk) {
+            const uint64_t n = std::min(chunk, w.numel() - e);
+            src.check(i, n * in_bytes);
+            convert(from + e * in_bytes, w.dtype, staging.data(), to, n);
+            upload(dst + e * out_bytes, staging.data(), n * out_bytes);
+            release(e * in_bytes, n * in_bytes);
+        }
+    }
+
+    // Checks the next n bytes of weight i on a helper thread while `upload` copies them: both
+    // read the same pages once, and the load takes about the longer of the two instead of
+    // their sum (the whole-file check used to run beside the CUDA context's creation; now it
+    // runs beside the copies). A failed check, or a failed upload, throws after both ended.
+    template <typename Upload> static void check_while_uploading(WeightSource &src, size_t i, uint64_t n, Upload upload) {
+        if (n < (1u << 20)) { // not worth a thread
+            src.check(i, n);
+            upload();
+            return;
+        }
+        std::exception_ptr failed;
+        std::thread checker;
+        try {
+            checker = std::thread([&] {
+                try {
+                    src.check(i, n);
+                } catch (...) {
+                    failed = std::current_exception();
+                }
+            });
+        } catch (...) { // no thread: one after the other
+            src.check(i, n);
+            upload();
+            return;
+        }
+        try {
+            upload();
+        } catch (...) {
+            checker.join();
+            throw;
+        }
+        checker.join();
+        if (failed) std::rethrow_exception(failed);
+    }
+
     int ordinal_;
     std::string name_;
+    bool integrated_ = false;
+    cuda::HostWeights host_;
+    bool in_host_ = false;  // matrices read in place from host memory
+    std::string why_host_;  // why host weights were refused, if they were
     uint8_t *weights_ = nullptr;
     uint64_t bytes_ = 0;
     DType weight_dtype_ = DType::F32; // of the matrices, once placed (f16 for a quantized file)

@@ -2,6 +2,21 @@
 // CudaPlan, a stream, a cuBLAS handle bound to a workspace in the arena (so capture never
 // allocates), and one CUDA graph per decode batch size, captured on first use and replayed
 // for every later token (positions are read from device memory, so the graph stays valid).
+//
+// Host memory the GPU reads, and who may rewrite it (issue 22's race audit; on an integrated
+// GPU the two share one DRAM, so a rewrite racing a read corrupts the step silently):
+// - the step inputs (tokens, positions, sequence ids) in the pinned staging area: copied to
+//   device memory by begin_step's cudaMemcpyAsync, which reads them when the stream reaches
+//   it. begin_step synchronises the stream before writing them, so the previous step's copy
+//   and its graph are done. A captured graph never reads staging memory: its kernels read
+//   the device copies, which only a later begin_step's copy (stream-ordered after the graph)
+//   rewrites.
+// - the sampling inputs (uniform numbers, recent tokens, adjustments) in the staging area:
+//   sample() waits on staged_, the event recorded after the last copy out of them, before
+//   it writes them again (normally complete already: sample synchronises before returning,
+//   but not when it threw half way).
+// - weights read in place (host weights): read-only for the GPU (registered read-only) and
+//   never written by the library; the model outlives its contexts.
 #include "backend/cuda/cuda_executor.h"
 
 #include "backend/cuda/cublas_loader.h"
@@ -63,6 +78,7 @@ public:
             allocations_ = allocation_count() - before;
             std::unique_lock<std::shared_mutex> lock(capture_mutex());
             GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+            GPT_CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
             GPT_CUDA_CHECK(cublas().create(&cublas_));
             GPT_CUDA_CHECK(cublas().set_stream(cublas_, stream_));
             GPT_CUDA_CHECK(cublas().set_workspace(cublas_, dev(plan_.cublas_ws), plan_.cublas_ws.bytes));
@@ -366,6 +382,8 @@ public:
         if (!have_last_) fail(GPT_ERR_INTERNAL, "sample without last-row logits");
         GPT_CUDA_CHECK(cudaSetDevice(device_));
         const uint32_t B = in_.batch;
+        // The last copies out of these staging buffers must be done before we rewrite them.
+        GPT_CUDA_CHECK(cudaEventSynchronize(staged_));
         float *uni = host<float>(plan_.h_uniform);
         int32_t *rec = host<int32_t>(plan_.h_recent), *nrec = host<int32_t>(plan_.h_n_recent);
         const bool penalty = spec.repetition_penalty != 1.0f;
@@ -400,6 +418,7 @@ public:
         copy_in(plan_.uniform, plan_.h_uniform, 4ull * B);
         copy_in(plan_.n_recent, plan_.h_n_recent, 4ull * B);
         if (penalty) copy_in(plan_.recent, plan_.h_recent, 4ull * B * kMaxRecent);
+        GPT_CUDA_CHECK(cudaEventRecord(staged_, stream_));
         SampleArgs a{};
         a.logits = dev<float>(plan_.logits);
         a.batch = B;
@@ -746,12 +765,14 @@ private:
             for (auto &g : graphs_)
                 if (g.exec) cudaGraphExecDestroy(g.exec);
             if (cublas_) cublas().destroy(cublas_); // loaded: the handle was made through it
+            if (staged_) cudaEventDestroy(staged_);
             if (stream_) cudaStreamDestroy(stream_);
         }
         device_free(dev_);
         pinned_free(host_);
         cublas_ = nullptr;
         stream_ = nullptr;
+        staged_ = nullptr;
         dev_ = host_ = nullptr;
     }
 
@@ -761,6 +782,7 @@ private:
     const CudaPlan plan_;
     uint8_t *dev_ = nullptr, *host_ = nullptr;
     cudaStream_t stream_ = nullptr;
+    cudaEvent_t staged_ = nullptr; // recorded after sample()'s copies out of the staging area
     cublasHandle_t cublas_ = nullptr;
     std::vector<Graph> graphs_; // recorded step shapes, at most kMaxGraphs
     uint64_t clock_ = 0;

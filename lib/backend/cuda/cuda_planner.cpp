@@ -18,13 +18,15 @@ public:
 
     const char *name() const override { return host_weights_ ? "cuda (on paper, weights in host memory)" : "cuda (on paper)"; }
     int32_t ordinal() const override { return 0; }
+    bool integrated() const override { return false; }
     bool keeps_host_weights() const override { return host_weights_; }
     uint64_t weight_bytes() const override { return bytes_; }
 
     // Only the weights' descriptors are read (dtype, shape, group), never their data. With
     // host weights the matrices are read in place from the file; the vectors (norms, biases),
     // which the kernels take in f32, are widened into device memory as in device mode.
-    DType place_weights(const std::vector<Weight *> &weights, DType want) override {
+    DType place_weights(const std::vector<Weight *> &weights, const Placement &how, WeightSource &) override {
+        const DType want = how.want;
         quantized_ = is_quantized(want);
         matrix_dtype_ = quantized_ ? DType::F16 : want;
         bytes_ = max_quant_cols_ = max_quant_numel_ = 0;
