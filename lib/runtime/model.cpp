@@ -25,11 +25,23 @@ void check_model_params(const gpt_model_params &p) {
         fail(GPT_ERR_INVALID_ARG, "gpt_model_params.flags: GPT_MODEL_HOST_WEIGHTS and GPT_MODEL_DEVICE_WEIGHTS both set; choose one");
 }
 
+// Whether a load with these params will (try to) leave the weights in host memory for a GPU:
+// asked for, or the default of an integrated GPU. Such a load reads the file into memory
+// instead of mapping it: the GPU must read pinned pages, and pinning a file mapping's pages
+// (cudaHostRegister) ran for minutes in the kernel on the H200 machine (112 MiB, Linux page
+// cache); an anonymous buffer registers in milliseconds and costs the same resident memory.
+bool host_weights_expected(const gpt_model_params &p) {
+    if (p.device == GPT_DEVICE_CPU || (p.flags & GPT_MODEL_DEVICE_WEIGHTS)) return false;
+    if (p.flags & GPT_MODEL_HOST_WEIGHTS) return true;
+    const int ordinal = p.device == GPT_DEVICE_AUTO ? (cuda_device_count() > 0 ? 0 : -1) : p.device;
+    return cuda_is_integrated(ordinal);
+}
+
 format::ReadOptions read_options(const gpt_model_params &p) {
     format::ReadOptions o;
     o.verify_checksums = !(p.flags & GPT_MODEL_SKIP_CHECKSUMS);
     o.check_finite = o.verify_checksums; // NaN/Inf weights: GPT_ERR_FORMAT, in the crc pass
-    o.use_mmap = !(p.flags & GPT_MODEL_NO_MMAP);
+    o.use_mmap = !(p.flags & GPT_MODEL_NO_MMAP) && !host_weights_expected(p);
     // Each tensor is checked when the device reaches it (Model::load): a device copying the
     // weights then checks a piece just before uploading it and drops its pages after, so the
     // whole file is never resident at once.

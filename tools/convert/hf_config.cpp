@@ -259,11 +259,13 @@ void read_llama_family(HfConfig &h, const Fields &f, const std::string &src, con
     }
     // Sliding windows as transformers applies them: Mistral on every layer whenever
     // sliding_window is set; Qwen2 only with use_sliding_window, on layers >= max_window_layers.
+    // (Qwen2-MoE configs write sliding_window 0 with use_sliding_window false: not read then.)
     if ((type == "mistral" || type == "qwen2") && f.has("sliding_window")) {
-        const uint32_t w = f.u32("sliding_window");
         if (type == "mistral") {
+            const uint32_t w = f.u32("sliding_window");
             set_window(c, w, window_layers(f, c.n_layers, src, [](uint32_t, uint32_t) { return true; }, 0));
         } else if (f.bool_or("use_sliding_window", false)) {
+            const uint32_t w = f.u32("sliding_window");
             // Qwen2Config's default is 28; 0 (every layer windowed) is allowed.
             const double first = f.num_or("max_window_layers", 28);
             if (!(first >= 0) || first != std::floor(first) || first > 1e9)

@@ -58,15 +58,19 @@ void read_moe_family(HfConfig &h, const Fields &f, const std::string &src) {
 
     // Mixtral and OLMoE: intermediate_size is each expert's width and every layer is MoE.
     // Qwen: moe_intermediate_size is, and intermediate_size is the dense layers' width.
+    // The expert count's key: Mixtral's num_local_experts, the others' num_experts; transformers
+    // 5 writes num_local_experts for every family (num_experts an alias), so either is read.
+    const char *n_key = type == "mixtral" ? (f.has("num_local_experts") || !f.has("num_experts") ? "num_local_experts" : "num_experts")
+                                          : (f.has("num_experts") || !f.has("num_local_experts") ? "num_experts" : "num_local_experts");
     if (type == "mixtral") {
         c.arch = GPT_ARCH_MIXTRAL;
-        c.n_experts = f.u32_or("num_local_experts", 8);
+        c.n_experts = f.u32_or(n_key, 8);
         c.n_experts_used = f.u32_or("num_experts_per_tok", 2);
         c.d_ff_expert = c.d_ff;
         c.norm_topk_prob = true; // MixtralSparseMoeBlock always renormalises
     } else if (type == "olmoe") {
         c.arch = GPT_ARCH_OLMOE;
-        c.n_experts = f.u32_or("num_experts", 64);
+        c.n_experts = f.u32_or(n_key, 64);
         c.n_experts_used = f.u32_or("num_experts_per_tok", 8);
         c.d_ff_expert = c.d_ff;
         c.norm_topk_prob = f.bool_or("norm_topk_prob", false);
@@ -75,7 +79,7 @@ void read_moe_family(HfConfig &h, const Fields &f, const std::string &src) {
     } else {
         const bool q2 = type == "qwen2_moe";
         c.arch = q2 ? GPT_ARCH_QWEN2_MOE : GPT_ARCH_QWEN3_MOE;
-        c.n_experts = f.u32_or("num_experts", q2 ? 60 : 128);
+        c.n_experts = f.u32_or(n_key, q2 ? 60 : 128);
         c.n_experts_used = f.u32_or("num_experts_per_tok", q2 ? 4 : 8);
         c.d_ff_expert = f.u32_or("moe_intermediate_size", q2 ? 1408 : 768);
         c.norm_topk_prob = f.bool_or("norm_topk_prob", false);
@@ -86,7 +90,6 @@ void read_moe_family(HfConfig &h, const Fields &f, const std::string &src) {
         }
         c.moe_layers = qwen_moe_layers(f, c.n_layers, src);
     }
-    const char *n_key = type == "mixtral" ? "num_local_experts" : "num_experts";
     if (c.n_experts > ModelConfig::kMaxExperts)
         fail(GPT_ERR_UNSUPPORTED, "%s: \"%s\" is %u; at most %u experts a layer are supported", src.c_str(), n_key, c.n_experts,
              ModelConfig::kMaxExperts);
