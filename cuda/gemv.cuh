@@ -8,9 +8,11 @@
 #include <cstdint>
 
 inline constexpr uint32_t kGemvMaxRows = 2; // more rows: cuBLAS (the executor measured the crossover)
-// Quantized weights: 1-8 rows share one pass over the packed weights (gemv_quant.cu); more go
-// to the dequantize-then-cuBLAS path. The first quantized kernel (GPT_QGEMV=old) takes 1-2.
-inline constexpr uint32_t kGemvQuantMaxRows = 8;
+// Quantized weights: 1-4 rows share one pass over the packed weights (gemv_quant.cu); more go
+// to the dequantize-then-cuBLAS path. Measured on an H200 (TinyLlama shape, decode step, q4 /
+// q8 against dequantize + cuBLAS): 4 rows 0.75x / 0.80x the time, 8 rows 1.17x / 1.08x, so the
+// 8-row kernel was dropped. The first quantized kernel (GPT_QGEMV=old) takes 1-2.
+inline constexpr uint32_t kGemvQuantMaxRows = 4;
 
 struct GemvArgs {
     const void *x;        // [rows][ldx] in dtype

@@ -1,5 +1,5 @@
 // gemv_quant.cu - the decode GEMV over weight-only quantized matrices (Q8, Q4) with f16
-// activations, for 1 to 8 rows of x. The first version (gemv.cu: one warp per column, two
+// activations, for 1 to 4 rows of x (kGemvQuantMaxRows). The first version (gemv.cu: one warp per column, two
 // loads in flight per lane for TinyLlama's rows) was latency-bound at 320-830 GB/s; here
 // every thread keeps many more bytes in flight:
 //   - a "set" of 4 weight rows (4 output columns, or 2 GLU columns' gate and up rows) is read
@@ -209,9 +209,7 @@ template <bool PAIR> cudaError_t launch_tiled(const GemvArgs &a, cudaStream_t s)
     switch (a.rows) {
     case 1: return launch_pdl(gemv_quant_tiled<1, PAIR>, grid, kThreads, 0, s, a, log_tk);
     case 2: return launch_pdl(gemv_quant_tiled<2, PAIR>, grid, kThreads, 0, s, a, log_tk);
-    case 3:
-    case 4: return launch_pdl(gemv_quant_tiled<4, PAIR>, grid, kThreads, 0, s, a, log_tk);
-    default: return launch_pdl(gemv_quant_tiled<8, PAIR>, grid, kThreads, 0, s, a, log_tk);
+    default: return launch_pdl(gemv_quant_tiled<4, PAIR>, grid, kThreads, 0, s, a, log_tk); // 3 or 4
     }
 }
 
