@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_executor.h"
 #include "backend/cuda/cuda_plan.h"
 #include "backend/cuda/host_weights.h"
+#include "backend/cuda/staged_upload.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/quant.h"
@@ -21,7 +22,6 @@
 #include <cstring>
 #include <exception>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace gpt {
@@ -101,6 +101,7 @@ public:
         if (total) weights_ = static_cast<uint8_t *>(cuda::device_alloc(total, "the model weights"));
         bytes_ = total;
         uint64_t off = 0;
+        cuda::StagedUpload staged;
         for (size_t i = 0; i < weights.size(); i++) {
             Weight *w = weights[i];
             if (in_host_ && in_place[i]) { // checked by map_host_weights
@@ -109,12 +110,13 @@ public:
             }
             const DType to = target(*w);
             const uint64_t nbytes = bytes_as(*w, to);
-            upload_weight(i, *w, to, weights_ + off, src);
+            upload_weight(i, *w, to, weights_ + off, src, staged);
             w->data = weights_ + off;
             w->dtype = to;
             if (!is_quantized(to)) w->group = 0;
             off += (nbytes + 255) & ~(uint64_t)255;
         }
+        staged.finish();
         weight_dtype_ = want;
         return asked;
     }
@@ -182,10 +184,12 @@ private:
         return in_place;
     }
 
-    // Copies weight i to dst as `to`, in bounded pieces, each checked (src.check) just before
-    // it is read and its pages dropped (src.release) once uploaded, so the load never holds
-    // more of the file than one piece (a conversion reads a whole quantized tensor first).
-    void upload_weight(size_t i, const Weight &w, DType to, uint8_t *dst, WeightSource &src) {
+    // Copies weight i to dst as `to`, in bounded pieces, each checked (src.check, on threads
+    // that also fault its pages in) just before it is copied and its pages dropped
+    // (src.release) once copied, so the load never holds more of the file than a piece or two
+    // (a conversion reads a whole quantized tensor first). Same-dtype pieces go through the
+    // pinned double buffer (staged), whose transfers overlap the next piece's check and copy.
+    void upload_weight(size_t i, const Weight &w, DType to, uint8_t *dst, WeightSource &src, cuda::StagedUpload &staged) {
         // Synchronous copies: locked against other threads' captures, see capture_mutex.
         auto upload = [](void *d, const void *s, uint64_t n) {
             std::unique_lock<std::shared_mutex> lock(cuda::capture_mutex());
@@ -197,11 +201,12 @@ private:
         };
         const uint8_t *from = static_cast<const uint8_t *>(w.data);
         const uint64_t stored = gpt::weight_bytes(w);
-        constexpr uint64_t kPiece = 64ull << 20; // bytes checked and copied at a time
+        constexpr uint64_t kPiece = cuda::StagedUpload::kPiece; // bytes checked and copied at a time
         if (w.dtype == to) {
             for (uint64_t o = 0; o < stored; o += kPiece) {
                 const uint64_t n = std::min(kPiece, stored - o);
-                check_while_uploading(src, i, n, [&] { upload(dst + o, from + o, n); });
+                src.check(i, n);
+                staged.copy(dst + o, from + o, n);
                 release(o, n);
             }
             return;
@@ -231,41 +236,6 @@ private:
             upload(dst + e * out_bytes, staging.data(), n * out_bytes);
             release(e * in_bytes, n * in_bytes);
         }
-    }
-
-    // Checks the next n bytes of weight i on a helper thread while `upload` copies them: both
-    // read the same pages once, and the load takes about the longer of the two instead of
-    // their sum (the whole-file check used to run beside the CUDA context's creation; now it
-    // runs beside the copies). A failed check, or a failed upload, throws after both ended.
-    template <typename Upload> static void check_while_uploading(WeightSource &src, size_t i, uint64_t n, Upload upload) {
-        if (n < (1u << 20)) { // not worth a thread
-            src.check(i, n);
-            upload();
-            return;
-        }
-        std::exception_ptr failed;
-        std::thread checker;
-        try {
-            checker = std::thread([&] {
-                try {
-                    src.check(i, n);
-                } catch (...) {
-                    failed = std::current_exception();
-                }
-            });
-        } catch (...) { // no thread: one after the other
-            src.check(i, n);
-            upload();
-            return;
-        }
-        try {
-            upload();
-        } catch (...) {
-            checker.join();
-            throw;
-        }
-        checker.join();
-        if (failed) std::rethrow_exception(failed);
     }
 
     int ordinal_;
