@@ -8,6 +8,7 @@
 #include "runtime/weight_source.h"
 #include "tokenizer/tokenizer.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -54,10 +55,16 @@ format::ReadOptions read_options(const gpt_model_params &p) {
 template <typename Open> std::unique_ptr<Model> open_and_load(const gpt_model_params &p, Open open) {
     check_model_params(p);
     std::thread warm;
+    std::atomic<bool> warm_done{true};
     if (p.device != GPT_DEVICE_CPU) {
         try {
-            warm = std::thread([device = p.device] { cuda_warm_up(device); });
+            warm_done = false;
+            warm = std::thread([device = p.device, &warm_done] {
+                cuda_warm_up(device);
+                warm_done = true;
+            });
         } catch (...) { // no thread: the context is simply created later
+            warm_done = true;
         }
     }
     struct Join {
@@ -67,8 +74,9 @@ template <typename Open> std::unique_ptr<Model> open_and_load(const gpt_model_pa
         }
     } join{warm};
     std::unique_ptr<format::WeightFile> file = open();
-    if (warm.joinable()) warm.join();
-    return Model::load(std::move(file), p);
+    // While the context is created the load checks whole tensors (Model::load); the thread
+    // flips this when it is done.
+    return Model::load(std::move(file), p, [&warm_done] { return warm_done.load(); });
 }
 
 } // namespace
@@ -128,7 +136,8 @@ std::vector<Weight *> Model::bind_tensors(const format::WeightFile &f, std::vect
     return bound;
 }
 
-std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, const gpt_model_params &params) {
+std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, const gpt_model_params &params,
+                                   const std::function<bool()> &device_ready) {
     std::unique_ptr<Model> m(new Model());
     m->source_ = file->source();
     try {
@@ -159,6 +168,20 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, con
         static_cast<DType>(params.weight_dtype) != m->file_dtype_)
         fail(GPT_ERR_UNSUPPORTED, "weight_dtype %s asked for a %s file: quantize the file with `gpt quantize` instead",
              dtype_name(static_cast<DType>(params.weight_dtype)), dtype_name(m->file_dtype_));
+    // The model owns the file before the device may register it, so the device (declared
+    // after it) is destroyed, and unregisters it, first.
+    m->file_ = std::move(file);
+    const format::ReadOptions ro = read_options(params);
+    FileWeightSource src(*m->file_, std::move(entries), ro.verify_checksums, ro.check_finite);
+    // While another thread still creates the GPU's context (a few hundred ms), check whole
+    // tensors in the order the device will upload them and let their pages go: the device
+    // then skips them. (The CPU checks the whole file its own way.)
+    if (params.device != GPT_DEVICE_CPU && ro.verify_checksums && device_ready)
+        for (size_t i = 0; i < weights.size() && !device_ready(); i++) {
+            const uint64_t n = src.stored_bytes(i);
+            src.check(i, n);
+            src.release(i, 0, n);
+        }
     m->device_ = open_device(params.device);
     const DType want = params.weight_dtype == GPT_DTYPE_AUTO ? m->file_dtype_ : static_cast<DType>(params.weight_dtype);
     // Host weights: asked for, or an integrated GPU's default (its memory is the host's: a
@@ -174,11 +197,6 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<format::WeightFile> file, con
              "stores them: load with GPT_MODEL_DEVICE_WEIGHTS (--weights device), or convert the file",
              m->source_.c_str(), dtype_name(want), dtype_name(m->file_dtype_),
              (params.flags & GPT_MODEL_HOST_WEIGHTS) ? "" : " (the default on an integrated GPU)");
-    // The model owns the file before the device may register it, so the device (declared
-    // after it) is destroyed, and unregisters it, first.
-    m->file_ = std::move(file);
-    const format::ReadOptions ro = read_options(params);
-    FileWeightSource src(*m->file_, std::move(entries), ro.verify_checksums, ro.check_finite);
     m->weight_dtype_ = m->device_->place_weights(weights, how, src);
     if (!src.all_checked()) fail(GPT_ERR_INTERNAL, "%s: the device %s left tensors unchecked", m->source_.c_str(), m->device_->name());
     if (!m->device_->keeps_host_weights()) m->file_->release_data();

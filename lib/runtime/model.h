@@ -10,6 +10,7 @@
 #include "model/config.h"
 #include "tokenizer/tokenizer_data.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,7 +25,10 @@ public:
     static std::unique_ptr<Model> load_file(const char *path, const gpt_model_params &params);
     static std::unique_ptr<Model> load_memory(const void *data, size_t size, const gpt_model_params &params);
     // An opened weight file (the two above end here).
-    static std::unique_ptr<Model> load(std::unique_ptr<format::WeightFile> file, const gpt_model_params &params);
+    // device_ready (may be empty): whether the GPU's context, created on another thread, is
+    // ready; until it is, the load checks tensors ahead of the device.
+    static std::unique_ptr<Model> load(std::unique_ptr<format::WeightFile> file, const gpt_model_params &params,
+                                       const std::function<bool()> &device_ready = {});
     ~Model();
 
     const ModelConfig &config() const { return config_; }

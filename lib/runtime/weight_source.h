@@ -19,6 +19,8 @@ public:
                      bool check_finite);
 
     void check(size_t i, uint64_t len) override;
+    // Bytes weight i takes in the file (what check and release count in).
+    uint64_t stored_bytes(size_t i) const { return entry(i).nbytes; }
     void check_all() override;
     void release(size_t i, uint64_t offset, uint64_t len) override;
     bool read_only_mapping() const override { return file_.mapped(); }
