@@ -1,9 +1,10 @@
-// moe.cu - the mixture-of-experts kernels (moe.cuh). One warp per output element of a dot
-// product (router logit, GLU column, down column), so every sum has one owner and a fixed
-// order: no atomics, the same result on every run. The weight loops take 16-byte vectors
-// when the rows are 16-byte aligned (the usual case) and single elements otherwise; the
-// quantized ones walk 16-byte chunks of the packed row as gemv.cu does. The activation type
-// and whether the weights are quantized are the only variants: three instantiations a kernel.
+// moe.cu - the mixture-of-experts kernels (moe.cuh). Every dot product (router logit, GLU
+// column, a slot's down column) has one warp as owner and every sum a fixed order: no atomics,
+// the same result on every run (the down kernel's slots meet in shared memory, added in slot
+// order). The weight loops take 16-byte vectors when the rows are 16-byte aligned (the usual
+// case), several loads in flight per lane before any is used, and single elements otherwise;
+// the quantized ones walk 16-byte chunks of the packed row as gemv.cu does. Variants: the
+// activation type (three), and for gate_up one row or up to eight.
 #include "moe.cuh"
 #include "common.cuh"
 
@@ -34,30 +35,65 @@ __device__ __forceinline__ void widen(const uint4 &v, float *f, __nv_bfloat16) {
     }
 }
 
-// acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
-// warp): each weight vector is loaded once for the m rows.
-template <typename T, int R>
-__device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
+constexpr int kUnroll = 4; // 16-byte loads of one weight row a lane issues before using them
+
+// acc[j][r] += this lane's share of w[j] . x[r] over kv 16-byte vectors, j < W, r < m <= R.
+// kUnroll vectors of each of the W weight rows are loaded before any is used, so W x kUnroll
+// loads are in flight per lane (a loop that used each load at once kept one: the expert rows
+// are short, so latency, not bandwidth, set the time). The lane walks i = lane, lane + 32,
+// ... in order, so the sums do not depend on kUnroll. Weights are read once a step: evict first.
+template <typename T, int W, int R>
+__device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *const *x, int m, uint32_t kv, uint32_t lane,
+                                            float (*acc)[R]) {
     constexpr uint32_t N = 16 / sizeof(T);
-    bool aligned = k % N == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+    for (uint32_t i0 = lane; i0 < kv; i0 += 32 * kUnroll) {
+        uint4 wv[W][kUnroll];
 #pragma unroll
-    for (int r = 0; r < R; r++)
-        if (r < m) aligned = aligned && reinterpret_cast<uintptr_t>(x[r]) % 16 == 0;
-    if (aligned) {
-        const uint4 *wv = reinterpret_cast<const uint4 *>(w);
-#pragma unroll 4 // several weight loads in flight per lane: the experts' GEMVs are bandwidth-bound
-        for (uint32_t i = lane; i < k / N; i += 32) {
-            float wf[N];
-            widen(__ldg(wv + i), wf, T{});
+        for (int j = 0; j < W; j++)
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const uint32_t i = i0 + 32 * u;
+                wv[j][u] = i < kv ? __ldcs(w[j] + i) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t i = i0 + 32 * u;
+            if (i >= kv) break;
+            float wf[W][N];
+#pragma unroll
+            for (int j = 0; j < W; j++) widen(wv[j][u], wf[j], T{});
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 if (r >= m) break;
                 float xf[N];
-                widen(reinterpret_cast<const uint4 *>(x[r])[i], xf, T{});
+                widen(x[r][i], xf, T{});
 #pragma unroll
-                for (uint32_t e = 0; e < N; e++) acc[r] += wf[e] * xf[e];
+                for (int j = 0; j < W; j++)
+#pragma unroll
+                    for (uint32_t e = 0; e < N; e++) acc[j][r] += wf[j][e] * xf[e];
             }
         }
+    }
+}
+
+// Whether w (k elements) and x[0..m) can be read as 16-byte vectors.
+template <typename T>
+__device__ __forceinline__ bool vectors_ok(const void *w, const T *const *x, int m, uint32_t k) {
+    bool ok = k % (16 / sizeof(T)) == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+    for (int r = 0; r < m; r++) ok = ok && reinterpret_cast<uintptr_t>(x[r]) % 16 == 0;
+    return ok;
+}
+
+// acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
+// warp): each weight vector is loaded once for the m rows.
+template <typename T, int R>
+__device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
+    if (vectors_ok<T>(w, x, m, k)) {
+        const uint4 *wv = reinterpret_cast<const uint4 *>(w);
+        const uint4 *xv[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(x[r < m ? r : 0]);
+        staged_dots<T, 1, R>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc));
     } else {
         for (uint32_t i = lane; i < k; i += 32) {
             const float wf = to_f32(w[i]);
@@ -220,9 +256,10 @@ __device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair,
 
 // grid (ceil(ff / kWarps), rows * top_k): a warp owns GLU column j of the expert of pair
 // blockIdx.y when that pair is the expert's first; it then serves every pair routed to the
-// expert (up to kMoeDecodeMaxRows at a time), so each expert row is read once per step.
-template <typename T> __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeExpertArgs a) {
-    constexpr int R = kMoeDecodeMaxRows;
+// expert (up to R at a time: R >= rows serves them all in one pass, as top-k never routes a
+// row twice to one expert), so each expert row is read once per step. The gate and up rows
+// are loaded together (staged_dots), twice the loads in flight of one row after the other.
+template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeExpertArgs a) {
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t lane = threadIdx.x % 32, j = blockIdx.x * kWarps + threadIdx.x / 32, pair = blockIdx.y;
@@ -245,15 +282,24 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) gate_up_ker
                 m++;
             }
         if (m == 0) break; // the last batch of pairs was full
-        float g[R], u[R];
+        float gu[2][R];
 #pragma unroll
-        for (int r = 0; r < R; r++) g[r] = u[r] = 0.0f;
-        row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, g);
-        row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, u);
+        for (int r = 0; r < R; r++) gu[0][r] = gu[1][r] = 0.0f;
+        const T *gate_row = static_cast<const T *>(a.w) + (first + j) * a.d, *up_row = gate_row + (uint64_t)a.ff * a.d;
+        if (!a.wq && vectors_ok<T>(gate_row, xs, m, a.d) && vectors_ok<T>(up_row, xs, 0, a.d)) {
+            const uint4 *wv[2] = {reinterpret_cast<const uint4 *>(gate_row), reinterpret_cast<const uint4 *>(up_row)};
+            const uint4 *xv[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(xs[r < m ? r : 0]);
+            staged_dots<T, 2, R>(wv, xv, m, a.d / (16 / sizeof(T)), lane, gu);
+        } else {
+            row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, gu[0]);
+            row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, gu[1]);
+        }
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (r >= m) break;
-            const float gs = warp_sum(g[r]), us = warp_sum(u[r]);
+            const float gs = warp_sum(gu[0][r]), us = warp_sum(gu[1][r]);
             // Gate and up rounded to the activation type first, as the dense GLU stores them.
             if (lane == 0)
                 static_cast<T *>(a.glu_out)[(uint64_t)served[r] * a.ff + j] =
@@ -262,22 +308,44 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) gate_up_ker
     }
 }
 
-// grid (ceil(d / kWarps), rows): a warp owns output column i of row r, over the row's slots.
+// grid (ceil(d / 2), rows), top_k warps (at most kWarps) a block: the block owns output
+// columns i0 and i0 + 1 of row r; warp w takes slots w, w + warps, ..., reading the two down
+// rows of the slot's expert together (one x vector serves both), and leaves the slot's sums
+// in shared memory; then the slot-ordered weighted sums go to the residual. Spreading the
+// slots over warps puts all of a row's expert reads in flight at once, where a warp walking
+// the slots waited for each in turn.
+constexpr uint32_t kDownColumns = 2;
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeExpertArgs a) {
+    __shared__ float slot_dot[kMoeMaxTopK][kDownColumns];
     pdl_wait();
     pdl_launch_dependents();
-    const uint32_t lane = threadIdx.x % 32, i = blockIdx.x * kWarps + threadIdx.x / 32, r = blockIdx.y;
-    if (i >= a.d) return;
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, r = blockIdx.y;
+    const uint32_t i0 = blockIdx.x * kDownColumns;
     const uint64_t total = (uint64_t)a.n_experts * a.d;
-    float acc = 0.0f;
-    for (uint32_t s = 0; s < a.top_k; s++) {
+    for (uint32_t s = warp; s < a.top_k; s += warps) {
         const uint64_t pair = (uint64_t)r * a.top_k + s;
-        const uint32_t e = expert_of(a.ids, pair, a.n_experts);
+        const uint64_t first = (uint64_t)expert_of(a.ids, pair, a.n_experts) * a.d;
         const T *x = static_cast<const T *>(a.x) + pair * a.ff;
-        const float v = warp_sum(row_dot<T>(a.w, a.wq, a.group, total, (uint64_t)e * a.d + i, x, a.ff, lane));
-        acc += a.weights[pair] * v;
+        const uint64_t rows[kDownColumns] = {first + i0, first + min(i0 + 1, a.d - 1)}; // past d: a valid row, unused
+        const T *w0 = static_cast<const T *>(a.w) + rows[0] * a.ff, *w1 = static_cast<const T *>(a.w) + rows[1] * a.ff;
+        float acc[kDownColumns][1] = {{0.0f}, {0.0f}};
+        if (!a.wq && vectors_ok<T>(w0, &x, 1, a.ff) && vectors_ok<T>(w1, &x, 0, a.ff)) {
+            const uint4 *wv[kDownColumns] = {reinterpret_cast<const uint4 *>(w0), reinterpret_cast<const uint4 *>(w1)};
+            const uint4 *xv = reinterpret_cast<const uint4 *>(x);
+            staged_dots<T, kDownColumns, 1>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc);
+        } else {
+            for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
+        }
+        for (uint32_t c = 0; c < kDownColumns; c++) {
+            const float v = warp_sum(acc[c][0]);
+            if (lane == 0) slot_dot[s][c] = v;
+        }
     }
-    if (lane == 0) a.residual[(uint64_t)r * a.d + i] += acc;
+    __syncthreads();
+    if (threadIdx.x >= kDownColumns || i0 + threadIdx.x >= a.d) return;
+    float acc = 0.0f;
+    for (uint32_t s = 0; s < a.top_k; s++) acc += a.weights[(uint64_t)r * a.top_k + s] * slot_dot[s][threadIdx.x];
+    a.residual[(uint64_t)r * a.d + i0 + threadIdx.x] += acc;
 }
 
 // One block; warp w handles experts w, w + warps, ...: it walks the pairs 32 at a time, a
@@ -393,7 +461,9 @@ cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream) {
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        e2 = launch_pdl(gate_up_kernel<T>, grid, kWarps * 32, 0, stream, a);
+        // One row (decode at batch 1): a kernel without the registers of eight rows' sums.
+        if (a.rows == 1) e2 = launch_pdl(gate_up_kernel<T, 1>, grid, kWarps * 32, 0, stream, a);
+        else e2 = launch_pdl(gate_up_kernel<T, kMoeDecodeMaxRows>, grid, kWarps * 32, 0, stream, a);
     });
     return e != cudaSuccess ? e : e2;
 }
@@ -402,11 +472,12 @@ cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (const cudaError_t c = check_experts(a)) return c;
     if (a.rows > 65535) return cudaErrorInvalidValue; // grid.y
-    const dim3 grid(ceil_div(a.d, kWarps), a.rows);
+    const dim3 grid(ceil_div(a.d, kDownColumns), a.rows);
+    const uint32_t warps = a.top_k < kWarps ? a.top_k : kWarps; // a warp per slot, at most kWarps
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        e2 = launch_pdl(down_kernel<T>, grid, kWarps * 32, 0, stream, a);
+        e2 = launch_pdl(down_kernel<T>, grid, warps * 32, 0, stream, a);
     });
     return e != cudaSuccess ? e : e2;
 }
