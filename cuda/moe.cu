@@ -175,13 +175,16 @@ __device__ __forceinline__ float row_dot(const void *w, int wq, uint32_t group, 
     return acc[0];
 }
 
+// Blocks of kRouterWarps warps: a decode step has few logits (64 for OLMoE), which blocks of
+// eight warps put on 8 SMs; blocks of two spread them over 32.
+constexpr uint32_t kRouterWarps = 2;
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) router_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t rows,
+__global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t rows,
                                                              uint32_t n, uint32_t k, float *logits) {
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t lane = threadIdx.x % 32;
-    const uint64_t unit = (uint64_t)blockIdx.x * kWarps + threadIdx.x / 32;
+    const uint64_t unit = (uint64_t)blockIdx.x * kRouterWarps + threadIdx.x / 32;
     if (unit >= (uint64_t)rows * n) return;
     const uint32_t r = (uint32_t)(unit / n), e = (uint32_t)(unit % n);
     const float s = warp_sum(row_dot<T>(w, wq, group, n, e, x + (uint64_t)r * k, k, lane));
@@ -257,17 +260,23 @@ __device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair,
 // grid (ceil(ff / kWarps), rows * top_k): a warp owns GLU column j of the expert of pair
 // blockIdx.y when that pair is the expert's first; it then serves every pair routed to the
 // expert (up to R at a time: R >= rows serves them all in one pass, as top-k never routes a
-// row twice to one expert), so each expert row is read once per step. The gate and up rows
-// are loaded together (staged_dots), twice the loads in flight of one row after the other.
+// row twice to one expert), so each expert row is read once per step. The block first copies
+// the step's expert ids to shared memory in one parallel read (the scans over the pairs
+// below, one dependent global load each, took a memory round trip per pair). The gate and
+// up rows are loaded together (staged_dots), twice the loads in flight of one after the other.
+constexpr uint32_t kMoeDecodeMaxPairs = kMoeDecodeMaxRows * kMoeMaxTopK;
 template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeExpertArgs a) {
+    __shared__ uint32_t expert[kMoeDecodeMaxPairs];
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t lane = threadIdx.x % 32, j = blockIdx.x * kWarps + threadIdx.x / 32, pair = blockIdx.y;
-    const uint32_t pairs = a.rows * a.top_k;
+    const uint32_t pairs = a.rows * a.top_k; // <= kMoeDecodeMaxPairs (the launcher checks)
+    for (uint32_t q = threadIdx.x; q < pairs; q += blockDim.x) expert[q] = expert_of(a.ids, q, a.n_experts);
+    __syncthreads();
     if (j >= a.ff) return;
-    const uint32_t e = expert_of(a.ids, pair, a.n_experts);
+    const uint32_t e = expert[pair];
     for (uint32_t q = 0; q < pair; q++)
-        if (expert_of(a.ids, q, a.n_experts) == e) return; // an earlier pair's block owns this expert
+        if (expert[q] == e) return; // an earlier pair's block owns this expert
     const uint64_t total = (uint64_t)a.n_experts * 2 * a.ff, first = (uint64_t)e * 2 * a.ff;
     const T *x = static_cast<const T *>(a.x);
     uint32_t q = pair;
@@ -276,7 +285,7 @@ template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate
         const T *xs[R];
         int m = 0;
         for (; q < pairs && m < R; q++)
-            if (expert_of(a.ids, q, a.n_experts) == e) {
+            if (expert[q] == e) {
                 served[m] = q;
                 xs[m] = x + (uint64_t)(q / a.top_k) * a.d;
                 m++;
@@ -311,12 +320,13 @@ template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate
 // grid (ceil(d / 2), rows), top_k warps (at most kWarps) a block: the block owns output
 // columns i0 and i0 + 1 of row r; warp w takes slots w, w + warps, ..., reading the two down
 // rows of the slot's expert together (one x vector serves both), and leaves the slot's sums
-// in shared memory; then the slot-ordered weighted sums go to the residual. Spreading the
+// in shared memory beside the slot's routing weight; then the slot-ordered weighted sums go
+// to the residual. Spreading the
 // slots over warps puts all of a row's expert reads in flight at once, where a warp walking
 // the slots waited for each in turn.
 constexpr uint32_t kDownColumns = 2;
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeExpertArgs a) {
-    __shared__ float slot_dot[kMoeMaxTopK][kDownColumns];
+    __shared__ float slot_dot[kMoeMaxTopK][kDownColumns], slot_weight[kMoeMaxTopK];
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, r = blockIdx.y;
@@ -324,6 +334,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
     const uint64_t total = (uint64_t)a.n_experts * a.d;
     for (uint32_t s = warp; s < a.top_k; s += warps) {
         const uint64_t pair = (uint64_t)r * a.top_k + s;
+        if (lane == 0) slot_weight[s] = a.weights[pair]; // read beside the weights, not after them
         const uint64_t first = (uint64_t)expert_of(a.ids, pair, a.n_experts) * a.d;
         const T *x = static_cast<const T *>(a.x) + pair * a.ff;
         const uint64_t rows[kDownColumns] = {first + i0, first + min(i0 + 1, a.d - 1)}; // past d: a valid row, unused
@@ -344,7 +355,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
     __syncthreads();
     if (threadIdx.x >= kDownColumns || i0 + threadIdx.x >= a.d) return;
     float acc = 0.0f;
-    for (uint32_t s = 0; s < a.top_k; s++) acc += a.weights[(uint64_t)r * a.top_k + s] * slot_dot[s][threadIdx.x];
+    for (uint32_t s = 0; s < a.top_k; s++) acc += slot_weight[s] * slot_dot[s][threadIdx.x];
     a.residual[(uint64_t)r * a.d + i0 + threadIdx.x] += acc;
 }
 
@@ -429,12 +440,12 @@ cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t gro
                               int act_dtype, float *logits, cudaStream_t stream) {
     if (rows == 0 || n == 0) return cudaSuccess;
     if (k == 0 || !weights_ok(wq, group, k, act_dtype)) return cudaErrorInvalidValue;
-    const uint64_t blocks = ((uint64_t)rows * n + kWarps - 1) / kWarps;
+    const uint64_t blocks = ((uint64_t)rows * n + kRouterWarps - 1) / kRouterWarps;
     if (blocks > 0x7fffffffu) return cudaErrorInvalidValue;
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        e2 = launch_pdl(router_kernel<T>, (uint32_t)blocks, kWarps * 32, 0, stream, static_cast<const T *>(x), w, wq, group, rows,
+        e2 = launch_pdl(router_kernel<T>, (uint32_t)blocks, kRouterWarps * 32, 0, stream, static_cast<const T *>(x), w, wq, group, rows,
                         n, k, logits);
     });
     return e != cudaSuccess ? e : e2;
@@ -456,7 +467,7 @@ static cudaError_t check_experts(const MoeExpertArgs &a) {
 cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (const cudaError_t c = check_experts(a)) return c;
-    if ((uint64_t)a.rows * a.top_k > 65535) return cudaErrorInvalidValue; // grid.y
+    if ((uint64_t)a.rows * a.top_k > kMoeDecodeMaxPairs) return cudaErrorInvalidValue; // the block's shared ids
     const dim3 grid(ceil_div(a.ff, kWarps), a.rows * a.top_k);
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {

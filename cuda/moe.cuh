@@ -37,6 +37,7 @@ struct MoeExpertArgs {
     int act_dtype;
 };
 // glu_out[r * top_k + s][j] = act(x[r] . gate_e[j]) * (x[r] . up_e[j]), e = ids[r][s].
+// rows * top_k <= kMoeDecodeMaxRows * kMoeMaxTopK (a decode step's pairs).
 cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream);
 // residual[r][i] += sum over s (in slot order) of weights[r][s] * (x[r * top_k + s] . down_e[i]).
 cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream);
