@@ -191,17 +191,15 @@ __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, c
     if (lane == 0) logits[unit] = s;
 }
 
-// Whether candidate (pa, ia) ranks before (pb, ib): a real index before none (~0u), then the
-// larger probability, then the lower index. NaN never ranks before a real candidate.
-__device__ __forceinline__ bool ranks_before(float pa, uint32_t ia, float pb, uint32_t ib) {
-    if (ia == ~0u) return false;
-    if (ib == ~0u) return true;
-    return pa > pb || (pa == pb && ia < ib);
-}
-
-// One warp per row.
+// One warp per row, by ranks: p = softmax(logits) goes to shared memory, then each lane
+// counts, for each of its experts, the experts ranked before it (larger p, or equal p and a
+// lower index; NaN below every number): an expert of rank s < k takes slot s. A strict total
+// order on distinct indices gives every rank once, so the k slots are always k distinct, valid
+// experts. (The selection this replaced took k rounds of a warp-wide arg-max, each a chain of
+// shuffles: several microseconds a layer at k = 8, on the decode step's critical path.)
 __global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
                                                   float *weights) {
+    extern __shared__ float prob[]; // [n]: p, NaN as -1 (p >= 0 otherwise)
     __shared__ uint32_t chosen[kMoeMaxTopK];
     __shared__ float chosen_p[kMoeMaxTopK];
     pdl_wait();
@@ -214,39 +212,27 @@ __global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t 
     float z = 0.0f;
     for (uint32_t e = lane; e < n; e += 32) z += expf(l[e] - m);
     z = warp_sum(z);
-    for (uint32_t s = 0; s < k; s++) {
-        float best_p = 0.0f;
-        uint32_t best = ~0u;
-        for (uint32_t e = lane; e < n; e += 32) {
-            bool taken = false;
-            for (uint32_t j = 0; j < s; j++) taken |= chosen[j] == e;
-            if (taken) continue;
-            const float p = expf(l[e] - m) / z;
-            if (ranks_before(p, e, best_p, best)) {
-                best_p = p;
-                best = e;
-            }
-        }
-        for (int o = 16; o > 0; o >>= 1) {
-            const float op = __shfl_xor_sync(0xffffffffu, best_p, o);
-            const uint32_t oi = __shfl_xor_sync(0xffffffffu, best, o);
-            if (ranks_before(op, oi, best_p, best)) {
-                best_p = op;
-                best = oi;
-            }
-        }
-        // Every lane holds the same winner (a total order on distinct indices); k <= n
-        // leaves one unchosen, so best is a real index.
-        if (lane == 0) {
-            chosen[s] = best;
-            chosen_p[s] = best_p;
-        }
-        __syncwarp();
+    for (uint32_t e = lane; e < n; e += 32) {
+        const float p = expf(l[e] - m) / z;
+        prob[e] = p != p ? -1.0f : p;
     }
-    if (lane != 0) return;
+    __syncwarp();
+    for (uint32_t e = lane; e < n; e += 32) {
+        const float pe = prob[e];
+        uint32_t rank = 0;
+        for (uint32_t f = 0; f < n; f++) {
+            const float pf = prob[f];
+            rank += pf > pe || (pf == pe && f < e);
+        }
+        if (rank < k) {
+            chosen[rank] = e;
+            chosen_p[rank] = expf(l[e] - m) / z; // the probability itself (NaN stays NaN)
+        }
+    }
+    __syncwarp();
     float sum = 0.0f;
     for (uint32_t s = 0; s < k; s++) sum += chosen_p[s];
-    for (uint32_t s = 0; s < k; s++) {
+    for (uint32_t s = lane; s < k; s += 32) {
         ids[(uint64_t)r * k + s] = (int32_t)chosen[s];
         weights[(uint64_t)r * k + s] = norm ? chosen_p[s] / sum : chosen_p[s];
     }
@@ -454,8 +440,8 @@ cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t gro
 cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_experts, uint32_t k, int norm, int32_t *ids,
                             float *weights, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
-    if (k == 0 || k > kMoeMaxTopK || k > n_experts) return cudaErrorInvalidValue;
-    return launch_pdl(topk_kernel, rows, 32, 0, stream, logits, n_experts, k, norm, ids, weights);
+    if (k == 0 || k > kMoeMaxTopK || k > n_experts || n_experts > kMoeTopkMaxExperts) return cudaErrorInvalidValue;
+    return launch_pdl(topk_kernel, rows, 32, 4ull * n_experts, stream, logits, n_experts, k, norm, ids, weights);
 }
 
 static cudaError_t check_experts(const MoeExpertArgs &a) {

@@ -17,9 +17,11 @@ inline constexpr uint32_t kMoeDecodeMaxRows = 8;  // rows the expert GEMVs take;
 cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t group, uint32_t rows, uint32_t n,
                               uint32_t k, int act_dtype, float *logits, cudaStream_t stream);
 
-// Per row: p = softmax(logits[r]) in f32, the k largest p (ties: the lower expert first) into
-// ids[r][k] (always valid expert indices, even for NaN logits) and their p into weights[r][k],
-// divided by their sum when norm. k <= kMoeMaxTopK, k <= n_experts.
+// Per row: p = softmax(logits[r]) in f32, the k largest p (ties: the lower expert first; NaN
+// after every number) into ids[r][k] (always k distinct, valid expert indices, even for NaN
+// logits) and their p into weights[r][k], divided by their sum when norm. k <= kMoeMaxTopK,
+// k <= n_experts <= kMoeTopkMaxExperts (the row's probabilities live in shared memory).
+inline constexpr uint32_t kMoeTopkMaxExperts = 8192;
 cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_experts, uint32_t k, int norm, int32_t *ids,
                             float *weights, cudaStream_t stream);
 

@@ -1501,6 +1501,29 @@ void test_gpu_moe_topk(void **) {
                 expect_close("moe top-k weights", w, want_w, 1e-6);
             }
         }
+    // Logits that make the probabilities NaN (a NaN, all -inf, an +inf, an +inf beside a NaN,
+    // 70 experts: three lanes' worth): still k distinct, valid experts a row.
+    const uint32_t E = 70, k = 8, bad_rows = 4;
+    std::vector<float> logits(bad_rows * E);
+    for (auto &v : logits) v = (float)(g_rng() % 5) * 0.5f;
+    logits[0 * E + 17] = NAN;
+    for (uint32_t e = 0; e < E; e++) logits[1 * E + e] = -INFINITY;
+    logits[2 * E + 40] = INFINITY;
+    logits[3 * E + 3] = INFINITY;
+    logits[3 * E + 66] = NAN;
+    DevBuf dl(bad_rows * E, DType::F32), dw(bad_rows * k, DType::F32), di(bad_rows * k, DType::F32);
+    dl.upload(logits);
+    CK(launch_moe_topk(dl.as<float>(), bad_rows, E, k, 1, di.as<int32_t>(), dw.as<float>(), nullptr));
+    CK(cudaDeviceSynchronize());
+    std::vector<int32_t> ids(bad_rows * k);
+    CK(cudaMemcpy(ids.data(), di.p, 4 * ids.size(), cudaMemcpyDeviceToHost));
+    for (uint32_t r = 0; r < bad_rows; r++) {
+        std::set<int32_t> seen;
+        for (uint32_t s = 0; s < k; s++) {
+            const int32_t e = ids[r * k + s];
+            if (e < 0 || e >= (int32_t)E || !seen.insert(e).second) fail_msg("NaN row %u slot %u: expert %d", r, s, e);
+        }
+    }
 }
 
 // The decode expert kernels alone (gate_up, then down into the residual) against naive double
