@@ -114,7 +114,8 @@ __device__ __forceinline__ float byte_at(uint32_t flipped, int e) {
 }
 
 // acc[r] += this lane's share of row `row` of a quantized [total_rows][k] matrix . x[r] for
-// r < m <= R (x f16, 16-byte aligned; k a multiple of 32 and of group, group of 32).
+// r < m <= R (x f16, 16-byte aligned; k a multiple of 32 and of group, group of 32). As
+// staged_dots: kUnroll chunks and their scales are loaded before any is used.
 template <int R>
 __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t total_rows, uint64_t row, const __half *const *x,
                                 int m, uint32_t k, uint32_t lane, float *acc) {
@@ -123,36 +124,46 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
     const uint8_t *base = static_cast<const uint8_t *>(w);
     const uint4 *wrow = reinterpret_cast<const uint4 *>(base + row * row_bytes);
     const __half *srow = reinterpret_cast<const __half *>(base + total_rows * row_bytes) + row * (k / group);
-#pragma unroll 2
-    for (uint32_t i = lane; i < chunks; i += 32) {
-        const uint4 c = __ldg(wrow + i);
-        const uint32_t e0 = i * per_chunk;
-        const float scale = __half2float(srow[e0 / group]);
-        const uint32_t words[4] = {c.x, c.y, c.z, c.w};
+    for (uint32_t i0 = lane; i0 < chunks; i0 += 32 * kUnroll) {
+        uint4 cv[kUnroll];
+        float sv[kUnroll];
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            if (r >= m) break;
-            const uint4 *xv = reinterpret_cast<const uint4 *>(x[r] + e0);
-            float part = 0.0f;
-            if (q4) { // word v: elements 8v .. 8v + 7
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t i = i0 + 32 * u;
+            cv[u] = i < chunks ? __ldcs(wrow + i) : make_uint4(0, 0, 0, 0);
+            sv[u] = i < chunks ? __half2float(srow[i * per_chunk / group]) : 0.0f;
+        }
 #pragma unroll
-                for (int v = 0; v < 4; v++) {
-                    float xf[8];
-                    widen(xv[v], xf, __half{});
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t i = i0 + 32 * u;
+            if (i >= chunks) break;
+            const uint32_t e0 = i * per_chunk;
+            const uint32_t words[4] = {cv[u].x, cv[u].y, cv[u].z, cv[u].w};
 #pragma unroll
-                    for (int e = 0; e < 8; e++) part += nibble_at(words[v], e) * xf[e];
+            for (int r = 0; r < R; r++) {
+                if (r >= m) break;
+                const uint4 *xv = reinterpret_cast<const uint4 *>(x[r] + e0);
+                float part = 0.0f;
+                if (q4) { // word v: elements 8v .. 8v + 7
+#pragma unroll
+                    for (int v = 0; v < 4; v++) {
+                        float xf[8];
+                        widen(xv[v], xf, __half{});
+#pragma unroll
+                        for (int e = 0; e < 8; e++) part += nibble_at(words[v], e) * xf[e];
+                    }
+                } else { // words 2v, 2v + 1: elements 8v .. 8v + 7
+#pragma unroll
+                    for (int v = 0; v < 2; v++) {
+                        float xf[8];
+                        widen(xv[v], xf, __half{});
+                        const uint32_t lo = words[2 * v] ^ 0x80808080u, hi = words[2 * v + 1] ^ 0x80808080u;
+#pragma unroll
+                        for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
+                    }
                 }
-            } else { // words 2v, 2v + 1: elements 8v .. 8v + 7
-#pragma unroll
-                for (int v = 0; v < 2; v++) {
-                    float xf[8];
-                    widen(xv[v], xf, __half{});
-                    const uint32_t lo = words[2 * v] ^ 0x80808080u, hi = words[2 * v + 1] ^ 0x80808080u;
-#pragma unroll
-                    for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
-                }
+                acc[r] += sv[u] * part;
             }
-            acc[r] += scale * part;
         }
     }
 }
