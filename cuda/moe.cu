@@ -42,9 +42,14 @@ constexpr int kUnroll = 4; // 16-byte loads of one weight row a lane issues befo
 // loads are in flight per lane (a loop that used each load at once kept one: the expert rows
 // are short, so latency, not bandwidth, set the time). The lane walks i = lane, lane + 32,
 // ... in order, so the sums do not depend on kUnroll. Weights are read once a step: evict first.
-template <typename T, int W, int R>
+// before_x() runs once the first weight loads are issued and before x is read (the down kernel
+// waits there for the kernel that wrote x); a lane with no vectors never runs it.
+struct Nothing {
+    __device__ void operator()() const {}
+};
+template <typename T, int W, int R, typename BeforeX = Nothing>
 __device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *const *x, int m, uint32_t kv, uint32_t lane,
-                                            float (*acc)[R]) {
+                                            float (*acc)[R], BeforeX before_x = {}) {
     constexpr uint32_t N = 16 / sizeof(T);
     for (uint32_t i0 = lane; i0 < kv; i0 += 32 * kUnroll) {
         uint4 wv[W][kUnroll];
@@ -55,6 +60,7 @@ __device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *
                 const uint32_t i = i0 + 32 * u;
                 wv[j][u] = i < kv ? __ldcs(w[j] + i) : make_uint4(0, 0, 0, 0);
             }
+        if (i0 == lane) before_x();
 #pragma unroll
         for (int u = 0; u < kUnroll; u++) {
             const uint32_t i = i0 + 32 * u;
@@ -66,7 +72,8 @@ __device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *
             for (int r = 0; r < R; r++) {
                 if (r >= m) break;
                 float xf[N];
-                widen(x[r][i], xf, T{});
+                const uint4 xv = x[r][i]; // one 16-byte load
+                widen(xv, xf, T{});
 #pragma unroll
                 for (int j = 0; j < W; j++)
 #pragma unroll
@@ -249,9 +256,11 @@ __global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t 
     }
 }
 
-__device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair, uint32_t n_experts) {
-    const int32_t e = ids[pair];
+__device__ __forceinline__ uint32_t clamp_expert(int32_t e, uint32_t n_experts) {
     return e < 0 ? 0u : min((uint32_t)e, n_experts - 1); // always a row of the matrix
+}
+__device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair, uint32_t n_experts) {
+    return clamp_expert(ids[pair], n_experts);
 }
 
 // grid (ceil(ff / kWarps), rows * top_k): a warp owns GLU column j of the expert of pair
@@ -320,19 +329,27 @@ template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate
 // in shared memory beside the slot's routing weight; then the slot-ordered weighted sums go
 // to the residual. Spreading the
 // slots over warps puts all of a row's expert reads in flight at once, where a warp walking
-// the slots waited for each in turn.
+// the slots waited for each in turn. The routing and the first weight loads go before the
+// wait for gate_up (programmatic dependent launch), so they overlap its tail: top-k wrote the
+// routing before gate_up passed its own wait, and L2 (__ldcg) holds it; only the GLU outputs
+// (x) and the residual come after the wait.
 constexpr uint32_t kDownColumns = 2;
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeExpertArgs a) {
     __shared__ float slot_dot[kMoeMaxTopK][kDownColumns], slot_weight[kMoeMaxTopK];
-    pdl_wait();
-    pdl_launch_dependents();
+    bool waited = false;
+    auto wait_once = [&] {
+        if (waited) return;
+        pdl_wait();
+        pdl_launch_dependents();
+        waited = true;
+    };
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, r = blockIdx.y;
     const uint32_t i0 = blockIdx.x * kDownColumns;
     const uint64_t total = (uint64_t)a.n_experts * a.d;
     for (uint32_t s = warp; s < a.top_k; s += warps) {
         const uint64_t pair = (uint64_t)r * a.top_k + s;
-        if (lane == 0) slot_weight[s] = a.weights[pair]; // read beside the weights, not after them
-        const uint64_t first = (uint64_t)expert_of(a.ids, pair, a.n_experts) * a.d;
+        if (lane == 0) slot_weight[s] = __ldcg(a.weights + pair); // read beside the weights, not after them
+        const uint64_t first = (uint64_t)clamp_expert(__ldcg(a.ids + pair), a.n_experts) * a.d;
         const T *x = static_cast<const T *>(a.x) + pair * a.ff;
         const uint64_t rows[kDownColumns] = {first + i0, first + min(i0 + 1, a.d - 1)}; // past d: a valid row, unused
         const T *w0 = static_cast<const T *>(a.w) + rows[0] * a.ff, *w1 = static_cast<const T *>(a.w) + rows[1] * a.ff;
@@ -340,8 +357,9 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
         if (!a.wq && vectors_ok<T>(w0, &x, 1, a.ff) && vectors_ok<T>(w1, &x, 0, a.ff)) {
             const uint4 *wv[kDownColumns] = {reinterpret_cast<const uint4 *>(w0), reinterpret_cast<const uint4 *>(w1)};
             const uint4 *xv = reinterpret_cast<const uint4 *>(x);
-            staged_dots<T, kDownColumns, 1>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc);
+            staged_dots<T, kDownColumns, 1>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
         } else {
+            wait_once();
             for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
         }
         for (uint32_t c = 0; c < kDownColumns; c++) {
@@ -349,6 +367,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
             if (lane == 0) slot_dot[s][c] = v;
         }
     }
+    wait_once(); // every thread, before the residual (and lanes that had no vectors to read)
     __syncthreads();
     if (threadIdx.x >= kDownColumns || i0 + threadIdx.x >= a.d) return;
     float acc = 0.0f;

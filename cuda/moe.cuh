@@ -42,6 +42,9 @@ struct MoeExpertArgs {
 // rows * top_k <= kMoeDecodeMaxRows * kMoeMaxTopK (a decode step's pairs).
 cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream);
 // residual[r][i] += sum over s (in slot order) of weights[r][s] * (x[r * top_k + s] . down_e[i]).
+// It reads ids and weights before waiting for the previous kernel (programmatic dependent
+// launch): they must be complete when that kernel passes its own wait, as when it is
+// launch_moe_gate_up after launch_moe_topk (x and residual are read after the wait).
 cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream);
 
 // Stable grouping of the n = rows * top_k pairs by expert: offsets[e] .. offsets[e + 1] are
