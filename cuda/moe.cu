@@ -41,13 +41,14 @@ constexpr int kUnroll = 4; // 16-byte loads of one weight row a lane issues befo
 // kUnroll vectors of each of the W weight rows are loaded before any is used, so W x kUnroll
 // loads are in flight per lane (a loop that used each load at once kept one: the expert rows
 // are short, so latency, not bandwidth, set the time). The lane walks i = lane, lane + 32,
-// ... in order, so the sums do not depend on kUnroll. Weights are read once a step: evict first.
+// ... in order, so the sums do not depend on kUnroll. Expert rows are read once a step:
+// evict first (Stream); the router, read by every row of a prefill, keeps the default policy.
 // before_x() runs once the first weight loads are issued and before x is read (the down kernel
 // waits there for the kernel that wrote x); a lane with no vectors never runs it.
 struct Nothing {
     __device__ void operator()() const {}
 };
-template <typename T, int W, int R, typename BeforeX = Nothing>
+template <typename T, int W, int R, bool Stream = true, typename BeforeX = Nothing>
 __device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *const *x, int m, uint32_t kv, uint32_t lane,
                                             float (*acc)[R], BeforeX before_x = {}) {
     constexpr uint32_t N = 16 / sizeof(T);
@@ -58,7 +59,7 @@ __device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *
 #pragma unroll
             for (int u = 0; u < kUnroll; u++) {
                 const uint32_t i = i0 + 32 * u;
-                wv[j][u] = i < kv ? __ldcs(w[j] + i) : make_uint4(0, 0, 0, 0);
+                wv[j][u] = i >= kv ? make_uint4(0, 0, 0, 0) : Stream ? __ldcs(w[j] + i) : __ldg(w[j] + i);
             }
         if (i0 == lane) before_x();
 #pragma unroll
@@ -100,7 +101,7 @@ __device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint
         const uint4 *xv[R];
 #pragma unroll
         for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(x[r < m ? r : 0]);
-        staged_dots<T, 1, R>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc));
+        staged_dots<T, 1, R, false>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc));
     } else {
         for (uint32_t i = lane; i < k; i += 32) {
             const float wf = to_f32(w[i]);
@@ -327,9 +328,8 @@ template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate
 // columns i0 and i0 + 1 of row r; warp w takes slots w, w + warps, ..., reading the two down
 // rows of the slot's expert together (one x vector serves both), and leaves the slot's sums
 // in shared memory beside the slot's routing weight; then the slot-ordered weighted sums go
-// to the residual. Spreading the
-// slots over warps puts all of a row's expert reads in flight at once, where a warp walking
-// the slots waited for each in turn. The routing and the first weight loads go before the
+// to the residual. Spreading the slots over warps puts all of a row's expert reads in flight
+// at once, where a warp walking the slots waited for each in turn. The routing and the first weight loads go before the
 // wait for gate_up (programmatic dependent launch), so they overlap its tail: top-k wrote the
 // routing before gate_up passed its own wait, and L2 (__ldcg) holds it; only the GLU outputs
 // (x) and the residual come after the wait.
@@ -357,7 +357,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
         if (!a.wq && vectors_ok<T>(w0, &x, 1, a.ff) && vectors_ok<T>(w1, &x, 0, a.ff)) {
             const uint4 *wv[kDownColumns] = {reinterpret_cast<const uint4 *>(w0), reinterpret_cast<const uint4 *>(w1)};
             const uint4 *xv = reinterpret_cast<const uint4 *>(x);
-            staged_dots<T, kDownColumns, 1>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
+            staged_dots<T, kDownColumns, 1, true>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
         } else {
             wait_once();
             for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
@@ -475,7 +475,7 @@ cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_exper
 }
 
 static cudaError_t check_experts(const MoeExpertArgs &a) {
-    if (a.top_k == 0 || a.top_k > a.n_experts || a.d == 0 || a.ff == 0) return cudaErrorInvalidValue;
+    if (a.top_k == 0 || a.top_k > a.n_experts || a.top_k > kMoeMaxTopK || a.d == 0 || a.ff == 0) return cudaErrorInvalidValue;
     if (!weights_ok(a.wq, a.group, a.d, a.act_dtype) || !weights_ok(a.wq, a.group, a.ff, a.act_dtype)) return cudaErrorInvalidValue;
     return cudaSuccess;
 }
