@@ -93,16 +93,18 @@ __device__ __forceinline__ bool vectors_ok(const void *w, const T *const *x, int
 }
 
 // acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
-// warp): each weight vector is loaded once for the m rows.
-template <typename T, int R>
-__device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
+// warp): each weight vector is loaded once for the m rows. before_x as in staged_dots (the
+// element-wise path runs it first).
+template <typename T, int R, typename BeforeX = Nothing>
+__device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc, BeforeX before_x = {}) {
     if (vectors_ok<T>(w, x, m, k)) {
         const uint4 *wv = reinterpret_cast<const uint4 *>(w);
         const uint4 *xv[R];
 #pragma unroll
         for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(x[r < m ? r : 0]);
-        staged_dots<T, 1, R, false>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc));
+        staged_dots<T, 1, R, false>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc), before_x);
     } else {
+        before_x();
         for (uint32_t i = lane; i < k; i += 32) {
             const float wf = to_f32(w[i]);
 #pragma unroll
@@ -195,18 +197,33 @@ __device__ __forceinline__ float row_dot(const void *w, int wq, uint32_t group, 
 }
 
 // Blocks of kRouterWarps warps: a decode step has few logits (64 for OLMoE), which blocks of
-// eight warps put on 8 SMs; blocks of two spread them over 32.
+// eight warps put on 8 SMs; blocks of two spread them over 32. Float weights (never written)
+// have their first loads issued before the wait for the kernel that wrote x, as gemv.cu does.
 constexpr uint32_t kRouterWarps = 2;
 template <typename T>
 __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t rows,
                                                              uint32_t n, uint32_t k, float *logits) {
-    pdl_wait();
-    pdl_launch_dependents();
+    bool waited = false;
+    auto wait_once = [&] {
+        if (waited) return;
+        pdl_wait();
+        pdl_launch_dependents();
+        waited = true;
+    };
     const uint32_t lane = threadIdx.x % 32;
     const uint64_t unit = (uint64_t)blockIdx.x * kRouterWarps + threadIdx.x / 32;
     if (unit >= (uint64_t)rows * n) return;
     const uint32_t r = (uint32_t)(unit / n), e = (uint32_t)(unit % n);
-    const float s = warp_sum(row_dot<T>(w, wq, group, n, e, x + (uint64_t)r * k, k, lane));
+    const T *xr = x + (uint64_t)r * k;
+    float acc[1] = {0.0f};
+    if (wq) {
+        wait_once();
+        row_dots<T, 1>(w, wq, group, n, e, &xr, 1, k, lane, acc);
+    } else {
+        lane_dots<T, 1>(static_cast<const T *>(w) + (uint64_t)e * k, &xr, 1, k, lane, acc, wait_once);
+    }
+    const float s = warp_sum(acc[0]);
+    wait_once(); // every thread, before the write (and lanes that had no vectors to read)
     if (lane == 0) logits[unit] = s;
 }
 
