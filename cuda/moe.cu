@@ -393,37 +393,60 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
 }
 
 // One block; warp w handles experts w, w + warps, ...: it walks the pairs 32 at a time, a
-// ballot marking its expert's, so the positions within an expert follow the pair order.
+// ballot marking its expert's, so the positions within an expert follow the pair order. Each
+// lane loads kUnroll chunks' ids before the ballots (one at a time, a pass over 4,096 pairs
+// was 128 load latencies in series), and the counts' prefix sum runs in shared memory (in
+// global memory each step waited for the store before it).
 __global__ void group_kernel(const int32_t *ids, uint32_t n, uint32_t n_experts, int32_t *offsets, int32_t *perm, int32_t *inv) {
+    extern __shared__ int32_t start[]; // [n_experts + 1]: counts, then where each expert starts
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    // The experts of pairs base + 32 u + lane, u < kUnroll (~0u past n: no expert's).
+    auto load = [&](uint32_t base, uint32_t *v) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t p = base + 32 * u + lane;
+            v[u] = p < n ? expert_of(ids, p, n_experts) : ~0u;
+        }
+    };
     for (uint32_t e = warp; e < n_experts; e += warps) {
         int32_t c = 0;
-        for (uint32_t base = 0; base < n; base += 32) {
-            const uint32_t p = base + lane;
-            c += __popc(__ballot_sync(0xffffffffu, p < n && expert_of(ids, p, n_experts) == e));
+        for (uint32_t base = 0; base < n; base += 32 * kUnroll) {
+            uint32_t v[kUnroll];
+            load(base, v);
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) c += __popc(__ballot_sync(0xffffffffu, v[u] == e));
         }
-        if (lane == 0) offsets[e + 1] = c; // counts for now
+        if (lane == 0) start[e + 1] = c;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
+        start[0] = 0;
         offsets[0] = 0;
-        for (uint32_t e = 0; e < n_experts; e++) offsets[e + 1] += offsets[e];
+        for (uint32_t e = 0; e < n_experts; e++) {
+            start[e + 1] += start[e];
+            offsets[e + 1] = start[e + 1];
+        }
     }
     __syncthreads();
     for (uint32_t e = warp; e < n_experts; e += warps) {
-        int32_t q = offsets[e];
-        for (uint32_t base = 0; base < n; base += 32) {
-            const uint32_t p = base + lane;
-            const bool hit = p < n && expert_of(ids, p, n_experts) == e;
-            const uint32_t mask = __ballot_sync(0xffffffffu, hit);
-            if (hit) {
-                const int32_t at = q + __popc(mask & ((1u << lane) - 1));
-                perm[at] = (int32_t)p;
-                inv[p] = at;
+        int32_t q = start[e];
+        for (uint32_t base = 0; base < n; base += 32 * kUnroll) {
+            uint32_t v[kUnroll];
+            load(base, v);
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const uint32_t p = base + 32 * u + lane;
+                const bool hit = v[u] == e;
+                const uint32_t mask = __ballot_sync(0xffffffffu, hit);
+                if (hit) {
+                    const int32_t at = q + __popc(mask & ((1u << lane) - 1));
+                    perm[at] = (int32_t)p;
+                    inv[p] = at;
+                }
+                q += __popc(mask);
             }
-            q += __popc(mask);
         }
     }
 }
@@ -487,7 +510,7 @@ cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t gro
 cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_experts, uint32_t k, int norm, int32_t *ids,
                             float *weights, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
-    if (k == 0 || k > kMoeMaxTopK || k > n_experts || n_experts > kMoeTopkMaxExperts) return cudaErrorInvalidValue;
+    if (k == 0 || k > kMoeMaxTopK || k > n_experts || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
     return launch_pdl(topk_kernel, rows, 32, 4ull * n_experts, stream, logits, n_experts, k, norm, ids, weights);
 }
 
@@ -528,8 +551,8 @@ cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream) {
 
 cudaError_t launch_moe_group(const int32_t *ids, uint32_t n, uint32_t n_experts, int32_t *offsets, int32_t *perm, int32_t *inv,
                              cudaStream_t stream) {
-    if (n_experts == 0) return cudaErrorInvalidValue;
-    return launch_pdl(group_kernel, 1, 1024, 0, stream, ids, n, n_experts, offsets, perm, inv);
+    if (n_experts == 0 || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
+    return launch_pdl(group_kernel, 1, 1024, 4ull * (n_experts + 1), stream, ids, n, n_experts, offsets, perm, inv);
 }
 
 cudaError_t launch_moe_gather(const void *x, const int32_t *perm, uint32_t n, uint32_t top_k, uint32_t d, int act_dtype,
