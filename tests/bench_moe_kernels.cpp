@@ -8,6 +8,7 @@
 // expert's rows once). The weights are bigger than L2 and every repetition takes another of
 // kIdSets random routings (and the dense GEMV another of kDenseCopies matrices), so the
 // weights come from DRAM as in a real step, not from the L2 of the previous repetition.
+// Last, the routing kernels of a 512-token prefill (router, top-k, grouping by expert).
 #include "gemv.cuh"
 #include "moe.cuh"
 
@@ -167,6 +168,30 @@ void bench_moe(const Shape &s, uint32_t rows, int reps, std::mt19937 &rng) {
     for (void *p : {(void *)logits, (void *)weights, (void *)residual, (void *)ids, (void *)topk_ids, (void *)topk_w}) CK(cudaFree(p));
 }
 
+// The routing kernels of a prefill step (router, top-k, the grouping by expert) over `rows` rows.
+void bench_prefill_routing(const Shape &s, uint32_t rows, int reps, std::mt19937 &rng) {
+    const uint32_t E = s.n_experts, k = s.top_k, d = s.d, pairs = rows * k;
+    void *x = random_f16((uint64_t)rows * d, 1.0f, rng);
+    void *router = random_f16((uint64_t)E * d, 0.05f, rng);
+    float *logits, *weights;
+    int32_t *ids, *offsets, *perm, *inv;
+    CK(cudaMalloc(&logits, 4ull * rows * E));
+    CK(cudaMalloc(&weights, 4ull * pairs));
+    CK(cudaMalloc(&ids, 4ull * pairs));
+    CK(cudaMalloc(&offsets, 4ull * (E + 1)));
+    CK(cudaMalloc(&perm, 4ull * pairs));
+    CK(cudaMalloc(&inv, 4ull * pairs));
+    CK(launch_moe_router(x, router, 0, 0, rows, E, d, kF16, logits, nullptr));
+    CK(launch_moe_topk(logits, rows, E, k, 1, ids, weights, nullptr));
+    double us = median_us(reps, [&](int) { CK(launch_moe_router(x, router, 0, 0, rows, E, d, kF16, logits, nullptr)); });
+    report(s.name, rows, "router", us, 2.0 * E * d);
+    us = median_us(reps, [&](int) { CK(launch_moe_topk(logits, rows, E, k, 1, ids, weights, nullptr)); });
+    report(s.name, rows, "topk", us, 0);
+    us = median_us(reps, [&](int) { CK(launch_moe_group(ids, pairs, E, offsets, perm, inv, nullptr)); });
+    report(s.name, rows, "group", us, 0);
+    for (void *p : {x, router, (void *)logits, (void *)weights, (void *)ids, (void *)offsets, (void *)perm, (void *)inv}) CK(cudaFree(p));
+}
+
 // The yardstick: y = W x for a 2048 x 2048 f16 W, one or two rows of x.
 void bench_dense(uint32_t rows, int reps, std::mt19937 &rng) {
     const uint32_t n = 2048, k = 2048;
@@ -208,6 +233,7 @@ int main(int argc, char **argv) {
     const Shape olmoe{"olmoe", 2048, 64, 8, 1024}, founding{"moe-768", 768, 8, 2, 3072};
     for (const Shape &s : {olmoe, founding})
         for (uint32_t rows : {1u, 4u}) bench_moe(s, rows, reps, rng);
+    bench_prefill_routing(olmoe, 512, reps, rng);
     bench_dense(1, reps, rng);
     bench_dense(2, reps, rng);
     return 0;
