@@ -1,9 +1,10 @@
-// moe.cu - the mixture-of-experts kernels (moe.cuh). One warp per output element of a dot
-// product (router logit, GLU column, down column), so every sum has one owner and a fixed
-// order: no atomics, the same result on every run. The weight loops take 16-byte vectors
-// when the rows are 16-byte aligned (the usual case) and single elements otherwise; the
-// quantized ones walk 16-byte chunks of the packed row as gemv.cu does. The activation type
-// and whether the weights are quantized are the only variants: three instantiations a kernel.
+// moe.cu - the mixture-of-experts kernels (moe.cuh). Every dot product (router logit, GLU
+// column, a slot's down column) has one warp as owner and every sum a fixed order: no atomics,
+// the same result on every run (the down kernel's slots meet in shared memory, added in slot
+// order). The weight loops take 16-byte vectors when the rows are 16-byte aligned (the usual
+// case), several loads in flight per lane before any is used, and single elements otherwise;
+// the quantized ones walk 16-byte chunks of the packed row as gemv.cu does. Variants: the
+// activation type (three), and for gate_up one row or up to eight.
 #include "moe.cuh"
 #include "common.cuh"
 
@@ -34,31 +35,76 @@ __device__ __forceinline__ void widen(const uint4 &v, float *f, __nv_bfloat16) {
     }
 }
 
-// acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
-// warp): each weight vector is loaded once for the m rows.
-template <typename T, int R>
-__device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
+constexpr int kUnroll = 4; // 16-byte loads of one weight row a lane issues before using them
+
+// acc[j][r] += this lane's share of w[j] . x[r] over kv 16-byte vectors, j < W, r < m <= R.
+// kUnroll vectors of each of the W weight rows are loaded before any is used, so W x kUnroll
+// loads are in flight per lane (a loop that used each load at once kept one: the expert rows
+// are short, so latency, not bandwidth, set the time). The lane walks i = lane, lane + 32,
+// ... in order, so the sums do not depend on kUnroll. Expert rows are read once a step:
+// evict first (Stream); the router, read by every row of a prefill, keeps the default policy.
+// before_x() runs once the first weight loads are issued and before x is read (the down kernel
+// waits there for the kernel that wrote x); a lane with no vectors never runs it.
+struct Nothing {
+    __device__ void operator()() const {}
+};
+template <typename T, int W, int R, bool Stream = true, typename BeforeX = Nothing>
+__device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *const *x, int m, uint32_t kv, uint32_t lane,
+                                            float (*acc)[R], BeforeX before_x = {}) {
     constexpr uint32_t N = 16 / sizeof(T);
-    bool aligned = k % N == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+    for (uint32_t i0 = lane; i0 < kv; i0 += 32 * kUnroll) {
+        uint4 wv[W][kUnroll];
 #pragma unroll
-    for (int r = 0; r < R; r++)
-        if (r < m) aligned = aligned && reinterpret_cast<uintptr_t>(x[r]) % 16 == 0;
-    if (aligned) {
-        const uint4 *wv = reinterpret_cast<const uint4 *>(w);
-#pragma unroll 4 // several weight loads in flight per lane: the experts' GEMVs are bandwidth-bound
-        for (uint32_t i = lane; i < k / N; i += 32) {
-            float wf[N];
-            widen(__ldg(wv + i), wf, T{});
+        for (int j = 0; j < W; j++)
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const uint32_t i = i0 + 32 * u;
+                wv[j][u] = i >= kv ? make_uint4(0, 0, 0, 0) : Stream ? __ldcs(w[j] + i) : __ldg(w[j] + i);
+            }
+        if (i0 == lane) before_x();
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t i = i0 + 32 * u;
+            if (i >= kv) break;
+            float wf[W][N];
+#pragma unroll
+            for (int j = 0; j < W; j++) widen(wv[j][u], wf[j], T{});
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 if (r >= m) break;
                 float xf[N];
-                widen(reinterpret_cast<const uint4 *>(x[r])[i], xf, T{});
+                const uint4 xv = x[r][i]; // one 16-byte load
+                widen(xv, xf, T{});
 #pragma unroll
-                for (uint32_t e = 0; e < N; e++) acc[r] += wf[e] * xf[e];
+                for (int j = 0; j < W; j++)
+#pragma unroll
+                    for (uint32_t e = 0; e < N; e++) acc[j][r] += wf[j][e] * xf[e];
             }
         }
+    }
+}
+
+// Whether w (k elements) and x[0..m) can be read as 16-byte vectors.
+template <typename T>
+__device__ __forceinline__ bool vectors_ok(const void *w, const T *const *x, int m, uint32_t k) {
+    bool ok = k % (16 / sizeof(T)) == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+    for (int r = 0; r < m; r++) ok = ok && reinterpret_cast<uintptr_t>(x[r]) % 16 == 0;
+    return ok;
+}
+
+// acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
+// warp): each weight vector is loaded once for the m rows. before_x as in staged_dots (the
+// element-wise path runs it first).
+template <typename T, int R, typename BeforeX = Nothing>
+__device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc, BeforeX before_x = {}) {
+    if (vectors_ok<T>(w, x, m, k)) {
+        const uint4 *wv = reinterpret_cast<const uint4 *>(w);
+        const uint4 *xv[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(x[r < m ? r : 0]);
+        staged_dots<T, 1, R, false>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc), before_x);
     } else {
+        before_x();
         for (uint32_t i = lane; i < k; i += 32) {
             const float wf = to_f32(w[i]);
 #pragma unroll
@@ -78,7 +124,8 @@ __device__ __forceinline__ float byte_at(uint32_t flipped, int e) {
 }
 
 // acc[r] += this lane's share of row `row` of a quantized [total_rows][k] matrix . x[r] for
-// r < m <= R (x f16, 16-byte aligned; k a multiple of 32 and of group, group of 32).
+// r < m <= R (x f16, 16-byte aligned; k a multiple of 32 and of group, group of 32). As
+// staged_dots: kUnroll chunks and their scales are loaded before any is used.
 template <int R>
 __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t total_rows, uint64_t row, const __half *const *x,
                                 int m, uint32_t k, uint32_t lane, float *acc) {
@@ -87,36 +134,46 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
     const uint8_t *base = static_cast<const uint8_t *>(w);
     const uint4 *wrow = reinterpret_cast<const uint4 *>(base + row * row_bytes);
     const __half *srow = reinterpret_cast<const __half *>(base + total_rows * row_bytes) + row * (k / group);
-#pragma unroll 2
-    for (uint32_t i = lane; i < chunks; i += 32) {
-        const uint4 c = __ldg(wrow + i);
-        const uint32_t e0 = i * per_chunk;
-        const float scale = __half2float(srow[e0 / group]);
-        const uint32_t words[4] = {c.x, c.y, c.z, c.w};
+    for (uint32_t i0 = lane; i0 < chunks; i0 += 32 * kUnroll) {
+        uint4 cv[kUnroll];
+        float sv[kUnroll];
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            if (r >= m) break;
-            const uint4 *xv = reinterpret_cast<const uint4 *>(x[r] + e0);
-            float part = 0.0f;
-            if (q4) { // word v: elements 8v .. 8v + 7
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t i = i0 + 32 * u;
+            cv[u] = i < chunks ? __ldcs(wrow + i) : make_uint4(0, 0, 0, 0);
+            sv[u] = i < chunks ? __half2float(srow[i * per_chunk / group]) : 0.0f;
+        }
 #pragma unroll
-                for (int v = 0; v < 4; v++) {
-                    float xf[8];
-                    widen(xv[v], xf, __half{});
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t i = i0 + 32 * u;
+            if (i >= chunks) break;
+            const uint32_t e0 = i * per_chunk;
+            const uint32_t words[4] = {cv[u].x, cv[u].y, cv[u].z, cv[u].w};
 #pragma unroll
-                    for (int e = 0; e < 8; e++) part += nibble_at(words[v], e) * xf[e];
+            for (int r = 0; r < R; r++) {
+                if (r >= m) break;
+                const uint4 *xv = reinterpret_cast<const uint4 *>(x[r] + e0);
+                float part = 0.0f;
+                if (q4) { // word v: elements 8v .. 8v + 7
+#pragma unroll
+                    for (int v = 0; v < 4; v++) {
+                        float xf[8];
+                        widen(xv[v], xf, __half{});
+#pragma unroll
+                        for (int e = 0; e < 8; e++) part += nibble_at(words[v], e) * xf[e];
+                    }
+                } else { // words 2v, 2v + 1: elements 8v .. 8v + 7
+#pragma unroll
+                    for (int v = 0; v < 2; v++) {
+                        float xf[8];
+                        widen(xv[v], xf, __half{});
+                        const uint32_t lo = words[2 * v] ^ 0x80808080u, hi = words[2 * v + 1] ^ 0x80808080u;
+#pragma unroll
+                        for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
+                    }
                 }
-            } else { // words 2v, 2v + 1: elements 8v .. 8v + 7
-#pragma unroll
-                for (int v = 0; v < 2; v++) {
-                    float xf[8];
-                    widen(xv[v], xf, __half{});
-                    const uint32_t lo = words[2 * v] ^ 0x80808080u, hi = words[2 * v + 1] ^ 0x80808080u;
-#pragma unroll
-                    for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
-                }
+                acc[r] += sv[u] * part;
             }
-            acc[r] += scale * part;
         }
     }
 }
@@ -139,30 +196,46 @@ __device__ __forceinline__ float row_dot(const void *w, int wq, uint32_t group, 
     return acc[0];
 }
 
+// Blocks of kRouterWarps warps: a decode step has few logits (64 for OLMoE), which blocks of
+// eight warps put on 8 SMs; blocks of two spread them over 32. Float weights (never written)
+// have their first loads issued before the wait for the kernel that wrote x, as gemv.cu does.
+constexpr uint32_t kRouterWarps = 2;
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) router_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t rows,
+__global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t rows,
                                                              uint32_t n, uint32_t k, float *logits) {
-    pdl_wait();
-    pdl_launch_dependents();
+    bool waited = false;
+    auto wait_once = [&] {
+        if (waited) return;
+        pdl_wait();
+        pdl_launch_dependents();
+        waited = true;
+    };
     const uint32_t lane = threadIdx.x % 32;
-    const uint64_t unit = (uint64_t)blockIdx.x * kWarps + threadIdx.x / 32;
+    const uint64_t unit = (uint64_t)blockIdx.x * kRouterWarps + threadIdx.x / 32;
     if (unit >= (uint64_t)rows * n) return;
     const uint32_t r = (uint32_t)(unit / n), e = (uint32_t)(unit % n);
-    const float s = warp_sum(row_dot<T>(w, wq, group, n, e, x + (uint64_t)r * k, k, lane));
+    const T *xr = x + (uint64_t)r * k;
+    float acc[1] = {0.0f};
+    if (wq) {
+        wait_once();
+        row_dots<T, 1>(w, wq, group, n, e, &xr, 1, k, lane, acc);
+    } else {
+        lane_dots<T, 1>(static_cast<const T *>(w) + (uint64_t)e * k, &xr, 1, k, lane, acc, wait_once);
+    }
+    const float s = warp_sum(acc[0]);
+    wait_once(); // every thread, before the write (and lanes that had no vectors to read)
     if (lane == 0) logits[unit] = s;
 }
 
-// Whether candidate (pa, ia) ranks before (pb, ib): a real index before none (~0u), then the
-// larger probability, then the lower index. NaN never ranks before a real candidate.
-__device__ __forceinline__ bool ranks_before(float pa, uint32_t ia, float pb, uint32_t ib) {
-    if (ia == ~0u) return false;
-    if (ib == ~0u) return true;
-    return pa > pb || (pa == pb && ia < ib);
-}
-
-// One warp per row.
+// One warp per row, by ranks: p = softmax(logits) goes to shared memory, then each lane
+// counts, for each of its experts, the experts ranked before it (larger p, or equal p and a
+// lower index; NaN below every number): an expert of rank s < k takes slot s. A strict total
+// order on distinct indices gives every rank once, so the k slots are always k distinct, valid
+// experts. (The selection this replaced took k rounds of a warp-wide arg-max, each a chain of
+// shuffles: several microseconds a layer at k = 8, on the decode step's critical path.)
 __global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
                                                   float *weights) {
+    extern __shared__ float prob[]; // [n]: p, NaN as -1 (p >= 0 otherwise)
     __shared__ uint32_t chosen[kMoeMaxTopK];
     __shared__ float chosen_p[kMoeMaxTopK];
     pdl_wait();
@@ -175,62 +248,59 @@ __global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t 
     float z = 0.0f;
     for (uint32_t e = lane; e < n; e += 32) z += expf(l[e] - m);
     z = warp_sum(z);
-    for (uint32_t s = 0; s < k; s++) {
-        float best_p = 0.0f;
-        uint32_t best = ~0u;
-        for (uint32_t e = lane; e < n; e += 32) {
-            bool taken = false;
-            for (uint32_t j = 0; j < s; j++) taken |= chosen[j] == e;
-            if (taken) continue;
-            const float p = expf(l[e] - m) / z;
-            if (ranks_before(p, e, best_p, best)) {
-                best_p = p;
-                best = e;
-            }
-        }
-        for (int o = 16; o > 0; o >>= 1) {
-            const float op = __shfl_xor_sync(0xffffffffu, best_p, o);
-            const uint32_t oi = __shfl_xor_sync(0xffffffffu, best, o);
-            if (ranks_before(op, oi, best_p, best)) {
-                best_p = op;
-                best = oi;
-            }
-        }
-        // Every lane holds the same winner (a total order on distinct indices); k <= n
-        // leaves one unchosen, so best is a real index.
-        if (lane == 0) {
-            chosen[s] = best;
-            chosen_p[s] = best_p;
-        }
-        __syncwarp();
+    for (uint32_t e = lane; e < n; e += 32) {
+        const float p = expf(l[e] - m) / z;
+        prob[e] = p != p ? -1.0f : p;
     }
-    if (lane != 0) return;
+    __syncwarp();
+    for (uint32_t e = lane; e < n; e += 32) {
+        const float pe = prob[e];
+        uint32_t rank = 0;
+        for (uint32_t f = 0; f < n; f++) {
+            const float pf = prob[f];
+            rank += pf > pe || (pf == pe && f < e);
+        }
+        if (rank < k) {
+            chosen[rank] = e;
+            chosen_p[rank] = expf(l[e] - m) / z; // the probability itself (NaN stays NaN)
+        }
+    }
+    __syncwarp();
     float sum = 0.0f;
     for (uint32_t s = 0; s < k; s++) sum += chosen_p[s];
-    for (uint32_t s = 0; s < k; s++) {
+    for (uint32_t s = lane; s < k; s += 32) {
         ids[(uint64_t)r * k + s] = (int32_t)chosen[s];
         weights[(uint64_t)r * k + s] = norm ? chosen_p[s] / sum : chosen_p[s];
     }
 }
 
-__device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair, uint32_t n_experts) {
-    const int32_t e = ids[pair];
+__device__ __forceinline__ uint32_t clamp_expert(int32_t e, uint32_t n_experts) {
     return e < 0 ? 0u : min((uint32_t)e, n_experts - 1); // always a row of the matrix
+}
+__device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair, uint32_t n_experts) {
+    return clamp_expert(ids[pair], n_experts);
 }
 
 // grid (ceil(ff / kWarps), rows * top_k): a warp owns GLU column j of the expert of pair
 // blockIdx.y when that pair is the expert's first; it then serves every pair routed to the
-// expert (up to kMoeDecodeMaxRows at a time), so each expert row is read once per step.
-template <typename T> __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeExpertArgs a) {
-    constexpr int R = kMoeDecodeMaxRows;
+// expert (up to R at a time: R >= rows serves them all in one pass, as top-k never routes a
+// row twice to one expert), so each expert row is read once per step. The block first copies
+// the step's expert ids to shared memory in one parallel read (the scans over the pairs
+// below, one dependent global load each, took a memory round trip per pair). The gate and
+// up rows are loaded together (staged_dots), twice the loads in flight of one after the other.
+constexpr uint32_t kMoeDecodeMaxPairs = kMoeDecodeMaxRows * kMoeMaxTopK;
+template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeExpertArgs a) {
+    __shared__ uint32_t expert[kMoeDecodeMaxPairs];
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t lane = threadIdx.x % 32, j = blockIdx.x * kWarps + threadIdx.x / 32, pair = blockIdx.y;
-    const uint32_t pairs = a.rows * a.top_k;
+    const uint32_t pairs = a.rows * a.top_k; // <= kMoeDecodeMaxPairs (the launcher checks)
+    for (uint32_t q = threadIdx.x; q < pairs; q += blockDim.x) expert[q] = expert_of(a.ids, q, a.n_experts);
+    __syncthreads();
     if (j >= a.ff) return;
-    const uint32_t e = expert_of(a.ids, pair, a.n_experts);
+    const uint32_t e = expert[pair];
     for (uint32_t q = 0; q < pair; q++)
-        if (expert_of(a.ids, q, a.n_experts) == e) return; // an earlier pair's block owns this expert
+        if (expert[q] == e) return; // an earlier pair's block owns this expert
     const uint64_t total = (uint64_t)a.n_experts * 2 * a.ff, first = (uint64_t)e * 2 * a.ff;
     const T *x = static_cast<const T *>(a.x);
     uint32_t q = pair;
@@ -239,21 +309,30 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) gate_up_ker
         const T *xs[R];
         int m = 0;
         for (; q < pairs && m < R; q++)
-            if (expert_of(a.ids, q, a.n_experts) == e) {
+            if (expert[q] == e) {
                 served[m] = q;
                 xs[m] = x + (uint64_t)(q / a.top_k) * a.d;
                 m++;
             }
         if (m == 0) break; // the last batch of pairs was full
-        float g[R], u[R];
+        float gu[2][R];
 #pragma unroll
-        for (int r = 0; r < R; r++) g[r] = u[r] = 0.0f;
-        row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, g);
-        row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, u);
+        for (int r = 0; r < R; r++) gu[0][r] = gu[1][r] = 0.0f;
+        const T *gate_row = static_cast<const T *>(a.w) + (first + j) * a.d, *up_row = gate_row + (uint64_t)a.ff * a.d;
+        if (!a.wq && vectors_ok<T>(gate_row, xs, m, a.d) && vectors_ok<T>(up_row, xs, 0, a.d)) {
+            const uint4 *wv[2] = {reinterpret_cast<const uint4 *>(gate_row), reinterpret_cast<const uint4 *>(up_row)};
+            const uint4 *xv[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(xs[r < m ? r : 0]);
+            staged_dots<T, 2, R>(wv, xv, m, a.d / (16 / sizeof(T)), lane, gu);
+        } else {
+            row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, gu[0]);
+            row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, gu[1]);
+        }
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (r >= m) break;
-            const float gs = warp_sum(g[r]), us = warp_sum(u[r]);
+            const float gs = warp_sum(gu[0][r]), us = warp_sum(gu[1][r]);
             // Gate and up rounded to the activation type first, as the dense GLU stores them.
             if (lane == 0)
                 static_cast<T *>(a.glu_out)[(uint64_t)served[r] * a.ff + j] =
@@ -262,56 +341,112 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) gate_up_ker
     }
 }
 
-// grid (ceil(d / kWarps), rows): a warp owns output column i of row r, over the row's slots.
+// grid (ceil(d / 2), rows), top_k warps (at most kWarps) a block: the block owns output
+// columns i0 and i0 + 1 of row r; warp w takes slots w, w + warps, ..., reading the two down
+// rows of the slot's expert together (one x vector serves both), and leaves the slot's sums
+// in shared memory beside the slot's routing weight; then the slot-ordered weighted sums go
+// to the residual. Spreading the slots over warps puts all of a row's expert reads in flight
+// at once, where a warp walking the slots waited for each in turn. The routing and the first weight loads go before the
+// wait for gate_up (programmatic dependent launch), so they overlap its tail: top-k wrote the
+// routing before gate_up passed its own wait, and L2 (__ldcg) holds it; only the GLU outputs
+// (x) and the residual come after the wait.
+constexpr uint32_t kDownColumns = 2;
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeExpertArgs a) {
-    pdl_wait();
-    pdl_launch_dependents();
-    const uint32_t lane = threadIdx.x % 32, i = blockIdx.x * kWarps + threadIdx.x / 32, r = blockIdx.y;
-    if (i >= a.d) return;
+    __shared__ float slot_dot[kMoeMaxTopK][kDownColumns], slot_weight[kMoeMaxTopK];
+    bool waited = false;
+    auto wait_once = [&] {
+        if (waited) return;
+        pdl_wait();
+        pdl_launch_dependents();
+        waited = true;
+    };
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, r = blockIdx.y;
+    const uint32_t i0 = blockIdx.x * kDownColumns;
     const uint64_t total = (uint64_t)a.n_experts * a.d;
-    float acc = 0.0f;
-    for (uint32_t s = 0; s < a.top_k; s++) {
+    for (uint32_t s = warp; s < a.top_k; s += warps) {
         const uint64_t pair = (uint64_t)r * a.top_k + s;
-        const uint32_t e = expert_of(a.ids, pair, a.n_experts);
+        if (lane == 0) slot_weight[s] = __ldcg(a.weights + pair); // read beside the weights, not after them
+        const uint64_t first = (uint64_t)clamp_expert(__ldcg(a.ids + pair), a.n_experts) * a.d;
         const T *x = static_cast<const T *>(a.x) + pair * a.ff;
-        const float v = warp_sum(row_dot<T>(a.w, a.wq, a.group, total, (uint64_t)e * a.d + i, x, a.ff, lane));
-        acc += a.weights[pair] * v;
+        const uint64_t rows[kDownColumns] = {first + i0, first + min(i0 + 1, a.d - 1)}; // past d: a valid row, unused
+        const T *w0 = static_cast<const T *>(a.w) + rows[0] * a.ff, *w1 = static_cast<const T *>(a.w) + rows[1] * a.ff;
+        float acc[kDownColumns][1] = {{0.0f}, {0.0f}};
+        if (!a.wq && vectors_ok<T>(w0, &x, 1, a.ff) && vectors_ok<T>(w1, &x, 0, a.ff)) {
+            const uint4 *wv[kDownColumns] = {reinterpret_cast<const uint4 *>(w0), reinterpret_cast<const uint4 *>(w1)};
+            const uint4 *xv = reinterpret_cast<const uint4 *>(x);
+            staged_dots<T, kDownColumns, 1, true>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
+        } else {
+            wait_once();
+            for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
+        }
+        for (uint32_t c = 0; c < kDownColumns; c++) {
+            const float v = warp_sum(acc[c][0]);
+            if (lane == 0) slot_dot[s][c] = v;
+        }
     }
-    if (lane == 0) a.residual[(uint64_t)r * a.d + i] += acc;
+    wait_once(); // every thread, before the residual (and lanes that had no vectors to read)
+    __syncthreads();
+    if (threadIdx.x >= kDownColumns || i0 + threadIdx.x >= a.d) return;
+    float acc = 0.0f;
+    for (uint32_t s = 0; s < a.top_k; s++) acc += slot_weight[s] * slot_dot[s][threadIdx.x];
+    a.residual[(uint64_t)r * a.d + i0 + threadIdx.x] += acc;
 }
 
 // One block; warp w handles experts w, w + warps, ...: it walks the pairs 32 at a time, a
-// ballot marking its expert's, so the positions within an expert follow the pair order.
+// ballot marking its expert's, so the positions within an expert follow the pair order. Each
+// lane loads kUnroll chunks' ids before the ballots (one at a time, a pass over 4,096 pairs
+// was 128 load latencies in series), and the counts' prefix sum runs in shared memory (in
+// global memory each step waited for the store before it).
 __global__ void group_kernel(const int32_t *ids, uint32_t n, uint32_t n_experts, int32_t *offsets, int32_t *perm, int32_t *inv) {
+    extern __shared__ int32_t start[]; // [n_experts + 1]: counts, then where each expert starts
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    // The experts of pairs base + 32 u + lane, u < kUnroll (~0u past n: no expert's).
+    auto load = [&](uint32_t base, uint32_t *v) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t p = base + 32 * u + lane;
+            v[u] = p < n ? expert_of(ids, p, n_experts) : ~0u;
+        }
+    };
     for (uint32_t e = warp; e < n_experts; e += warps) {
         int32_t c = 0;
-        for (uint32_t base = 0; base < n; base += 32) {
-            const uint32_t p = base + lane;
-            c += __popc(__ballot_sync(0xffffffffu, p < n && expert_of(ids, p, n_experts) == e));
+        for (uint32_t base = 0; base < n; base += 32 * kUnroll) {
+            uint32_t v[kUnroll];
+            load(base, v);
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) c += __popc(__ballot_sync(0xffffffffu, v[u] == e));
         }
-        if (lane == 0) offsets[e + 1] = c; // counts for now
+        if (lane == 0) start[e + 1] = c;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
+        start[0] = 0;
         offsets[0] = 0;
-        for (uint32_t e = 0; e < n_experts; e++) offsets[e + 1] += offsets[e];
+        for (uint32_t e = 0; e < n_experts; e++) {
+            start[e + 1] += start[e];
+            offsets[e + 1] = start[e + 1];
+        }
     }
     __syncthreads();
     for (uint32_t e = warp; e < n_experts; e += warps) {
-        int32_t q = offsets[e];
-        for (uint32_t base = 0; base < n; base += 32) {
-            const uint32_t p = base + lane;
-            const bool hit = p < n && expert_of(ids, p, n_experts) == e;
-            const uint32_t mask = __ballot_sync(0xffffffffu, hit);
-            if (hit) {
-                const int32_t at = q + __popc(mask & ((1u << lane) - 1));
-                perm[at] = (int32_t)p;
-                inv[p] = at;
+        int32_t q = start[e];
+        for (uint32_t base = 0; base < n; base += 32 * kUnroll) {
+            uint32_t v[kUnroll];
+            load(base, v);
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const uint32_t p = base + 32 * u + lane;
+                const bool hit = v[u] == e;
+                const uint32_t mask = __ballot_sync(0xffffffffu, hit);
+                if (hit) {
+                    const int32_t at = q + __popc(mask & ((1u << lane) - 1));
+                    perm[at] = (int32_t)p;
+                    inv[p] = at;
+                }
+                q += __popc(mask);
             }
-            q += __popc(mask);
         }
     }
 }
@@ -361,12 +496,12 @@ cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t gro
                               int act_dtype, float *logits, cudaStream_t stream) {
     if (rows == 0 || n == 0) return cudaSuccess;
     if (k == 0 || !weights_ok(wq, group, k, act_dtype)) return cudaErrorInvalidValue;
-    const uint64_t blocks = ((uint64_t)rows * n + kWarps - 1) / kWarps;
+    const uint64_t blocks = ((uint64_t)rows * n + kRouterWarps - 1) / kRouterWarps;
     if (blocks > 0x7fffffffu) return cudaErrorInvalidValue;
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        e2 = launch_pdl(router_kernel<T>, (uint32_t)blocks, kWarps * 32, 0, stream, static_cast<const T *>(x), w, wq, group, rows,
+        e2 = launch_pdl(router_kernel<T>, (uint32_t)blocks, kRouterWarps * 32, 0, stream, static_cast<const T *>(x), w, wq, group, rows,
                         n, k, logits);
     });
     return e != cudaSuccess ? e : e2;
@@ -375,12 +510,12 @@ cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t gro
 cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_experts, uint32_t k, int norm, int32_t *ids,
                             float *weights, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
-    if (k == 0 || k > kMoeMaxTopK || k > n_experts) return cudaErrorInvalidValue;
-    return launch_pdl(topk_kernel, rows, 32, 0, stream, logits, n_experts, k, norm, ids, weights);
+    if (k == 0 || k > kMoeMaxTopK || k > n_experts || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
+    return launch_pdl(topk_kernel, rows, 32, 4ull * n_experts, stream, logits, n_experts, k, norm, ids, weights);
 }
 
 static cudaError_t check_experts(const MoeExpertArgs &a) {
-    if (a.top_k == 0 || a.top_k > a.n_experts || a.d == 0 || a.ff == 0) return cudaErrorInvalidValue;
+    if (a.top_k == 0 || a.top_k > a.n_experts || a.top_k > kMoeMaxTopK || a.d == 0 || a.ff == 0) return cudaErrorInvalidValue;
     if (!weights_ok(a.wq, a.group, a.d, a.act_dtype) || !weights_ok(a.wq, a.group, a.ff, a.act_dtype)) return cudaErrorInvalidValue;
     return cudaSuccess;
 }
@@ -388,12 +523,14 @@ static cudaError_t check_experts(const MoeExpertArgs &a) {
 cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (const cudaError_t c = check_experts(a)) return c;
-    if ((uint64_t)a.rows * a.top_k > 65535) return cudaErrorInvalidValue; // grid.y
+    if ((uint64_t)a.rows * a.top_k > kMoeDecodeMaxPairs) return cudaErrorInvalidValue; // the block's shared ids
     const dim3 grid(ceil_div(a.ff, kWarps), a.rows * a.top_k);
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        e2 = launch_pdl(gate_up_kernel<T>, grid, kWarps * 32, 0, stream, a);
+        // One row (decode at batch 1): a kernel without the registers of eight rows' sums.
+        if (a.rows == 1) e2 = launch_pdl(gate_up_kernel<T, 1>, grid, kWarps * 32, 0, stream, a);
+        else e2 = launch_pdl(gate_up_kernel<T, kMoeDecodeMaxRows>, grid, kWarps * 32, 0, stream, a);
     });
     return e != cudaSuccess ? e : e2;
 }
@@ -402,19 +539,20 @@ cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (const cudaError_t c = check_experts(a)) return c;
     if (a.rows > 65535) return cudaErrorInvalidValue; // grid.y
-    const dim3 grid(ceil_div(a.d, kWarps), a.rows);
+    const dim3 grid(ceil_div(a.d, kDownColumns), a.rows);
+    const uint32_t warps = a.top_k < kWarps ? a.top_k : kWarps; // a warp per slot, at most kWarps
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        e2 = launch_pdl(down_kernel<T>, grid, kWarps * 32, 0, stream, a);
+        e2 = launch_pdl(down_kernel<T>, grid, warps * 32, 0, stream, a);
     });
     return e != cudaSuccess ? e : e2;
 }
 
 cudaError_t launch_moe_group(const int32_t *ids, uint32_t n, uint32_t n_experts, int32_t *offsets, int32_t *perm, int32_t *inv,
                              cudaStream_t stream) {
-    if (n_experts == 0) return cudaErrorInvalidValue;
-    return launch_pdl(group_kernel, 1, 1024, 0, stream, ids, n, n_experts, offsets, perm, inv);
+    if (n_experts == 0 || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
+    return launch_pdl(group_kernel, 1, 1024, 4ull * (n_experts + 1), stream, ids, n, n_experts, offsets, perm, inv);
 }
 
 cudaError_t launch_moe_gather(const void *x, const int32_t *perm, uint32_t n, uint32_t top_k, uint32_t d, int act_dtype,

@@ -17,9 +17,13 @@ inline constexpr uint32_t kMoeDecodeMaxRows = 8;  // rows the expert GEMVs take;
 cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t group, uint32_t rows, uint32_t n,
                               uint32_t k, int act_dtype, float *logits, cudaStream_t stream);
 
-// Per row: p = softmax(logits[r]) in f32, the k largest p (ties: the lower expert first) into
-// ids[r][k] (always valid expert indices, even for NaN logits) and their p into weights[r][k],
-// divided by their sum when norm. k <= kMoeMaxTopK, k <= n_experts.
+// Per row: p = softmax(logits[r]) in f32, the k largest p (ties: the lower expert first; NaN
+// after every number) into ids[r][k] (always k distinct, valid expert indices, even for NaN
+// logits) and their p into weights[r][k], divided by their sum when norm. k <= kMoeMaxTopK,
+// k <= n_experts <= kMoeMaxExpertsCuda.
+// The most experts top-k and the grouping take (a row's probabilities, or the experts' counts,
+// live in shared memory); configurations stop at 256 (model/config.h).
+inline constexpr uint32_t kMoeMaxExpertsCuda = 8192;
 cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_experts, uint32_t k, int norm, int32_t *ids,
                             float *weights, cudaStream_t stream);
 
@@ -37,13 +41,18 @@ struct MoeExpertArgs {
     int act_dtype;
 };
 // glu_out[r * top_k + s][j] = act(x[r] . gate_e[j]) * (x[r] . up_e[j]), e = ids[r][s].
+// rows * top_k <= kMoeDecodeMaxRows * kMoeMaxTopK (a decode step's pairs).
 cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream);
 // residual[r][i] += sum over s (in slot order) of weights[r][s] * (x[r * top_k + s] . down_e[i]).
+// It reads ids and weights before waiting for the previous kernel (programmatic dependent
+// launch): they must be complete when that kernel passes its own wait, as when it is
+// launch_moe_gate_up after launch_moe_topk (x and residual are read after the wait).
 cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream);
 
 // Stable grouping of the n = rows * top_k pairs by expert: offsets[e] .. offsets[e + 1] are
 // expert e's positions in the grouped order, perm[q] the pair at position q (ascending within
-// an expert), inv[p] the position of pair p. One block: n and n_experts are small.
+// an expert), inv[p] the position of pair p. One block: n and n_experts are small
+// (n_experts <= kMoeMaxExpertsCuda).
 cudaError_t launch_moe_group(const int32_t *ids, uint32_t n, uint32_t n_experts, int32_t *offsets, int32_t *perm,
                              int32_t *inv, cudaStream_t stream);
 // out[q] = x[perm[q] / top_k] for q < n: the grouped rows' inputs, [n][d] in act_dtype.

@@ -1501,6 +1501,136 @@ void test_gpu_moe_topk(void **) {
                 expect_close("moe top-k weights", w, want_w, 1e-6);
             }
         }
+    // Logits that make the probabilities NaN (a NaN, all -inf, an +inf, an +inf beside a NaN,
+    // 70 experts: three lanes' worth): still k distinct, valid experts a row.
+    const uint32_t E = 70, k = 8, bad_rows = 4;
+    std::vector<float> logits(bad_rows * E);
+    for (auto &v : logits) v = (float)(g_rng() % 5) * 0.5f;
+    logits[0 * E + 17] = NAN;
+    for (uint32_t e = 0; e < E; e++) logits[1 * E + e] = -INFINITY;
+    logits[2 * E + 40] = INFINITY;
+    logits[3 * E + 3] = INFINITY;
+    logits[3 * E + 66] = NAN;
+    DevBuf dl(bad_rows * E, DType::F32), dw(bad_rows * k, DType::F32), di(bad_rows * k, DType::F32);
+    dl.upload(logits);
+    CK(launch_moe_topk(dl.as<float>(), bad_rows, E, k, 1, di.as<int32_t>(), dw.as<float>(), nullptr));
+    CK(cudaDeviceSynchronize());
+    std::vector<int32_t> ids(bad_rows * k);
+    CK(cudaMemcpy(ids.data(), di.p, 4 * ids.size(), cudaMemcpyDeviceToHost));
+    for (uint32_t r = 0; r < bad_rows; r++) {
+        std::set<int32_t> seen;
+        for (uint32_t s = 0; s < k; s++) {
+            const int32_t e = ids[r * k + s];
+            if (e < 0 || e >= (int32_t)E || !seen.insert(e).second) fail_msg("NaN row %u slot %u: expert %d", r, s, e);
+        }
+    }
+}
+
+// The decode expert kernels alone (gate_up, then down into the residual) against naive double
+// dot products over the same rounded inputs, on random routings (k distinct experts a row, as
+// top-k gives): odd d (element-wise loads; down's last column pair half used), top-k above
+// eight (down's warps take several slots), eight rows sharing four experts (one expert row
+// serving every row), one row of 64 experts. Two runs give the same bits.
+void test_gpu_moe_experts(void **) {
+    SKIP_WITHOUT_GPU();
+    struct Case { uint32_t d, ff, E, k, rows; gpt::Activation act; };
+    const Case cases[] = {{64, 48, 8, 2, 1, gpt::Activation::SILU},      {72, 40, 16, 12, 3, gpt::Activation::SILU},
+                          {37, 24, 4, 4, 8, gpt::Activation::GELU_TANH}, {256, 64, 64, 8, 1, gpt::Activation::SILU},
+                          {128, 64, 4, 1, 5, gpt::Activation::SILU},     {2048, 1024, 10, 8, 4, gpt::Activation::SILU}};
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+        for (const Case &c : cases) {
+            const uint32_t pairs = c.rows * c.k;
+            std::vector<float> x = randn((size_t)c.rows * c.d), gu = randn((size_t)c.E * 2 * c.ff * c.d, 1.0f / std::sqrt((float)c.d)),
+                               dn = randn((size_t)c.E * c.d * c.ff, 1.0f / std::sqrt((float)c.ff)), res0 = randn((size_t)c.rows * c.d);
+            round_to(x, t);
+            round_to(gu, t);
+            round_to(dn, t);
+            std::vector<int32_t> ids(pairs);
+            std::vector<float> weights(pairs);
+            for (uint32_t r = 0; r < c.rows; r++) {
+                std::vector<int32_t> perm(c.E);
+                for (uint32_t e = 0; e < c.E; e++) perm[e] = (int32_t)e;
+                std::shuffle(perm.begin(), perm.end(), g_rng);
+                for (uint32_t s = 0; s < c.k; s++) {
+                    ids[r * c.k + s] = perm[s];
+                    weights[r * c.k + s] = 0.1f + (float)(g_rng() % 100) / 100.0f;
+                }
+            }
+            DevBuf dx(x.size(), t), dgu(gu.size(), t), ddn(dn.size(), t), dglu((size_t)pairs * c.ff, t), dres(res0.size(), DType::F32),
+                dids(pairs, DType::F32), dw(pairs, DType::F32);
+            dx.upload(x);
+            dgu.upload(gu);
+            ddn.upload(dn);
+            dids.upload_raw(ids.data(), 4 * pairs);
+            dw.upload(weights);
+            MoeExpertArgs a{};
+            a.rows = c.rows;
+            a.n_experts = c.E;
+            a.top_k = c.k;
+            a.d = c.d;
+            a.ff = c.ff;
+            a.act = (int)c.act;
+            a.act_dtype = (int)t;
+            a.ids = dids.as<int32_t>();
+            MoeExpertArgs g = a, d = a;
+            g.x = dx.p;
+            g.w = dgu.p;
+            g.glu_out = dglu.p;
+            d.x = dglu.p;
+            d.w = ddn.p;
+            d.weights = dw.as<float>();
+            d.residual = dres.as<float>();
+            std::vector<float> glu_runs[2], res_runs[2];
+            for (int run = 0; run < 2; run++) {
+                dglu.poison();
+                dres.upload(res0);
+                CK(launch_moe_gate_up(g, nullptr));
+                CK(launch_moe_down(d, nullptr));
+                CK(cudaDeviceSynchronize());
+                glu_runs[run] = dglu.download();
+                res_runs[run] = dres.download();
+            }
+            char what[160];
+            std::snprintf(what, sizeof what, "moe experts %s d %u ff %u E %u k %u rows %u", dname(t), c.d, c.ff, c.E, c.k, c.rows);
+            for (int i = 0; i < 2; i++) {
+                const std::vector<float> &got = i ? res_runs[1] : glu_runs[1], &first = i ? res_runs[0] : glu_runs[0];
+                if (std::memcmp(got.data(), first.data(), 4 * got.size()) != 0) fail_msg("%s: two runs differ", what);
+            }
+            auto rnd = [&](double v) {
+                std::vector<float> one{(float)v};
+                round_to(one, t);
+                return one[0];
+            };
+            // gate_up: act(gate) * up, each rounded to t as the kernel stores them.
+            std::vector<float> want_glu((size_t)pairs * c.ff);
+            for (uint32_t p = 0; p < pairs; p++)
+                for (uint32_t j = 0; j < c.ff; j++) {
+                    const uint64_t e = (uint64_t)ids[p], grow = e * 2 * c.ff + j, urow = grow + c.ff;
+                    double gs = 0, us = 0;
+                    for (uint32_t i = 0; i < c.d; i++) {
+                        gs += (double)x[(p / c.k) * c.d + i] * gu[grow * c.d + i];
+                        us += (double)x[(p / c.k) * c.d + i] * gu[urow * c.d + i];
+                    }
+                    want_glu[(size_t)p * c.ff + j] = rnd(gpt::cpu::activate(c.act, rnd(gs)) * rnd(us));
+                }
+            expect_close((std::string(what) + " gate_up").c_str(), glu_runs[0], want_glu, tol_of(t));
+            // down over the kernel's own GLU outputs, so only its sums are judged.
+            std::vector<float> want_delta(res0.size()), got_delta(res0.size());
+            for (uint32_t r = 0; r < c.rows; r++)
+                for (uint32_t i = 0; i < c.d; i++) {
+                    double acc = 0;
+                    for (uint32_t s = 0; s < c.k; s++) {
+                        const uint32_t p = r * c.k + s;
+                        const uint64_t row = (uint64_t)ids[p] * c.d + i;
+                        double v = 0;
+                        for (uint32_t j = 0; j < c.ff; j++) v += (double)glu_runs[0][(size_t)p * c.ff + j] * dn[row * c.ff + j];
+                        acc += weights[p] * v;
+                    }
+                    want_delta[r * c.d + i] = (float)acc;
+                    got_delta[r * c.d + i] = res_runs[0][r * c.d + i] - res0[r * c.d + i];
+                }
+            expect_close((std::string(what) + " down").c_str(), got_delta, want_delta, 1e-5);
+        }
 }
 
 // The grouping of (row, slot) pairs by expert against a naive stable sort by expert,
@@ -2326,6 +2456,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_quant_model),
         cmocka_unit_test(test_gpu_moe_topk),
         cmocka_unit_test(test_gpu_moe_group),
+        cmocka_unit_test(test_gpu_moe_experts),
         cmocka_unit_test(test_gpu_qk_norm_whole),
         cmocka_unit_test(test_gpu_moe),
         cmocka_unit_test(test_gpu_graph_replay_equals_eager),
