@@ -263,6 +263,40 @@ void test_released_pieces_leave_resident_memory(void **) {
     unlink(path.c_str());
 }
 
+// The read() path (GPT_MODEL_NO_MMAP, host weights) reads 64 MiB shares on threads: a file
+// of several shares with a ragged end comes back byte for byte, its checks pass, and a
+// damaged byte in the last share is still caught.
+void test_threaded_read_of_a_large_file(void **) {
+    auto rng = rng_for("threaded_read");
+    fixture::Spec s;
+    s.n_layers = 1, s.d_model = 1024, s.n_heads = 8, s.n_kv_heads = 8, s.head_dim = 128, s.d_ff = 64, s.vocab_size = 24577;
+    Bytes bytes = file_of(DType::F32, rng, s); // two ~96 MiB tables: three shares and a ragged end
+    assert_true(bytes.size() > (128u << 20) && bytes.size() % (64u << 20) != 0);
+    std::string path = fixture::write_temp(bytes);
+    ReadOptions o;
+    o.use_mmap = false;
+    o.check_finite = true;
+    {
+        std::unique_ptr<WeightFile> f = WeightFile::open(path, o);
+        assert_false(f->mapped());
+        for (const TensorEntry &e : f->tensors())
+            assert_memory_equal(f->data(e), bytes.data() + e.offset, e.nbytes);
+        f->verify_checksums(true);
+    }
+    unlink(path.c_str());
+    // A flipped byte near the end: the read is whole, so the checksum pass finds it.
+    bytes[bytes.size() - 100] ^= 0x40;
+    path = fixture::write_temp(bytes);
+    try {
+        std::unique_ptr<WeightFile> f = WeightFile::open(path, o);
+        f->verify_checksums(true);
+        fail_msg("a damaged byte in the last share went unnoticed");
+    } catch (const gpt::Error &e) {
+        assert_int_equal(e.status(), GPT_ERR_CHECKSUM);
+    }
+    unlink(path.c_str());
+}
+
 // The placement flags through the API on the CPU: both at once are refused before anything
 // is read; either alone loads (the CPU reads host memory anyway) and the model does not claim
 // a GPU reads its weights.
@@ -299,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_pieces_misused),
         cmocka_unit_test(test_released_pieces_leave_resident_memory),
         cmocka_unit_test(test_weight_flags_on_cpu),
+        cmocka_unit_test(test_threaded_read_of_a_large_file),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

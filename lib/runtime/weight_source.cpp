@@ -36,7 +36,14 @@ void FileWeightSource::check(size_t i, uint64_t len) {
 
 void FileWeightSource::check_all() {
     if (!check_tensors_) return;
-    file_.verify_checksums(check_finite_);
+    bool some_done = false;
+    for (bool d : done_) some_done = some_done || d;
+    if (!some_done) {
+        file_.verify_checksums(check_finite_); // threads across the whole file
+    } else { // some were checked ahead (Model::load, while the GPU's context was made)
+        for (size_t i = 0; i < entries_.size(); i++)
+            if (!done_[i]) check(i, entries_[i]->nbytes);
+    }
     done_.assign(done_.size(), true);
 }
 
