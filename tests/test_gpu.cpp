@@ -2193,6 +2193,20 @@ void test_gpu_host_weights_match_device(void **) {
             s.seed = g_rng();
             models.push_back({fixture::make(s), d == DType::F32 ? 1e-4 : d == DType::F16 ? 2e-2 : 5e-2});
         }
+    // The mixture-of-experts architectures (tests/test_moe.cpp's shapes), f32: in f16 a
+    // near-tied router may pick another expert on the GPU than on the CPU.
+    for (gpt_arch a : {GPT_ARCH_MIXTRAL, GPT_ARCH_QWEN2_MOE, GPT_ARCH_OLMOE, GPT_ARCH_QWEN3_MOE}) {
+        fixture::Spec s;
+        s.arch = a;
+        s.vocab_size = 61;
+        s.n_layers = 2, s.d_model = 40, s.n_heads = 4, s.n_kv_heads = 2, s.head_dim = 10, s.d_ff = 44;
+        s.n_experts = 6, s.n_experts_used = a == GPT_ARCH_QWEN3_MOE ? 1 : 2, s.d_ff_expert = 24;
+        s.norm_topk_prob = a != GPT_ARCH_OLMOE;
+        if (a == GPT_ARCH_QWEN2_MOE) s.d_ff_shared = 28, s.qkv_bias = true, s.moe_layers = {1, 0};
+        s.dtype = DType::F32;
+        s.seed = g_rng();
+        models.push_back({fixture::make(s), 1e-4});
+    }
     for (fixture::Spec s : model_specs())
         if (s.arch == GPT_ARCH_LLAMA || s.arch == GPT_ARCH_GPT2)
             for (DType q : {DType::Q8, DType::Q4}) {
