@@ -74,9 +74,9 @@ std::unique_ptr<Architecture> make_qwen3(const ModelConfig &c);
 std::unique_ptr<Architecture> make_phi3(const ModelConfig &c);
 std::unique_ptr<Architecture> make_gemma2(const ModelConfig &c); // model/gemma.cpp
 std::unique_ptr<Architecture> make_gemma3(const ModelConfig &c); // model/gemma.cpp
-std::unique_ptr<Architecture> make_mixtral(const ModelConfig &c);
-std::unique_ptr<Architecture> make_qwen2_moe(const ModelConfig &c);
-std::unique_ptr<Architecture> make_olmoe(const ModelConfig &c);
-std::unique_ptr<Architecture> make_qwen3_moe(const ModelConfig &c);
+std::unique_ptr<Architecture> make_mixtral(const ModelConfig &c); // model/moe.cpp
+std::unique_ptr<Architecture> make_qwen2_moe(const ModelConfig &c); // model/moe.cpp
+std::unique_ptr<Architecture> make_olmoe(const ModelConfig &c); // model/moe.cpp
+std::unique_ptr<Architecture> make_qwen3_moe(const ModelConfig &c); // model/moe.cpp
 
 } // namespace gpt
