@@ -8,6 +8,7 @@
 #include "format/bytes.h"
 #include "format/reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -177,20 +178,38 @@ std::vector<uint8_t> Writer::encode_header(const Layout &l, uint32_t meta_crc, u
 }
 
 std::vector<uint8_t> Writer::write_memory(bool tensor_checksums) const {
+    std::vector<uint8_t> out(file_size());
+    write_memory_into(out.data(), out.size(), tensor_checksums);
+    return out;
+}
+
+void Writer::write_memory_into(uint8_t *out, uint64_t size, bool tensor_checksums) const {
     Layout l = layout();
-    std::vector<uint8_t> out(l.file_size);
+    if (size != l.file_size)
+        fail(GPT_ERR_INTERNAL, "write_memory_into: a %llu-byte buffer for a %llu-byte file", (unsigned long long)size,
+             (unsigned long long)l.file_size);
+    // Zero what no tensor covers (header gaps, alignment padding), in file order.
+    std::vector<std::pair<uint64_t, uint64_t>> spans; // [begin, end) of each tensor
+    for (size_t i = 0; i < tensors_.size(); i++)
+        spans.push_back({l.data_off + l.rel_offsets[i], l.data_off + l.rel_offsets[i] + tensors_[i].nbytes});
+    std::sort(spans.begin(), spans.end());
+    uint64_t at = 0;
+    for (const auto &[b, e] : spans) {
+        if (b > at) std::memset(out + at, 0, b - at);
+        at = std::max(at, e);
+    }
+    if (l.file_size > at) std::memset(out + at, 0, l.file_size - at);
     std::vector<uint32_t> crcs;
     for (size_t i = 0; i < tensors_.size(); i++) {
-        uint8_t *dst = out.data() + l.data_off + l.rel_offsets[i];
+        uint8_t *dst = out + l.data_off + l.rel_offsets[i];
         tensors_[i].fill(dst, tensors_[i].nbytes);
         crcs.push_back(tensor_checksums ? crc_of(dst, tensors_[i].nbytes) : 0);
     }
     std::vector<uint8_t> table = encode_table(l, crcs);
     std::vector<uint8_t> h = encode_header(l, crc_of(l.meta.data(), l.meta.size()), crc_of(table.data(), table.size()));
-    std::memcpy(out.data(), h.data(), h.size());
-    std::memcpy(out.data() + l.meta_off, l.meta.data(), l.meta.size());
-    if (!table.empty()) std::memcpy(out.data() + l.table_off, table.data(), table.size()); // no tensors: data() may be null
-    return out;
+    std::memcpy(out, h.data(), h.size());
+    std::memcpy(out + l.meta_off, l.meta.data(), l.meta.size());
+    if (!table.empty()) std::memcpy(out + l.table_off, table.data(), table.size()); // no tensors: data() may be null
 }
 
 void Writer::write_to(int fd, const std::string &shown, const Progress &progress) const {

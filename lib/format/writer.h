@@ -44,6 +44,9 @@ public:
     // tensor_checksums = false writes 0 as each tensor's crc32 (for synthetic benchmark
     // models loaded with GPT_MODEL_SKIP_CHECKSUMS; the header, metadata and table keep theirs).
     std::vector<uint8_t> write_memory(bool tensor_checksums = true) const;
+    // The same into out[0, file_size()) (e.g. a 64-byte aligned buffer that a load borrows
+    // instead of copying); every byte is written, padding included.
+    void write_memory_into(uint8_t *out, uint64_t size, bool tensor_checksums) const;
     uint64_t file_size() const;
 
 private:

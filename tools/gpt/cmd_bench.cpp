@@ -257,7 +257,7 @@ private:
 
 // The parameters a token does not use: on a mixture of experts, the experts it is not routed
 // to (bytes and FLOPs below count one token's experts); 0 for a dense model.
-double unused_expert_params(const std::string &path, const std::vector<uint8_t> &image) {
+double unused_expert_params(const std::string &path, const SyntheticImage &image) {
     gpt::format::ReadOptions ro;
     ro.verify_checksums = false; // the model is loaded (and checked) already: only the metadata is read
     auto f = image.empty() ? gpt::format::WeightFile::open(path, ro) : gpt::format::WeightFile::from_memory(image.data(), image.size(), false, ro);
@@ -282,7 +282,7 @@ int cmd_bench(int argc, char **argv) {
     gpt_model_params_init(&mp);
     mp.device = o.device;
     mp.flags |= o.weights;
-    std::vector<uint8_t> image;
+    SyntheticImage image;
     double gen_s = 0;
     if (!o.synthetic.empty()) {
         const SyntheticShape *s = find_synthetic(o.synthetic);

@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 namespace cli {
@@ -172,8 +175,18 @@ gpt::format::Writer synthetic_writer(const SyntheticShape &s, uint32_t dtype, ui
 }
 } // namespace
 
-std::vector<uint8_t> build_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed) {
-    return synthetic_writer(s, dtype, seed).write_memory(false);
+SyntheticImage::SyntheticImage(uint64_t size) : size_(size) {
+    bytes_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, (size + 63) / 64 * 64)));
+    if (!bytes_) throw std::runtime_error("cannot allocate " + std::to_string(size) + " bytes for a synthetic model");
+}
+
+void SyntheticImage::Free::operator()(uint8_t *p) const { std::free(p); }
+
+SyntheticImage build_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed) {
+    const gpt::format::Writer w = synthetic_writer(s, dtype, seed);
+    SyntheticImage image(w.file_size());
+    w.write_memory_into(image.data(), image.size(), false);
+    return image;
 }
 
 void write_synthetic(const SyntheticShape &s, uint32_t dtype, uint64_t seed, const std::string &path, bool overwrite) {
