@@ -2169,6 +2169,69 @@ void test_gpu_hostile_loads(void **) {
     assert_int_equal(gpt_forward(l.c, &t, 1, 1, 0, lg.data()), GPT_OK);
 }
 
+// gpt_ctx_create's warm-up (GPT_CTX_NO_WARMUP): the context starts empty, and what it computes
+// is what a context without the warm-up computes, bit for bit - logits of a prefill and of
+// decode steps, and a sampled generation with a seed; a context too short for it still works.
+void test_gpu_ctx_warmup(void **) {
+    SKIP_WITHOUT_GPU();
+    for (fixture::Spec s : model_specs()) {
+        if (s.arch != GPT_ARCH_LLAMA && s.arch != GPT_ARCH_GPT2) continue;
+        s.seed = g_rng();
+        const fixture::Model fx = fixture::make(s);
+        Loaded warm, cold;
+        load(warm, fx, 0, GPT_DTYPE_AUTO, 0);
+        load(cold, fx, 0, GPT_DTYPE_AUTO, GPT_CTX_NO_WARMUP);
+        assert_int_equal(gpt_ctx_seq_len(warm.c, 0), 0);
+        const uint32_t V = fx.config.vocab_size, T = 23;
+        std::vector<int32_t> toks(T + 4);
+        for (auto &t : toks) t = (int32_t)(g_rng() % V);
+        std::vector<float> a(V, NAN), b(V, NAN);
+        assert_int_equal(gpt_forward(warm.c, toks.data(), 1, T, 0, a.data()), GPT_OK);
+        assert_int_equal(gpt_forward(cold.c, toks.data(), 1, T, 0, b.data()), GPT_OK);
+        assert_memory_equal(a.data(), b.data(), V * sizeof(float));
+        for (uint32_t i = 0; i < 4; i++) {
+            assert_int_equal(gpt_forward(warm.c, &toks[T + i], 1, 1, 0, a.data()), GPT_OK);
+            assert_int_equal(gpt_forward(cold.c, &toks[T + i], 1, 1, 0, b.data()), GPT_OK);
+            assert_memory_equal(a.data(), b.data(), V * sizeof(float));
+        }
+        gpt_ctx_reset(warm.c);
+        gpt_ctx_reset(cold.c);
+        gpt_sampling_params sp;
+        gpt_sampling_params_init(&sp);
+        sp.seed = g_rng();
+        sp.flags = GPT_SAMPLING_IGNORE_EOS;
+        int32_t x[20], y[20];
+        uint32_t nx = 0, ny = 0;
+        assert_int_equal(gpt_generate(warm.c, toks.data(), 5, &sp, nullptr, nullptr, x, 20, &nx), GPT_OK);
+        assert_int_equal(gpt_generate(cold.c, toks.data(), 5, &sp, nullptr, nullptr, y, 20, &ny), GPT_OK);
+        assert_int_equal(nx, ny);
+        assert_memory_equal(x, y, nx * sizeof(int32_t));
+    }
+    // max_seq 3 (the shortest with a warm-up) and 2 (none): created empty, usable.
+    fixture::Spec s;
+    s.seed = g_rng();
+    const fixture::Model fx = fixture::make(s);
+    for (uint32_t max_seq : {2u, 3u}) {
+        gpt_model_params mp;
+        gpt_model_params_init(&mp);
+        mp.device = 0;
+        gpt_model *m = nullptr;
+        assert_int_equal(gpt_model_load_from_memory(fx.file.data(), fx.file.size(), &mp, &m), GPT_OK);
+        gpt_ctx_params cp;
+        gpt_ctx_params_init(&cp);
+        cp.max_seq = max_seq;
+        gpt_ctx *c = nullptr;
+        if (gpt_ctx_create(m, &cp, &c) != GPT_OK) fail_msg("max_seq %u: %s", max_seq, gpt_last_error());
+        assert_int_equal(gpt_ctx_seq_len(c, 0), 0);
+        int32_t t[2] = {1, 2};
+        std::vector<float> lg(fx.config.vocab_size, NAN);
+        assert_int_equal(gpt_forward(c, t, 1, 2, 0, lg.data()), GPT_OK);
+        for (float v : lg) assert_true(std::isfinite(v));
+        gpt_ctx_free(c);
+        gpt_model_free(m);
+    }
+}
+
 // ------------------------------------------------------------------ host weights (issue 22)
 
 gpt_model_info info_of(gpt_model *m) {
@@ -2504,6 +2567,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_no_allocation_in_generate),
         cmocka_unit_test(test_gpu_out_of_memory_at_creation),
         cmocka_unit_test(test_gpu_hostile_loads),
+        cmocka_unit_test(test_gpu_ctx_warmup),
         cmocka_unit_test(test_gpu_host_weights_match_device),
         cmocka_unit_test(test_gpu_host_weights_device_memory),
         cmocka_unit_test(test_gpu_host_weights_greedy),

@@ -54,6 +54,7 @@ gpt_status gpt_ctx_create(gpt_model *model, const gpt_ctx_params *params, gpt_ct
         const gpt_ctx_params p = gpt::api::read_params(params, ctx_defaults(), "gpt_ctx_params");
         auto c = std::make_unique<gpt_ctx>();
         c->impl = std::make_unique<gpt::Context>(*model->impl, p);
+        if (!(p.flags & GPT_CTX_NO_WARMUP) && c->impl->warm_up_worthwhile()) c->impl->warm_up(sampling_defaults());
         *out = c.release();
     });
 }

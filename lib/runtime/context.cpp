@@ -24,6 +24,8 @@ double mib(uint64_t bytes) { return (double)bytes / (1 << 20); }
 constexpr uint32_t kMaxRepetitionWindow = 4096;
 } // namespace
 
+const uint32_t Context::kWarmupPrompt;
+
 struct Context::AbortHook final : LayerHook {
     const Context *ctx;
     explicit AbortHook(const Context *c) : ctx(c) {}
@@ -33,7 +35,7 @@ struct Context::AbortHook final : LayerHook {
 ExecParams Context::resolve(const Model &m, const gpt_ctx_params &p) { return resolve(m.config(), m.device(), p); }
 
 ExecParams Context::resolve(const ModelConfig &c, const Device &d, const gpt_ctx_params &p) {
-    const uint32_t known = GPT_CTX_ALLOW_TF32 | GPT_CTX_NO_GRAPHS;
+    const uint32_t known = GPT_CTX_ALLOW_TF32 | GPT_CTX_NO_GRAPHS | GPT_CTX_NO_WARMUP;
     if (p.flags & ~known) fail(GPT_ERR_INVALID_ARG, "unknown gpt_ctx_params.flags 0x%x", p.flags & ~known);
     ExecParams e;
     e.max_batch = p.max_batch ? p.max_batch : 1;
@@ -113,6 +115,36 @@ Context::Context(const Model &m, const gpt_ctx_params &p) : model_(m) {
 }
 
 Context::~Context() { host_free(own_); }
+
+bool Context::warm_up_worthwhile() const {
+    const Device &d = model_.device();
+    // Host weights on a discrete GPU: a step reads the weights over the bus (tens of ms a
+    // token for a 1B model), far more than the loading it would hide.
+    return d.ordinal() != GPT_DEVICE_CPU && (!d.keeps_host_weights() || d.integrated()) && params_.max_seq >= 3;
+}
+
+void Context::warm_up(const gpt_sampling_params &sampling) {
+    // A prompt long enough for the prefill path (not the few-row GEMVs), then one decode step:
+    // its kernels load and its graph is captured; the sequence is forgotten after.
+    const uint32_t n_prompt = std::min<uint32_t>(kWarmupPrompt, params_.max_seq - 2); // + the first token fed back
+    int32_t prompt[kWarmupPrompt] = {0};
+    int32_t out[2];
+    uint32_t n_out = 0;
+    gpt_sampling_params s = sampling;
+    s.flags |= GPT_SAMPLING_IGNORE_EOS;
+    s.n_stop_strings = 0, s.n_stop_tokens = 0, s.n_logit_bias = 0;
+    // The caller's abort callback is not asked: creating a context is not a call it stops.
+    const gpt_abort_fn abort_fn = abort_fn_;
+    abort_fn_ = nullptr;
+    try {
+        generate(prompt, n_prompt, s, nullptr, nullptr, out, 2, &n_out);
+    } catch (...) {
+        abort_fn_ = abort_fn;
+        throw;
+    }
+    abort_fn_ = abort_fn;
+    reset();
+}
 
 void Context::check_abort() const {
     if (abort_fn_ && abort_fn_(abort_user_)) fail(GPT_ERR_ABORTED, "aborted by the abort callback");

@@ -33,6 +33,11 @@ public:
     void generate(const int32_t *prompt, uint32_t n_prompt, const gpt_sampling_params &s, gpt_token_fn on_token,
                   void *user, int32_t *out, uint32_t cap, uint32_t *n_out);
     void reset();
+    // gpt_ctx_create's warm-up (GPT_CTX_NO_WARMUP in gpt.h): whether this context gets one,
+    // and the run itself (a kWarmupPrompt-token prompt and two sampled tokens, then reset).
+    static constexpr uint32_t kWarmupPrompt = 12;
+    bool warm_up_worthwhile() const;
+    void warm_up(const gpt_sampling_params &sampling);
     uint32_t seq_len(uint32_t seq) const { return seq < params_.max_batch ? seq_len_[seq] : 0; }
     void truncate(uint32_t seq, uint32_t n);
 

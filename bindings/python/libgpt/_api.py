@@ -481,7 +481,7 @@ class Detokenizer(_Handle):
 
 # ------------------------------------------------------------------ context
 def _ctx_params(*, max_seq=None, max_batch=None, max_step_tokens=None, n_threads=None, compute_dtype=None,
-                kv_dtype=None, allow_tf32=False, cuda_graphs=True, abort=None):
+                kv_dtype=None, allow_tf32=False, cuda_graphs=True, warmup=True, abort=None):
     p = C.init_struct(C.gpt_ctx_params, "gpt_ctx_params_init")
     if max_seq is not None:
         p.max_seq = max_seq
@@ -499,6 +499,8 @@ def _ctx_params(*, max_seq=None, max_batch=None, max_step_tokens=None, n_threads
         p.flags |= C.GPT_CTX_ALLOW_TF32
     if not cuda_graphs:
         p.flags |= C.GPT_CTX_NO_GRAPHS
+    if not warmup:
+        p.flags |= C.GPT_CTX_NO_WARMUP
     keep = None
     if abort is not None:
         def on_abort(_user, _abort=abort):
@@ -764,9 +766,10 @@ class Context(_Handle):
     """A KV cache and scratch for one thread of work on a model.
 
     Context(model, max_seq=None, max_batch=None, max_step_tokens=None, n_threads=None,
-            compute_dtype=None, kv_dtype=None, allow_tf32=False, cuda_graphs=True, abort=None)
+            compute_dtype=None, kv_dtype=None, allow_tf32=False, cuda_graphs=True, warmup=True, abort=None)
     Unset params keep the library's defaults (gpt_ctx_params_init). abort: a callable checked
     between layers and tokens; returning True stops the running call with GPT_ERR_ABORTED.
+    warmup=False skips the GPU warm-up step of gpt_ctx_create (GPT_CTX_NO_WARMUP).
     One thread at a time may use a context (distinct contexts may run in parallel).
     """
 

@@ -57,6 +57,7 @@ pub const GPT_MODEL_INFO_HOST_WEIGHTS: u32 = 0x8;
 
 pub const GPT_CTX_ALLOW_TF32: u32 = 0x1;
 pub const GPT_CTX_NO_GRAPHS: u32 = 0x2;
+pub const GPT_CTX_NO_WARMUP: u32 = 0x4;
 
 pub const GPT_FORWARD_ALL_LOGITS: u32 = 0x1;
 
