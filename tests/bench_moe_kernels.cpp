@@ -9,7 +9,11 @@
 // kIdSets random routings (and the dense GEMV another of kDenseCopies matrices), so the
 // weights come from DRAM as in a real step, not from the L2 of the previous repetition.
 // Last, the routing kernels of a 512-token prefill (router, top-k, grouping by expert) and
-// its two grouped expert GEMMs (cuda/moe_grouped_gemm.cu: gate|up, down), in TFLOP/s.
+// its two grouped expert GEMMs (cuda/moe_grouped_gemm.cu: gate|up, down), in TFLOP/s, beside
+// the per-expert cuBLAS GEMMs they replace (group sizes known on the host ahead: that path's
+// read-back and sync are not in its time).
+#include "backend/cuda/cublas_loader.h"
+#include "backend/cuda/gemm.h"
 #include "gemv.cuh"
 #include "moe.cuh"
 #include "moe_grouped_gemm.cuh"
@@ -242,12 +246,33 @@ void bench_grouped_gemm(const Shape &s, uint32_t rows, int reps, std::mt19937 &r
     dn.n = d;
     dn.k = ff;
     dn.y_f32 = 1;
-    for (const MoeGroupedGemmArgs *a : {&g, &dn}) {
-        const double us = median_us(reps, [&](int) { CK(launch_moe_grouped_gemm(*a, nullptr)); });
-        const double flop = 2.0 * pairs * a->n * a->k, bytes = 2.0 * E * a->n * a->k;
-        std::printf("%-10s rows %u  grouped %-7s %9.2f us  %6.1f TFLOP/s  %7.0f GB/s of weights (%u pairs, %u experts)\n", s.name,
-                    rows, a == &g ? "gate_up" : "down", us, flop / (us * 1e-6) / 1e12, bytes / (us * 1e-6) / 1e9, pairs, E);
+    std::vector<int32_t> off(E + 1);
+    CK(cudaMemcpy(off.data(), offsets, 4ull * (E + 1), cudaMemcpyDeviceToHost));
+    cublasHandle_t cublas = nullptr;
+    if (gpt::cuda::cublas().create(&cublas) != CUBLAS_STATUS_SUCCESS) {
+        std::fprintf(stderr, "bench_moe_kernels: cublasCreate failed\n");
+        std::exit(1);
     }
+    for (const MoeGroupedGemmArgs *a : {&g, &dn}) {
+        const char *name = a == &g ? "gate_up" : "down";
+        const double flop = 2.0 * pairs * a->n * a->k, bytes = 2.0 * E * a->n * a->k;
+        auto line = [&](const char *how, double us) {
+            std::printf("%-10s rows %u  %-8s %-7s %9.2f us  %6.1f TFLOP/s  %7.0f GB/s of weights (%u pairs, %u experts)\n", s.name,
+                        rows, how, name, us, flop / (us * 1e-6) / 1e12, bytes / (us * 1e-6) / 1e9, pairs, E);
+        };
+        line("grouped", median_us(reps, [&](int) { CK(launch_moe_grouped_gemm(*a, nullptr)); }));
+        const gpt::DType y_dtype = a->y_f32 ? gpt::DType::F32 : gpt::DType::F16;
+        line("cublas", median_us(reps, [&](int) {
+                 for (uint32_t e = 0; e < E; e++) {
+                     const uint32_t n = (uint32_t)(off[e + 1] - off[e]);
+                     if (!n) continue;
+                     const gpt::Weight w{static_cast<const uint8_t *>(a->w) + 2ull * e * a->n * a->k, gpt::DType::F16, a->n, a->k, 0};
+                     gpt::cuda::gemm(cublas, w, static_cast<const uint8_t *>(a->x) + 2ull * off[e] * a->k, gpt::DType::F16, a->k,
+                                     static_cast<uint8_t *>(a->y) + (uint64_t)off[e] * a->n * (a->y_f32 ? 4 : 2), y_dtype, n, false);
+                 }
+             }));
+    }
+    gpt::cuda::cublas().destroy(cublas);
     for (void *p : {x, gate_up, down, glu, gu_out, (void *)down_out, (void *)ids, (void *)offsets, (void *)perm, (void *)inv})
         CK(cudaFree(p));
 }
