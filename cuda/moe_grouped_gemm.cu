@@ -24,33 +24,31 @@ constexpr int kBM = 64, kBN = 128, kBK = 32; // block tile: rows, output columns
 constexpr int kStages = 3;
 constexpr int kWarpsM = 2, kWarpsN = 4, kThreads = kWarpsM * kWarpsN * 32;
 constexpr int kWarpM = kBM / kWarpsM, kWarpN = kBN / kWarpsN; // 32 x 32 a warp
-constexpr int kFragM = kWarpM / 16, kFragN = kWarpN / 16;
 constexpr int kLd = kBK + 8;   // 16-bit tiles' row stride in elements (80 bytes: spreads the banks)
 constexpr int kLdC = kBN + 4;  // the f32 output tile's row stride
-constexpr int kChunks = kBK / 8; // 16-byte copies a tile row
 constexpr size_t kStageElems = (size_t)(kBM + kBN) * kLd;
 constexpr size_t kPipeBytes = kStages * kStageElems * 2;
 constexpr size_t kOutBytes = (size_t)kBM * kLdC * 4;
 constexpr size_t kSmemBytes = kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes;
 static_assert(kSmemBytes <= 48 * 1024, "static shared memory");
-static_assert(kBM % (16 * kWarpsM) == 0 && kBN % (16 * kWarpsN) == 0 && kBK % 16 == 0, "tile shape");
+static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0 && kBK % 16 == 0, "tile shape");
+
+// The device code exists from sm_80 (bf16 fragments, cp.async); older archs get empty kernels
+// that moe_grouped_gemm_supported never lets run.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+constexpr int kFragM = kWarpM / 16, kFragN = kWarpN / 16;
+constexpr int kChunks = kBK / 8; // 16-byte copies a tile row
 
 // 16 bytes global -> shared, or 16 zero bytes when !full (then nothing is read from src).
 __device__ __forceinline__ void copy16(void *dst, const void *src, bool full) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(full ? 16 : 0));
-#endif
 }
 __device__ __forceinline__ void copy_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::);
-#endif
 }
 template <int N> __device__ __forceinline__ void copy_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
 }
 
 struct Tile {
@@ -87,6 +85,8 @@ __device__ void find_tile(const int32_t *offsets, int n_experts, int pairs, int 
         before += __shfl_sync(0xffffffffu, incl, 31);
     }
 }
+
+#endif
 
 template <typename T, typename Y> __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(MoeGroupedGemmArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
