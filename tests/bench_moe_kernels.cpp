@@ -8,9 +8,15 @@
 // expert's rows once). The weights are bigger than L2 and every repetition takes another of
 // kIdSets random routings (and the dense GEMV another of kDenseCopies matrices), so the
 // weights come from DRAM as in a real step, not from the L2 of the previous repetition.
-// Last, the routing kernels of a 512-token prefill (router, top-k, grouping by expert).
+// Last, the routing kernels of a 512-token prefill (router, top-k, grouping by expert) and
+// its two grouped expert GEMMs (cuda/moe_grouped_gemm.cu: gate|up, down), in TFLOP/s, beside
+// the per-expert cuBLAS GEMMs they replace (group sizes known on the host ahead: that path's
+// read-back and sync are not in its time).
+#include "backend/cuda/cublas_loader.h"
+#include "backend/cuda/gemm.h"
 #include "gemv.cuh"
 #include "moe.cuh"
+#include "moe_grouped_gemm.cuh"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -192,6 +198,85 @@ void bench_prefill_routing(const Shape &s, uint32_t rows, int reps, std::mt19937
     for (void *p : {x, router, (void *)logits, (void *)weights, (void *)ids, (void *)offsets, (void *)perm, (void *)inv}) CK(cudaFree(p));
 }
 
+// The grouped GEMMs of a prefill of `rows` rows: random top-k routings grouped on the device
+// (launch_moe_group), then gate|up ([pairs][d] x [2 ff][d]^T per expert, f16 out) and down
+// ([pairs][ff] x [d][ff]^T, f32 out). Every expert's weights (768 MB for OLMoE) exceed L2.
+void bench_grouped_gemm(const Shape &s, uint32_t rows, int reps, std::mt19937 &rng) {
+    const uint32_t E = s.n_experts, k = s.top_k, d = s.d, ff = s.ff, pairs = rows * k;
+    if (!moe_grouped_gemm_supported(kF16, d) || !moe_grouped_gemm_supported(kF16, ff)) {
+        std::printf("grouped gemm: not supported by these kernels' arch\n");
+        return;
+    }
+    void *x = random_f16((uint64_t)pairs * d, 1.0f, rng);
+    void *gate_up = random_f16((uint64_t)E * 2 * ff * d, 0.02f, rng);
+    void *down = random_f16((uint64_t)E * d * ff, 0.02f, rng);
+    void *glu = random_f16((uint64_t)pairs * ff, 0.1f, rng);
+    void *gu_out = nullptr;
+    float *down_out = nullptr;
+    int32_t *ids, *offsets, *perm, *inv;
+    CK(cudaMalloc(&gu_out, 2ull * pairs * 2 * ff));
+    CK(cudaMalloc(&down_out, 4ull * pairs * d));
+    CK(cudaMalloc(&ids, 4ull * pairs));
+    CK(cudaMalloc(&offsets, 4ull * (E + 1)));
+    CK(cudaMalloc(&perm, 4ull * pairs));
+    CK(cudaMalloc(&inv, 4ull * pairs));
+    std::vector<int32_t> h_ids(pairs);
+    for (uint32_t r = 0; r < rows; r++) {
+        std::vector<int32_t> order(E);
+        for (uint32_t e = 0; e < E; e++) order[e] = (int32_t)e;
+        std::shuffle(order.begin(), order.end(), rng);
+        for (uint32_t j = 0; j < k; j++) h_ids[r * k + j] = order[j];
+    }
+    CK(cudaMemcpy(ids, h_ids.data(), 4ull * pairs, cudaMemcpyHostToDevice));
+    CK(launch_moe_group(ids, pairs, E, offsets, perm, inv, nullptr));
+    MoeGroupedGemmArgs g{};
+    g.x = x;
+    g.w = gate_up;
+    g.offsets = offsets;
+    g.y = gu_out;
+    g.pairs = pairs;
+    g.n_experts = E;
+    g.n = 2 * ff;
+    g.k = d;
+    g.dtype = kF16;
+    MoeGroupedGemmArgs dn = g;
+    dn.x = glu;
+    dn.w = down;
+    dn.y = down_out;
+    dn.n = d;
+    dn.k = ff;
+    dn.y_f32 = 1;
+    std::vector<int32_t> off(E + 1);
+    CK(cudaMemcpy(off.data(), offsets, 4ull * (E + 1), cudaMemcpyDeviceToHost));
+    cublasHandle_t cublas = nullptr;
+    if (gpt::cuda::cublas().create(&cublas) != CUBLAS_STATUS_SUCCESS) {
+        std::fprintf(stderr, "bench_moe_kernels: cublasCreate failed\n");
+        std::exit(1);
+    }
+    for (const MoeGroupedGemmArgs *a : {&g, &dn}) {
+        const char *name = a == &g ? "gate_up" : "down";
+        const double flop = 2.0 * pairs * a->n * a->k, bytes = 2.0 * E * a->n * a->k;
+        auto line = [&](const char *how, double us) {
+            std::printf("%-10s rows %u  %-8s %-7s %9.2f us  %6.1f TFLOP/s  %7.0f GB/s of weights (%u pairs, %u experts)\n", s.name,
+                        rows, how, name, us, flop / (us * 1e-6) / 1e12, bytes / (us * 1e-6) / 1e9, pairs, E);
+        };
+        line("grouped", median_us(reps, [&](int) { CK(launch_moe_grouped_gemm(*a, nullptr)); }));
+        const gpt::DType y_dtype = a->y_f32 ? gpt::DType::F32 : gpt::DType::F16;
+        line("cublas", median_us(reps, [&](int) {
+                 for (uint32_t e = 0; e < E; e++) {
+                     const uint32_t n = (uint32_t)(off[e + 1] - off[e]);
+                     if (!n) continue;
+                     const gpt::Weight w{static_cast<const uint8_t *>(a->w) + 2ull * e * a->n * a->k, gpt::DType::F16, a->n, a->k, 0};
+                     gpt::cuda::gemm(cublas, w, static_cast<const uint8_t *>(a->x) + 2ull * off[e] * a->k, gpt::DType::F16, a->k,
+                                     static_cast<uint8_t *>(a->y) + (uint64_t)off[e] * a->n * (a->y_f32 ? 4 : 2), y_dtype, n, false);
+                 }
+             }));
+    }
+    gpt::cuda::cublas().destroy(cublas);
+    for (void *p : {x, gate_up, down, glu, gu_out, (void *)down_out, (void *)ids, (void *)offsets, (void *)perm, (void *)inv})
+        CK(cudaFree(p));
+}
+
 // The yardstick: y = W x for a 2048 x 2048 f16 W, one or two rows of x.
 void bench_dense(uint32_t rows, int reps, std::mt19937 &rng) {
     const uint32_t n = 2048, k = 2048;
@@ -234,6 +319,7 @@ int main(int argc, char **argv) {
     for (const Shape &s : {olmoe, founding})
         for (uint32_t rows : {1u, 4u}) bench_moe(s, rows, reps, rng);
     bench_prefill_routing(olmoe, 512, reps, rng);
+    bench_grouped_gemm(olmoe, 512, reps, rng);
     bench_dense(1, reps, rng);
     bench_dense(2, reps, rng);
     return 0;

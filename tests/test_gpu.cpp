@@ -32,6 +32,7 @@
 #include "embed.cuh"
 #include "gemv.cuh"
 #include "moe.cuh"
+#include "moe_grouped_gemm.cuh"
 #include "norm_add.cuh"
 #include "qk_norm.cuh"
 #include "quant_dot.cuh"
@@ -1682,6 +1683,106 @@ void test_gpu_moe_group(void **) {
         }
 }
 
+// The grouped expert GEMM (a MoE prefill's gate|up and down) against a naive double one over
+// the same rounded inputs: random group sizes with empty experts, one expert holding every
+// row, a single row, ragged edges (rows, n and k not multiples of the 64 x 128 x 32 tile),
+// output in the operand dtype and in f32; y poisoned, rows past offsets[E] must stay
+// poisoned. Tolerances (relative L2): f32 output 1e-4 (exact products, f32 sums), f16
+// output 1e-3 and bf16 5e-3 (the output's own rounding, 2^-11 and 2^-8 relative at most).
+// Two runs give the same bits. Unsupported k and misaligned operands are refused.
+void test_gpu_moe_grouped_gemm(void **) {
+    SKIP_WITHOUT_GPU();
+    if (!moe_grouped_gemm_supported((int)DType::F16, 8)) {
+        std::printf("  kernels built for an arch below sm_80: skipped\n");
+        skip();
+    }
+    enum Groups { RANDOM, ONE_EXPERT, SHORT }; // SHORT: random, the last rows in no group
+    struct Case { uint32_t pairs, E, n, k; Groups g; };
+    const Case cases[] = {{300, 8, 200, 72, RANDOM},     {130, 5, 128, 64, ONE_EXPERT}, {700, 64, 136, 40, RANDOM},
+                          {1, 3, 8, 8, RANDOM},          {512, 16, 256, 256, RANDOM},   {257, 7, 72, 1032, SHORT},
+                          {64, 1, 130, 32, ONE_EXPERT}};
+    for (DType t : {DType::F16, DType::BF16})
+        for (const Case &c : cases)
+            for (int y_f32 : {0, 1}) {
+                // Group sizes: random with about a third of the experts empty, or all in one.
+                std::vector<uint32_t> count(c.E, 0);
+                const uint32_t grouped = c.g == SHORT ? c.pairs - c.pairs / 5 : c.pairs;
+                if (c.g == ONE_EXPERT) count[c.E / 2] = grouped;
+                else {
+                    std::vector<uint32_t> used;
+                    for (uint32_t e = 0; e < c.E; e++)
+                        if (c.E < 3 || g_rng() % 3) used.push_back(e);
+                    if (used.empty()) used.push_back(0);
+                    for (uint32_t q = 0; q < grouped; q++) count[used[g_rng() % used.size()]]++;
+                }
+                std::vector<int32_t> off(c.E + 1, 0);
+                for (uint32_t e = 0; e < c.E; e++) off[e + 1] = off[e] + (int32_t)count[e];
+                std::vector<float> x = randn((size_t)c.pairs * c.k), w = randn((size_t)c.E * c.n * c.k, 1.0f / std::sqrt((float)c.k));
+                round_to(x, t);
+                round_to(w, t);
+                const DType yt = y_f32 ? DType::F32 : t;
+                DevBuf dx(x.size(), t), dw(w.size(), t), doff(c.E + 1, DType::F32), dy((size_t)c.pairs * c.n, yt);
+                dx.upload(x);
+                dw.upload(w);
+                doff.upload_raw(off.data(), 4 * off.size());
+                MoeGroupedGemmArgs a{};
+                a.x = dx.p;
+                a.w = dw.p;
+                a.offsets = doff.as<int32_t>();
+                a.y = dy.p;
+                a.pairs = c.pairs;
+                a.n_experts = c.E;
+                a.n = c.n;
+                a.k = c.k;
+                a.dtype = (int)t;
+                a.y_f32 = y_f32;
+                std::vector<float> runs[2];
+                for (int run = 0; run < 2; run++) {
+                    dy.poison();
+                    CK(launch_moe_grouped_gemm(a, nullptr));
+                    CK(cudaDeviceSynchronize());
+                    runs[run] = dy.download();
+                }
+                char what[160];
+                std::snprintf(what, sizeof what, "grouped gemm %s -> %s: pairs %u E %u n %u k %u groups %d", dname(t), dname(yt), c.pairs,
+                              c.E, c.n, c.k, (int)c.g);
+                if (std::memcmp(runs[0].data(), runs[1].data(), 4 * runs[0].size()) != 0) fail_msg("%s: two runs differ", what);
+                std::vector<float> want((size_t)grouped * c.n), got(runs[0].begin(), runs[0].begin() + (size_t)grouped * c.n);
+                for (uint32_t e = 0; e < c.E; e++)
+                    for (int32_t q = off[e]; q < off[e + 1]; q++)
+                        for (uint32_t j = 0; j < c.n; j++) {
+                            double acc = 0;
+                            const float *xr = &x[(size_t)q * c.k], *wr = &w[((size_t)e * c.n + j) * c.k];
+                            for (uint32_t i = 0; i < c.k; i++) acc += (double)xr[i] * wr[i];
+                            want[(size_t)q * c.n + j] = (float)acc;
+                        }
+                const double tol = y_f32 ? 1e-4 : t == DType::F16 ? 1e-3 : 5e-3;
+                expect_close(what, got, want, tol);
+                for (size_t i = (size_t)grouped * c.n; i < runs[0].size(); i++)
+                    if (!std::isnan(runs[0][i])) fail_msg("%s: row %zu, in no group, was written", what, i / c.n);
+            }
+    // Refused: k not a multiple of 8, a misaligned x, f32 operands.
+    DevBuf dx(64 * 16, DType::F16), dw(64 * 16, DType::F16), doff(2, DType::F32), dy(64 * 16, DType::F32);
+    MoeGroupedGemmArgs a{};
+    a.x = dx.p;
+    a.w = dw.p;
+    a.offsets = doff.as<int32_t>();
+    a.y = dy.p;
+    a.pairs = 4;
+    a.n_experts = 1;
+    a.n = 8;
+    a.k = 12;
+    a.dtype = (int)DType::F16;
+    assert_int_equal(launch_moe_grouped_gemm(a, nullptr), cudaErrorInvalidValue);
+    a.k = 16;
+    a.x = static_cast<uint8_t *>(dx.p) + 8;
+    assert_int_equal(launch_moe_grouped_gemm(a, nullptr), cudaErrorInvalidValue);
+    a.x = dx.p;
+    a.dtype = (int)DType::F32;
+    assert_int_equal(launch_moe_grouped_gemm(a, nullptr), cudaErrorInvalidValue);
+    cudaGetLastError();
+}
+
 // The whole-projection q/k RMSNorm (OLMoE) against a naive one; v stays as it was.
 void test_gpu_qk_norm_whole(void **) {
     SKIP_WITHOUT_GPU();
@@ -1723,6 +1824,7 @@ struct MoeCase {
     DType t;        // weight dtype (Q8/Q4: the experts quantized, compute f16)
     uint32_t E, k;
     bool norm, shared, gelu;
+    uint32_t fe = 0; // the experts' width; 0: 64 quantized, else 36
 };
 
 struct MoeModel {
@@ -1738,7 +1840,9 @@ struct MoeModel {
     explicit MoeModel(const MoeCase &c_) : c(c_) {
         const bool q = gpt::is_quantized(c.t);
         compute = q ? DType::F16 : c.t;
-        fe = q ? 64 : 36; // 36: the unaligned (element-wise) dot-product path in f16/bf16
+        // 36: the unaligned (element-wise) dot-product path in f16/bf16 (and, not a multiple
+        // of 8, the per-expert GEMMs in prefill); 72 takes the grouped GEMM.
+        fe = c.fe ? c.fe : q ? 64 : 36;
         fs = c.shared ? (q ? 64 : 40) : 0;
         shape.n_layers = 1;
         shape.d_model = d;
@@ -1912,10 +2016,12 @@ void moe_case(const MoeCase &c) {
     const double tol = c.t == DType::F32 ? 1e-4 : c.t == DType::BF16 ? 5e-2 : 2e-2;
     uint32_t start[8] = {0};
     // Decode shapes (batch rows of one token: the expert GEMVs, captured then replayed) and
-    // prefill shapes (one sequence: grouped GEMMs); each run twice with other tokens.
+    // prefill shapes (one sequence: grouped GEMMs; f16/bf16 with fe a multiple of 8 in one
+    // launch a projection, captured the second time and replayed the third); each run three
+    // times with other tokens.
     struct Shape { uint32_t batch, n_tokens; };
     for (Shape s : {Shape{1, 1}, Shape{3, 1}, Shape{8, 1}, Shape{1, 37}, Shape{1, 300}})
-        for (int rep = 0; rep < 2; rep++) {
+        for (int rep = 0; rep < 3; rep++) {
             const uint32_t rows = s.batch * s.n_tokens;
             std::vector<int32_t> toks(rows);
             for (auto &t : toks) t = good[g_rng() % good.size()];
@@ -1948,7 +2054,9 @@ void test_gpu_moe(void **) {
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8, DType::Q4})
         for (MoeCase c : {MoeCase{t, 4, 1, true, false, false}, MoeCase{t, 8, 2, false, true, false},
                           MoeCase{t, 8, 2, true, true, true}, MoeCase{t, 64, 8, false, false, false},
-                          MoeCase{t, 64, 8, true, true, false}}) {
+                          MoeCase{t, 64, 8, true, true, false}, MoeCase{t, 64, 8, true, true, false, 72},
+                          MoeCase{t, 8, 2, false, false, true, 72}}) {
+            if (c.fe && gpt::is_quantized(t)) continue; // quantized experts need widths in multiples of 32
             c.t = t;
             moe_case(c);
         }
@@ -2561,6 +2669,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_moe_topk),
         cmocka_unit_test(test_gpu_moe_group),
         cmocka_unit_test(test_gpu_moe_experts),
+        cmocka_unit_test(test_gpu_moe_grouped_gemm),
         cmocka_unit_test(test_gpu_qk_norm_whole),
         cmocka_unit_test(test_gpu_moe),
         cmocka_unit_test(test_gpu_graph_replay_equals_eager),

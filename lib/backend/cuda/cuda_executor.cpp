@@ -33,6 +33,7 @@
 #include "embed.cuh"
 #include "gemv.cuh"
 #include "moe.cuh"
+#include "moe_grouped_gemm.cuh"
 #include "norm_add.cuh"
 #include "qk_norm.cuh"
 #include "rope_append.cuh"
@@ -122,9 +123,10 @@ public:
     // comes (repeated scoring or benchmark batches); later steps of that shape replay it.
     // A full-logits head writes into the caller's buffer, so it runs after the graph.
     void run(const std::function<void()> &ops, bool replayable) override {
-        // Mixture-of-experts layers past the expert GEMVs' rows read their group sizes back to
-        // the host (moe_grouped): such steps run eagerly, never inside a capture.
-        const bool host_sync = shape_.n_experts && rows_ > kMoeDecodeMaxRows;
+        // Mixture-of-experts layers past the expert GEMVs' rows whose experts cannot take the
+        // grouped GEMM read their group sizes back to the host (moe_grouped_on_host): such
+        // steps run eagerly, never inside a capture.
+        const bool host_sync = shape_.n_experts && rows_ > kMoeDecodeMaxRows && !grouped_gemm_fits();
         if (!replayable || !p_.use_graphs || host_sync) {
             ops();
             return;
@@ -210,7 +212,8 @@ public:
 
     // Router logits and top-k on the device, then the experts: per-(row, slot) GEMVs for up to
     // kMoeDecodeMaxRows rows (graph-safe: the ids stay on the device), else the pairs grouped
-    // by expert and one cuBLAS GEMM per used expert; then the shared expert, if any.
+    // by expert and one grouped GEMM a projection (graph-safe too) or, where that cannot run,
+    // one cuBLAS GEMM per used expert; then the shared expert, if any.
     void moe(const MoeSpec &s) override {
         flush_delta();
         check_moe(s);
@@ -639,25 +642,73 @@ private:
         GPT_CUDA_CHECK(launch_moe_down(dn, stream_));
     }
 
-    // Many rows: the pairs grouped by expert on the device, the group offsets read back (the
-    // step runs eagerly: see run), one GEMM per used expert over its grouped rows for gate|up
-    // and again for down, then the weighted sum of each row's slots added to X.
+    // Whether the grouped GEMM takes this context's experts: f16/bf16 compute with float
+    // experts (check_moe: then in the compute dtype; a model with quantized matrices has a
+    // dequantization scratch, so none here is quantized), d_model and d_ff_expert multiples
+    // of 8, kernels built for sm_80 or newer. Decided from the context alone, so run() knows
+    // before a step whether it may be captured.
+    bool grouped_gemm_fits() const {
+        return p_.dequant_scratch == 0 && moe_grouped_gemm_supported((int)p_.compute, shape_.d_model) &&
+               moe_grouped_gemm_supported((int)p_.compute, shape_.d_ff_expert);
+    }
+
+    // Many rows: the pairs grouped by expert on the device and their inputs gathered in that
+    // order, then gate|up, the GLU and down, then the weighted sum of each row's slots added to X.
     void moe_grouped(const MoeSpec &s) {
-        if (capturing_) fail(GPT_ERR_INTERNAL, "moe: a %u-row step inside a graph capture", rows_);
+        const uint32_t E = shape_.n_experts, k = shape_.n_experts_used, d = shape_.d_model;
+        const uint32_t pairs = rows_ * k;
+        const bool on_device = grouped_gemm_fits() && !is_quantized(s.gate_up->dtype) && !is_quantized(s.down->dtype);
+        if (!on_device && capturing_) fail(GPT_ERR_INTERNAL, "moe: a %u-row step of per-expert GEMMs inside a graph capture", rows_);
+        GPT_CUDA_CHECK(launch_moe_group(dev<int32_t>(plan_.moe_ids), pairs, E, dev<int32_t>(plan_.moe_offsets),
+                                        dev<int32_t>(plan_.moe_perm), dev<int32_t>(plan_.moe_inv), stream_));
+        GPT_CUDA_CHECK(launch_moe_gather(dev(plan_.h), dev<int32_t>(plan_.moe_perm), pairs, k, d, (int)p_.compute, dev(plan_.moe_x),
+                                         stream_));
+        if (on_device) moe_grouped_on_device(s);
+        else moe_grouped_on_host(s);
+        GPT_CUDA_CHECK(launch_moe_combine(dev<float>(plan_.moe_down), dev<float>(plan_.moe_weights), dev<int32_t>(plan_.moe_inv),
+                                          rows_, k, d, dev<float>(plan_.x), stream_));
+    }
+
+    // One grouped GEMM for gate|up (in the compute dtype), the GLU, one for down (f32): the
+    // kernels read the group offsets on the device, so nothing syncs and the step may be captured.
+    void moe_grouped_on_device(const MoeSpec &s) {
+        const uint32_t E = shape_.n_experts, d = shape_.d_model, fe = shape_.d_ff_expert, pairs = rows_ * shape_.n_experts_used;
+        MoeGroupedGemmArgs g{};
+        g.x = dev(plan_.moe_x);
+        g.w = s.gate_up->data;
+        g.offsets = dev<int32_t>(plan_.moe_offsets);
+        g.y = dev(plan_.moe_gu);
+        g.pairs = pairs;
+        g.n_experts = E;
+        g.n = 2 * fe;
+        g.k = d;
+        g.dtype = (int)p_.compute;
+        GPT_CUDA_CHECK(launch_moe_grouped_gemm(g, stream_));
+        GPT_CUDA_CHECK(launch_swiglu(dev(plan_.moe_gu), dev(plan_.moe_ff), pairs, fe, (int)s.act, (int)p_.compute, stream_));
+        MoeGroupedGemmArgs dn = g;
+        dn.x = dev(plan_.moe_ff);
+        dn.w = s.down->data;
+        dn.y = dev(plan_.moe_down);
+        dn.n = d;
+        dn.k = fe;
+        dn.y_f32 = 1;
+        GPT_CUDA_CHECK(launch_moe_grouped_gemm(dn, stream_));
+    }
+
+    // The group offsets read back (host-syncing: the step runs eagerly, see run), one cuBLAS
+    // GEMM per used expert over its grouped rows for gate|up and again for down. For f32
+    // compute and quantized experts, which the grouped GEMM does not take.
+    void moe_grouped_on_host(const MoeSpec &s) {
         const uint32_t E = shape_.n_experts, k = shape_.n_experts_used, d = shape_.d_model, fe = shape_.d_ff_expert;
         const uint32_t pairs = rows_ * k;
         const uint64_t a = dtype_bytes(p_.compute);
         int32_t *offsets = dev<int32_t>(plan_.moe_offsets);
-        GPT_CUDA_CHECK(launch_moe_group(dev<int32_t>(plan_.moe_ids), pairs, E, offsets, dev<int32_t>(plan_.moe_perm),
-                                        dev<int32_t>(plan_.moe_inv), stream_));
         GPT_CUDA_CHECK(cudaMemcpyAsync(host_ + plan_.h_moe_offsets.offset, offsets, 4ull * (E + 1), cudaMemcpyDeviceToHost, stream_));
         GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
         std::vector<int32_t> off(host<int32_t>(plan_.h_moe_offsets), host<int32_t>(plan_.h_moe_offsets) + E + 1);
         for (uint32_t e = 0; e < E; e++)
             if (off[e] < 0 || off[e] > off[e + 1] || (uint32_t)off[e + 1] > pairs)
                 fail(GPT_ERR_INTERNAL, "moe: expert %u's group [%d, %d) of %u pairs", e, off[e], off[e + 1], pairs);
-        GPT_CUDA_CHECK(launch_moe_gather(dev(plan_.h), dev<int32_t>(plan_.moe_perm), pairs, k, d, (int)p_.compute, dev(plan_.moe_x),
-                                         stream_));
         uint8_t *xg = dev(plan_.moe_x), *gu = dev(plan_.moe_gu), *ff = dev(plan_.moe_ff), *down = dev(plan_.moe_down);
         for (uint32_t e = 0; e < E; e++) {
             const uint32_t n = (uint32_t)(off[e + 1] - off[e]);
@@ -672,8 +723,6 @@ private:
             project_rows(*s.down, (uint64_t)e * d, d, ff + (uint64_t)off[e] * fe * a, p_.compute, fe, down + (uint64_t)off[e] * d * 4,
                          DType::F32, n, d);
         }
-        GPT_CUDA_CHECK(launch_moe_combine(dev<float>(plan_.moe_down), dev<float>(plan_.moe_weights), dev<int32_t>(plan_.moe_inv),
-                                          rows_, k, d, dev<float>(plan_.x), stream_));
     }
 
     // The shared expert on every row (the dense paths: the GEMV with its GLU for one or two
