@@ -67,7 +67,7 @@
 /* Version of this header. The soname carries GPT_VERSION_MAJOR: it changes only when the
  * ABI breaks. Minor versions add functions, enum values and trailing struct fields. */
 #define GPT_VERSION_MAJOR 0
-#define GPT_VERSION_MINOR 4
+#define GPT_VERSION_MINOR 5
 #define GPT_VERSION_PATCH 0
 #define GPT_VERSION_NUMBER (GPT_VERSION_MAJOR * 10000 + GPT_VERSION_MINOR * 100 + GPT_VERSION_PATCH)
 
