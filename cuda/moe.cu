@@ -8,6 +8,10 @@
 #include "moe.cuh"
 #include "common.cuh"
 
+#include <cooperative_groups.h>
+
+#include <atomic>
+
 using namespace gpt_cuda;
 
 namespace {
@@ -48,22 +52,22 @@ constexpr int kUnroll = 4; // 16-byte loads of one weight row a lane issues befo
 struct Nothing {
     __device__ void operator()() const {}
 };
-template <typename T, int W, int R, bool Stream = true, typename BeforeX = Nothing>
+template <typename T, int W, int R, bool Stream = true, int Unroll = kUnroll, typename BeforeX = Nothing>
 __device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *const *x, int m, uint32_t kv, uint32_t lane,
                                             float (*acc)[R], BeforeX before_x = {}) {
     constexpr uint32_t N = 16 / sizeof(T);
-    for (uint32_t i0 = lane; i0 < kv; i0 += 32 * kUnroll) {
-        uint4 wv[W][kUnroll];
+    for (uint32_t i0 = lane; i0 < kv; i0 += 32 * Unroll) {
+        uint4 wv[W][Unroll];
 #pragma unroll
         for (int j = 0; j < W; j++)
 #pragma unroll
-            for (int u = 0; u < kUnroll; u++) {
+            for (int u = 0; u < Unroll; u++) {
                 const uint32_t i = i0 + 32 * u;
                 wv[j][u] = i >= kv ? make_uint4(0, 0, 0, 0) : Stream ? __ldcs(w[j] + i) : __ldg(w[j] + i);
             }
         if (i0 == lane) before_x();
 #pragma unroll
-        for (int u = 0; u < kUnroll; u++) {
+        for (int u = 0; u < Unroll; u++) {
             const uint32_t i = i0 + 32 * u;
             if (i >= kv) break;
             float wf[W][N];
@@ -94,15 +98,15 @@ __device__ __forceinline__ bool vectors_ok(const void *w, const T *const *x, int
 
 // acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
 // warp): each weight vector is loaded once for the m rows. before_x as in staged_dots (the
-// element-wise path runs it first).
-template <typename T, int R, typename BeforeX = Nothing>
+// element-wise path runs it first). Unroll: staged_dots' (the sums do not depend on it).
+template <typename T, int R, int Unroll = kUnroll, typename BeforeX = Nothing>
 __device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc, BeforeX before_x = {}) {
     if (vectors_ok<T>(w, x, m, k)) {
         const uint4 *wv = reinterpret_cast<const uint4 *>(w);
         const uint4 *xv[R];
 #pragma unroll
         for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(x[r < m ? r : 0]);
-        staged_dots<T, 1, R, false>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc), before_x);
+        staged_dots<T, 1, R, false, Unroll>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc), before_x);
     } else {
         before_x();
         for (uint32_t i = lane; i < k; i += 32) {
@@ -196,9 +200,26 @@ __device__ __forceinline__ float row_dot(const void *w, int wq, uint32_t group, 
     return acc[0];
 }
 
+// The warp's router logit x . w[e] (every lane gets it). Float weights (never written) have
+// their first loads issued before wait() - the wait for the kernel that wrote x, as gemv.cu
+// does - and a whole row of OLMoE's (2048 f16: 8 vectors a lane) is in flight at once;
+// quantized ones wait first. Every lane that reads x has run wait() before.
+constexpr int kRouterUnroll = 8;
+template <typename T, typename Wait>
+__device__ __forceinline__ float router_logit(const T *x, const void *w, int wq, uint32_t group, uint32_t n, uint32_t e, uint32_t k,
+                                              uint32_t lane, Wait &wait) {
+    float acc[1] = {0.0f};
+    if (wq) {
+        wait();
+        row_dots<T, 1>(w, wq, group, n, e, &x, 1, k, lane, acc);
+    } else {
+        lane_dots<T, 1, kRouterUnroll>(static_cast<const T *>(w) + (uint64_t)e * k, &x, 1, k, lane, acc, wait);
+    }
+    return warp_sum(acc[0]);
+}
+
 // Blocks of kRouterWarps warps: a decode step has few logits (64 for OLMoE), which blocks of
-// eight warps put on 8 SMs; blocks of two spread them over 32. Float weights (never written)
-// have their first loads issued before the wait for the kernel that wrote x, as gemv.cu does.
+// eight warps put on 8 SMs; blocks of two spread them over 32.
 constexpr uint32_t kRouterWarps = 2;
 template <typename T>
 __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t rows,
@@ -214,64 +235,123 @@ __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, c
     const uint64_t unit = (uint64_t)blockIdx.x * kRouterWarps + threadIdx.x / 32;
     if (unit >= (uint64_t)rows * n) return;
     const uint32_t r = (uint32_t)(unit / n), e = (uint32_t)(unit % n);
-    const T *xr = x + (uint64_t)r * k;
-    float acc[1] = {0.0f};
-    if (wq) {
-        wait_once();
-        row_dots<T, 1>(w, wq, group, n, e, &xr, 1, k, lane, acc);
-    } else {
-        lane_dots<T, 1>(static_cast<const T *>(w) + (uint64_t)e * k, &xr, 1, k, lane, acc, wait_once);
-    }
-    const float s = warp_sum(acc[0]);
+    const float s = router_logit<T>(x + (uint64_t)r * k, w, wq, group, n, e, k, lane, wait_once);
     wait_once(); // every thread, before the write (and lanes that had no vectors to read)
     if (lane == 0) logits[unit] = s;
 }
 
-// One warp per row, by ranks: p = softmax(logits) goes to shared memory, then each lane
-// counts, for each of its experts, the experts ranked before it (larger p, or equal p and a
-// lower index; NaN below every number): an expert of rank s < k takes slot s. A strict total
-// order on distinct indices gives every rank once, so the k slots are always k distinct, valid
-// experts. (The selection this replaced took k rounds of a warp-wide arg-max, each a chain of
-// shuffles: several microseconds a layer at k = 8, on the decode step's critical path.)
-__global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
-                                                  float *weights) {
-    extern __shared__ float prob[]; // [n]: p, NaN as -1 (p >= 0 otherwise)
+// By the whole block, for one row: p = softmax(l[0..n)) into prob[0..n) (shared memory; it
+// may be l itself: each thread overwrites only its own experts, after the sums), then the k
+// largest p into ids[0..k) and their p into weights[0..k) (divided by their sum when norm).
+// By ranks: each thread counts, for each of its experts, the experts ranked before it
+// (larger p, or equal p and a lower index; NaN below every number): an expert of rank s < k
+// takes slot s. A strict total order on distinct indices gives every rank once, so the k
+// slots are always k distinct, valid experts. (The selection this replaced took k rounds of
+// a warp-wide arg-max, each a chain of shuffles.) Every thread of the block must call it.
+__device__ __forceinline__ float rank_key(float p) { return p != p ? -1.0f : p; } // p >= 0 otherwise
+__device__ void select_top_k(const float *l, float *prob, uint32_t n, uint32_t k, int norm, int32_t *ids, float *weights) {
+    __shared__ float scratch[32];
     __shared__ uint32_t chosen[kMoeMaxTopK];
     __shared__ float chosen_p[kMoeMaxTopK];
-    pdl_wait();
-    pdl_launch_dependents();
-    const uint32_t r = blockIdx.x, lane = threadIdx.x;
-    const float *l = logits + (uint64_t)r * n;
     float m = -INFINITY;
-    for (uint32_t e = lane; e < n; e += 32) m = fmaxf(m, l[e]);
-    m = warp_max(m);
+    for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) m = fmaxf(m, l[e]);
+    m = block_max(m, scratch);
     float z = 0.0f;
-    for (uint32_t e = lane; e < n; e += 32) z += expf(l[e] - m);
-    z = warp_sum(z);
-    for (uint32_t e = lane; e < n; e += 32) {
-        const float p = expf(l[e] - m) / z;
-        prob[e] = p != p ? -1.0f : p;
-    }
-    __syncwarp();
-    for (uint32_t e = lane; e < n; e += 32) {
-        const float pe = prob[e];
+    for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) z += expf(l[e] - m);
+    z = block_sum(z, scratch);
+    for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) prob[e] = expf(l[e] - m) / z; // NaN stays NaN
+    __syncthreads();
+    for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) {
+        const float pe = prob[e], ke = rank_key(pe);
         uint32_t rank = 0;
         for (uint32_t f = 0; f < n; f++) {
-            const float pf = prob[f];
-            rank += pf > pe || (pf == pe && f < e);
+            const float kf = rank_key(prob[f]);
+            rank += kf > ke || (kf == ke && f < e);
         }
         if (rank < k) {
             chosen[rank] = e;
-            chosen_p[rank] = expf(l[e] - m) / z; // the probability itself (NaN stays NaN)
+            chosen_p[rank] = pe;
         }
     }
-    __syncwarp();
+    __syncthreads();
     float sum = 0.0f;
     for (uint32_t s = 0; s < k; s++) sum += chosen_p[s];
-    for (uint32_t s = lane; s < k; s += 32) {
-        ids[(uint64_t)r * k + s] = (int32_t)chosen[s];
-        weights[(uint64_t)r * k + s] = norm ? chosen_p[s] / sum : chosen_p[s];
+    for (uint32_t s = threadIdx.x; s < k; s += blockDim.x) {
+        ids[s] = (int32_t)chosen[s];
+        weights[s] = norm ? chosen_p[s] / sum : chosen_p[s];
     }
+}
+
+// One block a row over the logits the router kernel wrote; as many threads as route_kernel's
+// blocks, so that its sums, and so its weights, are the same bits.
+constexpr uint32_t kTopkThreads = kWarps * 32;
+__global__ void __launch_bounds__(kTopkThreads) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
+                                                          float *weights) {
+    extern __shared__ float prob[]; // [n]
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t r = blockIdx.x;
+    select_top_k(logits + (uint64_t)r * n, prob, n, k, norm, ids + (uint64_t)r * k, weights + (uint64_t)r * k);
+}
+
+// Router and top-k in one launch (Hopper's thread block clusters): a cluster of
+// kRouteCluster blocks a row, its kRouteCluster x kWarps warps taking experts e = warp,
+// warp + 64, ... (OLMoE: one each, its 4 KB row on the way before the PDL wait), each
+// logit written into the shared memory of the cluster's first block; once the cluster has
+// met, that block selects as topk_kernel does. The same dot products and selection as the
+// two kernels, so the same bits. Distributed shared memory may only be written once every
+// block of the cluster runs: each block arrives (relaxed) at a cluster barrier first thing
+// and waits for it beside the PDL wait, where it waits anyway. The second barrier (release,
+// then acquire) orders the logits before the selection; the other blocks exit after it, and
+// no one touches their shared memory.
+constexpr uint32_t kRouteCluster = 8; // the portable cluster size
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_arrive() { // release: this thread's writes before it
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() { // acquire: the arrived threads' writes after it
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) route_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t n, uint32_t k,
+                                                            uint32_t top_k, int norm, int32_t *ids, float *weights) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ float logit[]; // [n]: the row's logits (the first block's are the ones used)
+    namespace cg = cooperative_groups;
+    cluster_arrive_relaxed(); // this block runs
+    const cg::cluster_group cluster = cg::this_cluster();
+    const uint32_t rank = cluster.block_rank();
+    float *first = cluster.map_shared_rank(logit, 0u);
+    bool waited = false;
+    auto wait_once = [&] { // every thread runs it exactly once, before it reads x or writes a logit
+        if (waited) return;
+        cluster_wait(); // every block of the cluster runs
+        pdl_wait();
+        pdl_launch_dependents();
+        waited = true;
+    };
+    const uint32_t lane = threadIdx.x % 32, r = blockIdx.y;
+    const T *xr = x + (uint64_t)r * k;
+    for (uint32_t e = rank * kWarps + threadIdx.x / 32; e < n; e += kRouteCluster * kWarps) {
+        const float s = router_logit<T>(xr, w, wq, group, n, e, k, lane, wait_once);
+        wait_once(); // lanes that had no vectors to read
+        if (lane == 0) first[e] = s;
+    }
+    wait_once(); // warps without an expert
+    cluster_arrive();
+    cluster_wait(); // every logit is in the first block's shared memory
+    if (rank != 0) return;
+    select_top_k(logit, logit, n, top_k, norm, ids + (uint64_t)r * top_k, weights + (uint64_t)r * top_k);
+#endif
 }
 
 __device__ __forceinline__ uint32_t clamp_expert(int32_t e, uint32_t n_experts) {
@@ -511,7 +591,87 @@ cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_exper
                             float *weights, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
     if (k == 0 || k > kMoeMaxTopK || k > n_experts || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
-    return launch_pdl(topk_kernel, rows, 32, 4ull * n_experts, stream, logits, n_experts, k, norm, ids, weights);
+    return launch_pdl(topk_kernel, rows, kTopkThreads, 4ull * n_experts, stream, logits, n_experts, k, norm, ids, weights);
+}
+
+namespace {
+
+// kernel<<<grid, block, smem, stream>>> in clusters of cluster_x blocks along x, with the PDL
+// attribute as launch_pdl gives it.
+template <typename... KArgs, typename... Args>
+cudaError_t launch_cluster_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, uint32_t cluster_x, size_t smem,
+                               cudaStream_t stream, Args &&...args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = cluster_x;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl_enabled() ? 2 : 1;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// Whether route_kernel<T> runs on the current device: kernels built for Hopper or newer (the
+// code that runs, as kernel_arch tells it) and room for one of its clusters with the most
+// shared memory it takes. Asked once per device (racing writers store the same answer).
+template <typename T> bool route_fused_ok() {
+    static std::atomic<int> ok_of[64]; // 0 not asked, 1 yes, -1 no
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        cudaGetLastError();
+        return false;
+    }
+    int ok = ok_of[dev].load(std::memory_order_relaxed);
+    if (ok == 0) {
+        int clusters = 0;
+        if (kernel_arch() >= 90) {
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = dim3(kRouteCluster, 1);
+            cfg.blockDim = dim3(kWarps * 32);
+            cfg.dynamicSmemBytes = 4ull * kMoeMaxExpertsCuda;
+            cudaLaunchAttribute attr[1];
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = kRouteCluster;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = 1;
+            cfg.attrs = attr;
+            cfg.numAttrs = 1;
+            if (cudaOccupancyMaxActiveClusters(&clusters, route_kernel<T>, &cfg) != cudaSuccess) clusters = 0;
+            cudaGetLastError();
+        }
+        ok = clusters > 0 ? 1 : -1;
+        ok_of[dev].store(ok, std::memory_order_relaxed);
+    }
+    return ok > 0;
+}
+
+} // namespace
+
+cudaError_t launch_moe_route(const void *x, const void *w, int wq, uint32_t group, uint32_t rows, uint32_t n_experts, uint32_t k,
+                             int act_dtype, uint32_t top_k, int norm, float *logits, int32_t *ids, float *weights, cudaStream_t stream) {
+    if (rows == 0) return cudaSuccess;
+    if (k == 0 || !weights_ok(wq, group, k, act_dtype)) return cudaErrorInvalidValue;
+    if (top_k == 0 || top_k > kMoeMaxTopK || top_k > n_experts || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
+    bool fused = false;
+    cudaError_t e2 = cudaSuccess;
+    const cudaError_t e = dispatch_dtype(act_dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if (rows > 65535 || !route_fused_ok<T>()) return; // grid.y
+        fused = true;
+        e2 = launch_cluster_pdl(route_kernel<T>, dim3(kRouteCluster, rows), kWarps * 32, kRouteCluster, 4ull * n_experts, stream,
+                                static_cast<const T *>(x), w, wq, group, n_experts, k, top_k, norm, ids, weights);
+    });
+    if (e != cudaSuccess || fused) return e != cudaSuccess ? e : e2;
+    // Before Hopper: the router, then top-k over its logits.
+    if (const cudaError_t c = launch_moe_router(x, w, wq, group, rows, n_experts, k, act_dtype, logits, stream)) return c;
+    return launch_moe_topk(logits, rows, n_experts, top_k, norm, ids, weights, stream);
 }
 
 static cudaError_t check_experts(const MoeExpertArgs &a) {
