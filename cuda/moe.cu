@@ -4,12 +4,14 @@
 // order). The weight loops take 16-byte vectors when the rows are 16-byte aligned (the usual
 // case), several loads in flight per lane before any is used, and single elements otherwise;
 // the quantized ones walk 16-byte chunks of the packed row as gemv.cu does. Variants: the
-// activation type (three), and for gate_up one row or up to eight.
+// activation type (three), for gate_up one row or up to eight, and the routing as one kernel
+// (Hopper's clusters) or the router and top-k kernels (before Hopper, and for prefill).
 #include "moe.cuh"
 #include "common.cuh"
 
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <atomic>
 
 using namespace gpt_cuda;
@@ -361,78 +363,87 @@ __device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair,
     return clamp_expert(ids[pair], n_experts);
 }
 
-// grid (ceil(ff / kWarps), rows * top_k): a warp owns GLU column j of the expert of pair
-// blockIdx.y when that pair is the expert's first; it then serves every pair routed to the
-// expert (up to R at a time: R >= rows serves them all in one pass, as top-k never routes a
-// row twice to one expert), so each expert row is read once per step. The block first copies
-// the step's expert ids to shared memory in one parallel read (the scans over the pairs
-// below, one dependent global load each, took a memory round trip per pair). The gate and
-// up rows are loaded together (staged_dots), twice the loads in flight of one after the other.
+// grid (column blocks, rows * top_k): a warp owns GLU columns j = its index in the grid
+// row, then j + the grid row's warps, ... of the expert of pair blockIdx.y when that pair is
+// the expert's first; it then serves every pair routed to the expert (up to R at a time: R >=
+// rows serves them all in one pass, as top-k never routes a row twice to one expert), so each
+// expert row is read once per step. The launcher sizes the grid to what the GPU holds at once
+// (at one row): a second wave of blocks started together and paid the whole latency chain
+// again (ids, then weights), where a warp that takes a second column issues its loads at once.
+// The block first copies the step's expert ids to shared memory in one parallel read (the
+// scans over the pairs below, one dependent global load each, took a memory round trip per
+// pair). The gate and up rows are loaded together (staged_dots), twice the loads in flight of
+// one after the other.
 constexpr uint32_t kMoeDecodeMaxPairs = kMoeDecodeMaxRows * kMoeMaxTopK;
 template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeExpertArgs a) {
     __shared__ uint32_t expert[kMoeDecodeMaxPairs];
     pdl_wait();
     pdl_launch_dependents();
-    const uint32_t lane = threadIdx.x % 32, j = blockIdx.x * kWarps + threadIdx.x / 32, pair = blockIdx.y;
+    const uint32_t lane = threadIdx.x % 32, pair = blockIdx.y;
     const uint32_t pairs = a.rows * a.top_k; // <= kMoeDecodeMaxPairs (the launcher checks)
     for (uint32_t q = threadIdx.x; q < pairs; q += blockDim.x) expert[q] = expert_of(a.ids, q, a.n_experts);
     __syncthreads();
-    if (j >= a.ff) return;
     const uint32_t e = expert[pair];
     for (uint32_t q = 0; q < pair; q++)
         if (expert[q] == e) return; // an earlier pair's block owns this expert
     const uint64_t total = (uint64_t)a.n_experts * 2 * a.ff, first = (uint64_t)e * 2 * a.ff;
     const T *x = static_cast<const T *>(a.x);
-    uint32_t q = pair;
-    while (q < pairs) {
-        uint32_t served[R];
-        const T *xs[R];
-        int m = 0;
-        for (; q < pairs && m < R; q++)
-            if (expert[q] == e) {
-                served[m] = q;
-                xs[m] = x + (uint64_t)(q / a.top_k) * a.d;
-                m++;
+    for (uint32_t j = blockIdx.x * kWarps + threadIdx.x / 32; j < a.ff; j += gridDim.x * kWarps) {
+        uint32_t q = pair;
+        while (q < pairs) {
+            uint32_t served[R];
+            const T *xs[R];
+            int m = 0;
+            for (; q < pairs && m < R; q++)
+                if (expert[q] == e) {
+                    served[m] = q;
+                    xs[m] = x + (uint64_t)(q / a.top_k) * a.d;
+                    m++;
+                }
+            if (m == 0) break; // the last batch of pairs was full
+            float gu[2][R];
+#pragma unroll
+            for (int r = 0; r < R; r++) gu[0][r] = gu[1][r] = 0.0f;
+            const T *gate_row = static_cast<const T *>(a.w) + (first + j) * a.d, *up_row = gate_row + (uint64_t)a.ff * a.d;
+            if (!a.wq && vectors_ok<T>(gate_row, xs, m, a.d) && vectors_ok<T>(up_row, xs, 0, a.d)) {
+                const uint4 *wv[2] = {reinterpret_cast<const uint4 *>(gate_row), reinterpret_cast<const uint4 *>(up_row)};
+                const uint4 *xv[R];
+#pragma unroll
+                for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(xs[r < m ? r : 0]);
+                staged_dots<T, 2, R>(wv, xv, m, a.d / (16 / sizeof(T)), lane, gu);
+            } else {
+                row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, gu[0]);
+                row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, gu[1]);
             }
-        if (m == 0) break; // the last batch of pairs was full
-        float gu[2][R];
 #pragma unroll
-        for (int r = 0; r < R; r++) gu[0][r] = gu[1][r] = 0.0f;
-        const T *gate_row = static_cast<const T *>(a.w) + (first + j) * a.d, *up_row = gate_row + (uint64_t)a.ff * a.d;
-        if (!a.wq && vectors_ok<T>(gate_row, xs, m, a.d) && vectors_ok<T>(up_row, xs, 0, a.d)) {
-            const uint4 *wv[2] = {reinterpret_cast<const uint4 *>(gate_row), reinterpret_cast<const uint4 *>(up_row)};
-            const uint4 *xv[R];
-#pragma unroll
-            for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(xs[r < m ? r : 0]);
-            staged_dots<T, 2, R>(wv, xv, m, a.d / (16 / sizeof(T)), lane, gu);
-        } else {
-            row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, gu[0]);
-            row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, gu[1]);
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            if (r >= m) break;
-            const float gs = warp_sum(gu[0][r]), us = warp_sum(gu[1][r]);
-            // Gate and up rounded to the activation type first, as the dense GLU stores them.
-            if (lane == 0)
-                static_cast<T *>(a.glu_out)[(uint64_t)served[r] * a.ff + j] =
-                    from_f32<T>(activate(to_f32(from_f32<T>(gs)), a.act) * to_f32(from_f32<T>(us)));
+            for (int r = 0; r < R; r++) {
+                if (r >= m) break;
+                const float gs = warp_sum(gu[0][r]), us = warp_sum(gu[1][r]);
+                // Gate and up rounded to the activation type first, as the dense GLU stores them.
+                if (lane == 0)
+                    static_cast<T *>(a.glu_out)[(uint64_t)served[r] * a.ff + j] =
+                        from_f32<T>(activate(to_f32(from_f32<T>(gs)), a.act) * to_f32(from_f32<T>(us)));
+            }
         }
     }
 }
 
-// grid (ceil(d / 2), rows), top_k warps (at most kWarps) a block: the block owns output
-// columns i0 and i0 + 1 of row r; warp w takes slots w, w + warps, ..., reading the two down
-// rows of the slot's expert together (one x vector serves both), and leaves the slot's sums
-// in shared memory beside the slot's routing weight; then the slot-ordered weighted sums go
-// to the residual. Spreading the slots over warps puts all of a row's expert reads in flight
-// at once, where a warp walking the slots waited for each in turn. The routing and the first weight loads go before the
-// wait for gate_up (programmatic dependent launch), so they overlap its tail: top-k wrote the
-// routing before gate_up passed its own wait, and L2 (__ldcg) holds it; only the GLU outputs
-// (x) and the residual come after the wait.
+// grid (column-pair blocks, rows), top_k warps (at most kWarps) a block: the block owns
+// output columns i0 and i0 + 1 of row r, for i0 = 2 blockIdx.x, then i0 + 2 gridDim.x, ...
+// (the launcher sizes the grid to what the GPU holds at once, as gate_up's); warp w takes
+// slots w, w + warps, ..., reading the two down rows of the slot's expert together (one x
+// vector serves both), and leaves the slot's sums in shared memory; then the slot-ordered
+// sums weighted by the routing go to the residual. Spreading the slots over warps puts all
+// of a row's expert reads in flight at once, where a warp walking the slots waited for each
+// in turn. The routing (read once for every pass) and the first weight loads go before the
+// wait for gate_up (programmatic dependent launch), so they overlap its tail: the routing
+// kernel wrote the routing before gate_up passed its own wait, and L2 (__ldcg) holds it;
+// only the GLU outputs (x) and the residual come after the wait. The sums alternate between
+// two buffers, so a pass's writers need not wait for the previous pass's reader.
 constexpr uint32_t kDownColumns = 2;
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeExpertArgs a) {
-    __shared__ float slot_dot[kMoeMaxTopK][kDownColumns], slot_weight[kMoeMaxTopK];
+    __shared__ float slot_dot[2][kMoeMaxTopK][kDownColumns], slot_weight[kMoeMaxTopK];
+    __shared__ uint32_t slot_expert[kMoeMaxTopK];
     bool waited = false;
     auto wait_once = [&] {
         if (waited) return;
@@ -441,35 +452,45 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
         waited = true;
     };
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, r = blockIdx.y;
-    const uint32_t i0 = blockIdx.x * kDownColumns;
     const uint64_t total = (uint64_t)a.n_experts * a.d;
-    for (uint32_t s = warp; s < a.top_k; s += warps) {
-        const uint64_t pair = (uint64_t)r * a.top_k + s;
-        if (lane == 0) slot_weight[s] = __ldcg(a.weights + pair); // read beside the weights, not after them
-        const uint64_t first = (uint64_t)clamp_expert(__ldcg(a.ids + pair), a.n_experts) * a.d;
-        const T *x = static_cast<const T *>(a.x) + pair * a.ff;
-        const uint64_t rows[kDownColumns] = {first + i0, first + min(i0 + 1, a.d - 1)}; // past d: a valid row, unused
-        const T *w0 = static_cast<const T *>(a.w) + rows[0] * a.ff, *w1 = static_cast<const T *>(a.w) + rows[1] * a.ff;
-        float acc[kDownColumns][1] = {{0.0f}, {0.0f}};
-        if (!a.wq && vectors_ok<T>(w0, &x, 1, a.ff) && vectors_ok<T>(w1, &x, 0, a.ff)) {
-            const uint4 *wv[kDownColumns] = {reinterpret_cast<const uint4 *>(w0), reinterpret_cast<const uint4 *>(w1)};
-            const uint4 *xv = reinterpret_cast<const uint4 *>(x);
-            staged_dots<T, kDownColumns, 1, true>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
-        } else {
-            wait_once();
-            for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
+    for (uint32_t s = warp; s < a.top_k; s += warps)
+        if (lane == 0) {
+            const uint64_t pair = (uint64_t)r * a.top_k + s;
+            slot_weight[s] = __ldcg(a.weights + pair); // read beside the ids, not after the weights
+            slot_expert[s] = clamp_expert(__ldcg(a.ids + pair), a.n_experts);
         }
-        for (uint32_t c = 0; c < kDownColumns; c++) {
-            const float v = warp_sum(acc[c][0]);
-            if (lane == 0) slot_dot[s][c] = v;
+    __syncwarp(); // a warp's slots are its own until the first __syncthreads
+    uint32_t buf = 0;
+    for (uint32_t i0 = blockIdx.x * kDownColumns; i0 < a.d; i0 += gridDim.x * kDownColumns, buf ^= 1) {
+        for (uint32_t s = warp; s < a.top_k; s += warps) {
+            const uint64_t pair = (uint64_t)r * a.top_k + s, first = (uint64_t)slot_expert[s] * a.d;
+            const T *x = static_cast<const T *>(a.x) + pair * a.ff;
+            const uint64_t rows[kDownColumns] = {first + i0, first + min(i0 + 1, a.d - 1)}; // past d: a valid row, unused
+            const T *w0 = static_cast<const T *>(a.w) + rows[0] * a.ff, *w1 = static_cast<const T *>(a.w) + rows[1] * a.ff;
+            float acc[kDownColumns][1] = {{0.0f}, {0.0f}};
+            if (!a.wq && vectors_ok<T>(w0, &x, 1, a.ff) && vectors_ok<T>(w1, &x, 0, a.ff)) {
+                const uint4 *wv[kDownColumns] = {reinterpret_cast<const uint4 *>(w0), reinterpret_cast<const uint4 *>(w1)};
+                const uint4 *xv = reinterpret_cast<const uint4 *>(x);
+                staged_dots<T, kDownColumns, 1, true>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
+            } else {
+                wait_once();
+                for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
+            }
+            for (uint32_t c = 0; c < kDownColumns; c++) {
+                const float v = warp_sum(acc[c][0]);
+                if (lane == 0) slot_dot[buf][s][c] = v;
+            }
+        }
+        wait_once(); // every thread, before the residual (and lanes that had no vectors to read)
+        // The pass's sums are in. A buffer is written again two passes on, by warps that have
+        // passed the next pass's barrier, which its reader (warp 0) reaches only after reading.
+        __syncthreads();
+        if (threadIdx.x < kDownColumns && i0 + threadIdx.x < a.d) {
+            float acc = 0.0f;
+            for (uint32_t s = 0; s < a.top_k; s++) acc += slot_weight[s] * slot_dot[buf][s][threadIdx.x];
+            a.residual[(uint64_t)r * a.d + i0 + threadIdx.x] += acc;
         }
     }
-    wait_once(); // every thread, before the residual (and lanes that had no vectors to read)
-    __syncthreads();
-    if (threadIdx.x >= kDownColumns || i0 + threadIdx.x >= a.d) return;
-    float acc = 0.0f;
-    for (uint32_t s = 0; s < a.top_k; s++) acc += slot_weight[s] * slot_dot[s][threadIdx.x];
-    a.residual[(uint64_t)r * a.d + i0 + threadIdx.x] += acc;
 }
 
 // One block; warp w handles experts w, w + warps, ...: it walks the pairs 32 at a time, a
@@ -674,6 +695,43 @@ cudaError_t launch_moe_route(const void *x, const void *w, int wq, uint32_t grou
     return launch_moe_topk(logits, rows, n_experts, top_k, norm, ids, weights, stream);
 }
 
+namespace {
+
+// Blocks of Kernel (threads a block, no dynamic shared memory; threads a multiple of 32, at
+// most kWarps warps) the current GPU holds at once; 0 when it cannot be told. Asked once per
+// kernel, block size and device (racing writers store the same answer).
+template <auto Kernel> uint32_t resident_blocks(uint32_t threads) {
+    static std::atomic<int> of[64][kWarps + 1]; // 0 not asked, -1 not known
+    int dev = 0;
+    const uint32_t warps = threads / 32;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64 || warps > kWarps) {
+        cudaGetLastError();
+        return 0;
+    }
+    int n = of[dev][warps].load(std::memory_order_relaxed);
+    if (n == 0) {
+        int sms = 0, per_sm = 0;
+        const bool known = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
+                           cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, (int)threads, 0) == cudaSuccess;
+        cudaGetLastError();
+        n = known && sms > 0 && per_sm > 0 ? sms * per_sm : -1;
+        of[dev][warps].store(n, std::memory_order_relaxed);
+    }
+    return n > 0 ? (uint32_t)n : 0;
+}
+
+// Blocks along x for `units` blocks of work in each of `grid_rows` rows of a grid (each block
+// looping over units x, x + gridDim.x, ...): all of them where the GPU holds them at once,
+// else the fewest equal passes that fit its `resident` blocks (0: unknown, all of them).
+uint32_t one_wave(uint32_t units, uint32_t grid_rows, uint32_t resident) {
+    if (resident == 0 || units == 0) return units;
+    const uint64_t fit = std::max<uint64_t>(1, resident / grid_rows);
+    const uint64_t passes = (units + fit - 1) / fit;
+    return (uint32_t)((units + passes - 1) / passes);
+}
+
+} // namespace
+
 static cudaError_t check_experts(const MoeExpertArgs &a) {
     if (a.top_k == 0 || a.top_k > a.n_experts || a.top_k > kMoeMaxTopK || a.d == 0 || a.ff == 0) return cudaErrorInvalidValue;
     if (!weights_ok(a.wq, a.group, a.d, a.act_dtype) || !weights_ok(a.wq, a.group, a.ff, a.act_dtype)) return cudaErrorInvalidValue;
@@ -684,13 +742,19 @@ cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (const cudaError_t c = check_experts(a)) return c;
     if ((uint64_t)a.rows * a.top_k > kMoeDecodeMaxPairs) return cudaErrorInvalidValue; // the block's shared ids
-    const dim3 grid(ceil_div(a.ff, kWarps), a.rows * a.top_k);
+    const uint32_t pairs = a.rows * a.top_k, column_blocks = ceil_div(a.ff, kWarps);
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        // One row (decode at batch 1): a kernel without the registers of eight rows' sums.
-        if (a.rows == 1) e2 = launch_pdl(gate_up_kernel<T, 1>, grid, kWarps * 32, 0, stream, a);
-        else e2 = launch_pdl(gate_up_kernel<T, kMoeDecodeMaxRows>, grid, kWarps * 32, 0, stream, a);
+        // One row (decode at batch 1): a kernel without the registers of eight rows' sums, and a
+        // grid the GPU holds at once. Not with more rows: the blocks of a pair whose expert an
+        // earlier pair owns return at once, and a grid of one wave would leave their places idle.
+        if (a.rows == 1) {
+            const dim3 grid(one_wave(column_blocks, pairs, resident_blocks<gate_up_kernel<T, 1>>(kWarps * 32)), pairs);
+            e2 = launch_pdl(gate_up_kernel<T, 1>, grid, kWarps * 32, 0, stream, a);
+        } else {
+            e2 = launch_pdl(gate_up_kernel<T, kMoeDecodeMaxRows>, dim3(column_blocks, pairs), kWarps * 32, 0, stream, a);
+        }
     });
     return e != cudaSuccess ? e : e2;
 }
@@ -699,11 +763,11 @@ cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (const cudaError_t c = check_experts(a)) return c;
     if (a.rows > 65535) return cudaErrorInvalidValue; // grid.y
-    const dim3 grid(ceil_div(a.d, kDownColumns), a.rows);
     const uint32_t warps = a.top_k < kWarps ? a.top_k : kWarps; // a warp per slot, at most kWarps
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
+        const dim3 grid(one_wave(ceil_div(a.d, kDownColumns), a.rows, resident_blocks<down_kernel<T>>(warps * 32)), a.rows);
         e2 = launch_pdl(down_kernel<T>, grid, warps * 32, 0, stream, a);
     });
     return e != cudaSuccess ? e : e2;

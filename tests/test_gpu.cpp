@@ -1609,13 +1609,15 @@ void test_gpu_moe_route(void **) {
 // dot products over the same rounded inputs, on random routings (k distinct experts a row, as
 // top-k gives): odd d (element-wise loads; down's last column pair half used), top-k above
 // eight (down's warps take several slots), eight rows sharing four experts (one expert row
-// serving every row), one row of 64 experts. Two runs give the same bits.
+// serving every row), one row of 64 experts, OLMoE's widths at one and four rows (grids the
+// GPU holds at once: a warp or block takes several columns). Two runs give the same bits.
 void test_gpu_moe_experts(void **) {
     SKIP_WITHOUT_GPU();
     struct Case { uint32_t d, ff, E, k, rows; gpt::Activation act; };
     const Case cases[] = {{64, 48, 8, 2, 1, gpt::Activation::SILU},      {72, 40, 16, 12, 3, gpt::Activation::SILU},
                           {37, 24, 4, 4, 8, gpt::Activation::GELU_TANH}, {256, 64, 64, 8, 1, gpt::Activation::SILU},
-                          {128, 64, 4, 1, 5, gpt::Activation::SILU},     {2048, 1024, 10, 8, 4, gpt::Activation::SILU}};
+                          {128, 64, 4, 1, 5, gpt::Activation::SILU},     {2048, 1024, 10, 8, 4, gpt::Activation::SILU},
+                          {2048, 1024, 12, 8, 1, gpt::Activation::SILU}};
     for (DType t : {DType::F32, DType::F16, DType::BF16})
         for (const Case &c : cases) {
             const uint32_t pairs = c.rows * c.k;
