@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 using namespace gpt_cuda;
 
@@ -617,6 +619,12 @@ cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_exper
 
 namespace {
 
+// Whether the environment variable `name` is set to something other than "" or "0".
+bool env_switch(const char *name) {
+    const char *v = std::getenv(name);
+    return v && *v && std::strcmp(v, "0") != 0;
+}
+
 // kernel<<<grid, block, smem, stream>>> in clusters of cluster_x blocks along x, with the PDL
 // attribute as launch_pdl gives it.
 template <typename... KArgs, typename... Args>
@@ -642,7 +650,11 @@ cudaError_t launch_cluster_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, 
 // Whether route_kernel<T> runs on the current device: kernels built for Hopper or newer (the
 // code that runs, as kernel_arch tells it) and room for one of its clusters with the most
 // shared memory it takes. Asked once per device (racing writers store the same answer).
+// GPT_CUDA_MOE_ROUTE_PAIR=1 keeps the router and top-k launches, for measuring what one
+// launch brings.
 template <typename T> bool route_fused_ok() {
+    static const bool pair = env_switch("GPT_CUDA_MOE_ROUTE_PAIR");
+    if (pair) return false;
     static std::atomic<int> ok_of[64]; // 0 not asked, 1 yes, -1 no
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
@@ -723,8 +735,11 @@ template <auto Kernel> uint32_t resident_blocks(uint32_t threads) {
 // Blocks along x for `units` blocks of work in each of `grid_rows` rows of a grid (each block
 // looping over units x, x + gridDim.x, ...): all of them where the GPU holds them at once,
 // else the fewest equal passes that fit its `resident` blocks (0: unknown, all of them).
+// GPT_CUDA_MOE_FULL_GRID=1 gives every unit its own block (the grids before this sizing), for
+// measuring what it brings.
 uint32_t one_wave(uint32_t units, uint32_t grid_rows, uint32_t resident) {
-    if (resident == 0 || units == 0) return units;
+    static const bool full = env_switch("GPT_CUDA_MOE_FULL_GRID");
+    if (full || resident == 0 || units == 0) return units;
     const uint64_t fit = std::max<uint64_t>(1, resident / grid_rows);
     const uint64_t passes = (units + fit - 1) / fit;
     return (uint32_t)((units + passes - 1) / passes);
