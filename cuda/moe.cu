@@ -652,16 +652,15 @@ cudaError_t launch_cluster_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, 
 // shared memory it takes. Asked once per device (racing writers store the same answer).
 // GPT_CUDA_MOE_ROUTE_PAIR=1 keeps the router and top-k launches, for measuring what one
 // launch brings.
-template <typename T> bool route_fused_ok() {
+template <typename T> std::atomic<int> &route_state(int dev) { // 0 not asked, 1 yes, -1 no
+    static std::atomic<int> of[64];
+    return of[dev];
+}
+template <typename T> bool route_fused_ok(int dev) {
     static const bool pair = env_switch("GPT_CUDA_MOE_ROUTE_PAIR");
     if (pair) return false;
-    static std::atomic<int> ok_of[64]; // 0 not asked, 1 yes, -1 no
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        cudaGetLastError();
-        return false;
-    }
-    int ok = ok_of[dev].load(std::memory_order_relaxed);
+    std::atomic<int> &state = route_state<T>(dev);
+    int ok = state.load(std::memory_order_relaxed);
     if (ok == 0) {
         int clusters = 0;
         if (kernel_arch() >= 90) {
@@ -680,9 +679,15 @@ template <typename T> bool route_fused_ok() {
             cudaGetLastError();
         }
         ok = clusters > 0 ? 1 : -1;
-        ok_of[dev].store(ok, std::memory_order_relaxed);
+        state.store(ok, std::memory_order_relaxed);
     }
     return ok > 0;
+}
+
+// Errors a launch configuration the device refuses gives (the arguments were checked before).
+bool refused_config(cudaError_t e) {
+    return e == cudaErrorInvalidValue || e == cudaErrorInvalidConfiguration || e == cudaErrorNotSupported ||
+           e == cudaErrorInvalidClusterSize || e == cudaErrorLaunchOutOfResources;
 }
 
 } // namespace
@@ -692,17 +697,26 @@ cudaError_t launch_moe_route(const void *x, const void *w, int wq, uint32_t grou
     if (rows == 0) return cudaSuccess;
     if (k == 0 || !weights_ok(wq, group, k, act_dtype)) return cudaErrorInvalidValue;
     if (top_k == 0 || top_k > kMoeMaxTopK || top_k > n_experts || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
+    int dev = 0;
+    const bool dev_ok = cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64;
+    if (!dev_ok) cudaGetLastError();
     bool fused = false;
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        if (rows > 65535 || !route_fused_ok<T>()) return; // grid.y
-        fused = true;
+        if (!dev_ok || rows > 65535 || !route_fused_ok<T>(dev)) return; // grid.y
         e2 = launch_cluster_pdl(route_kernel<T>, dim3(kRouteCluster, rows), kWarps * 32, kRouteCluster, 4ull * n_experts, stream,
                                 static_cast<const T *>(x), w, wq, group, n_experts, k, top_k, norm, ids, weights);
+        fused = !refused_config(e2);
+        if (fused) return;
+        // A cluster launch this device refuses despite the occupancy answer: the two launches
+        // from now on (never worse than before the fused kernel).
+        route_state<T>(dev).store(-1, std::memory_order_relaxed);
+        cudaGetLastError();
     });
     if (e != cudaSuccess || fused) return e != cudaSuccess ? e : e2;
-    // Before Hopper: the router, then top-k over its logits.
+    // Before Hopper (or where the cluster launch was refused): the router, then top-k over its
+    // logits.
     if (const cudaError_t c = launch_moe_router(x, w, wq, group, rows, n_experts, k, act_dtype, logits, stream)) return c;
     return launch_moe_topk(logits, rows, n_experts, top_k, norm, ids, weights, stream);
 }
