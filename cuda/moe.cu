@@ -309,21 +309,12 @@ __global__ void __launch_bounds__(kTopkThreads) topk_kernel(const float *logits,
 // then acquire) orders the logits before the selection; the other blocks exit after it, and
 // no one touches their shared memory.
 constexpr uint32_t kRouteCluster = 8; // the portable cluster size
-__device__ __forceinline__ void cluster_arrive_relaxed() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+__device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory"); }
+// Release: this thread's writes before it; acquire: the arrived threads' writes after it.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
 #endif
-}
-__device__ __forceinline__ void cluster_arrive() { // release: this thread's writes before it
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait() { // acquire: the arrived threads' writes after it
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-#endif
-}
 
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) route_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t n, uint32_t k,
