@@ -582,6 +582,16 @@ void test_gpu_attention(void **) {
     }
     attention_case(DType::F32, DType::F16, 8, 4, 64, true, 3, 4); // f32 compute, f16 cache
     attention_case(DType::BF16, DType::BF16, 8, 4, 64, true, 3, 4);
+    // Every activation type with every cache type: rope_append and attention compile one
+    // kernel per type of the one and take the other as a run-time code. A short prefill (one
+    // split, q/k norms) and a decode step (several splits, the combine kernel).
+    AttnFeatures normed;
+    normed.qk_norm = true;
+    for (DType act : {DType::F32, DType::F16, DType::BF16})
+        for (DType kvt : {DType::F32, DType::F16, DType::BF16}) {
+            attention_case(act, kvt, 8, 2, 64, true, 1, 5, normed);
+            attention_case(act, kvt, 6, 3, 40, true, 7, 1);
+        }
 }
 
 // The new architectures' features on every path: the CUDA-core kernel with one split
