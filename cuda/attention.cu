@@ -96,7 +96,9 @@ template <> __device__ __forceinline__ void widen16<__nv_bfloat16>(const uint4 &
     for (int i = 0; i < 4; i++) { const float2 x = __bfloat1622float2(h[i]); f[2 * i] = x.x; f[2 * i + 1] = x.y; }
 }
 
-template <typename T, typename K>
+// K: the cache's element type (its loads are the main loop's). The activation type (q in,
+// the output out) is the run-time a.act_dtype: one kernel per cache type, not per pair.
+template <typename K>
 __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_t rows_per_block) {
     extern __shared__ __align__(16) float smem[];
     const uint32_t group = a.n_heads / a.n_kv_heads, hd = a.head_dim, hd4 = (hd + 3) / 4;
@@ -127,7 +129,7 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
     for (uint32_t i = threadIdx.x; i < slots * hd4 * 4; i += blockDim.x) {
         const uint32_t slot = i / (hd4 * 4), d = i % (hd4 * 4), row = slot / group, h = slot % group;
         s.q[slot * s.stride + d] =
-            d < hd ? to_f32(((const T *)a.qkv)[(uint64_t)(r0 + row) * qkv_stride + (g * group + h) * hd + d]) * a.scale : 0.0f;
+            d < hd ? load_as_f32(a.qkv, (uint64_t)(r0 + row) * qkv_stride + (g * group + h) * hd + d, a.act_dtype) * a.scale : 0.0f;
     }
     for (uint32_t i = threadIdx.x; i < slots; i += blockDim.x) {
         s.m_run[i] = -INFINITY;
@@ -249,7 +251,7 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
             const uint32_t d = d0 + e;
             if (a.n_splits == 1) {
                 const float l = s.l_run[slot];
-                ((T *)a.out)[((uint64_t)r * a.n_heads + head) * hd + d] = from_f32<T>(l > 0.0f ? vals[e] / l : 0.0f);
+                store_from_f32(a.out, ((uint64_t)r * a.n_heads + head) * hd + d, a.act_dtype, l > 0.0f ? vals[e] / l : 0.0f);
             } else {
                 const uint64_t at = ((uint64_t)r * a.n_heads + head) * a.n_splits + split;
                 a.partial_o[at * hd + d] = vals[e];
@@ -263,7 +265,6 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
 }
 
 // Merges the splits in use of one (row, head), each weighted by exp(its max - the max).
-template <typename T>
 __global__ void __launch_bounds__(128) attention_combine_kernel(AttentionArgs a, uint32_t rows_per_block) {
     __shared__ float weight[kMaxSplits];
     __shared__ float reduce[2][4];
@@ -297,11 +298,11 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(AttentionArgs a,
     const float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
 
     const float *po = a.partial_o + slot0 * hd;
-    T *out = (T *)a.out + ((uint64_t)r * a.n_heads + head) * hd;
+    const uint64_t out0 = ((uint64_t)r * a.n_heads + head) * hd; // a.act_dtype elements
     for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
         float v = 0.0f;
         for (uint32_t s = 0; s < n_used; s++) v += weight[s] * po[(uint64_t)s * hd + d];
-        out[d] = from_f32<T>(v * inv_l);
+        store_from_f32(a.out, out0 + d, a.act_dtype, v * inv_l);
     }
 }
 
@@ -329,17 +330,14 @@ cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t str
     const size_t smem = sizeof(float) * smem_floats(slots, hd);
     const uint32_t groups = (a.rows / a.rows_per_seq) * ((a.rows_per_seq + rows_per_block - 1) / rows_per_block);
     const dim3 grid(groups * a.n_kv_heads, a.n_splits);
-    cudaError_t e = cudaErrorInvalidValue, e2 = cudaSuccess;
-    dispatch_dtype(a.act_dtype, [&](auto tag) {
-        using T = decltype(tag);
-        e = dispatch_dtype(a.kv_dtype, [&](auto ktag) {
-            using K = decltype(ktag);
-            if (smem > 48 * 1024)
-                cudaFuncSetAttribute(attention_kernel<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-            e2 = launch_pdl(attention_kernel<T, K>, grid, threads, smem, stream, a, rows_per_block);
-        });
-        if (e == cudaSuccess && e2 == cudaSuccess && a.n_splits > 1)
-            e2 = launch_pdl(attention_combine_kernel<T>, a.rows * a.n_heads, 128, 0, stream, a, rows_per_block);
+    if (a.act_dtype != F32 && a.act_dtype != F16 && a.act_dtype != BF16) return cudaErrorInvalidValue;
+    cudaError_t e2 = cudaSuccess;
+    const cudaError_t e = dispatch_dtype(a.kv_dtype, [&](auto ktag) {
+        using K = decltype(ktag);
+        if (smem > 48 * 1024) cudaFuncSetAttribute(attention_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        e2 = launch_pdl(attention_kernel<K>, grid, threads, smem, stream, a, rows_per_block);
     });
+    if (e == cudaSuccess && e2 == cudaSuccess && a.n_splits > 1)
+        e2 = launch_pdl(attention_combine_kernel, a.rows * a.n_heads, 128, 0, stream, a, rows_per_block);
     return e != cudaSuccess ? e : e2;
 }

@@ -25,6 +25,20 @@ template <> __device__ __forceinline__ float from_f32<float>(float x) { return x
 template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
+// Element i of an array whose element type is a run-time code (F32, F16, BF16), widened to
+// f32, and its inverse (rounding as from_f32). For prologues and epilogues, where the branch
+// costs nothing beside the main loop and saves a kernel per activation type.
+__device__ __forceinline__ float load_as_f32(const void *p, uint64_t i, int t) {
+    if (t == F32) return static_cast<const float *>(p)[i];
+    if (t == F16) return __half2float(static_cast<const __half *>(p)[i]);
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+}
+__device__ __forceinline__ void store_from_f32(void *p, uint64_t i, int t, float v) {
+    if (t == F32) static_cast<float *>(p)[i] = v;
+    else if (t == F16) static_cast<__half *>(p)[i] = __float2half_rn(v);
+    else static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
+}
+
 // GELU, tanh approximation (GPT-2's MLP, GeGLU's gate); sqrt(2 / pi) = 0.79788...
 __device__ __forceinline__ float gelu_tanh(float v) {
     const float k = 0.7978845608028654f;

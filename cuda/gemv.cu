@@ -16,10 +16,6 @@
 #include "common.cuh"
 #include "gemv_epilogue.cuh"
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
-
 using namespace gpt_cuda;
 
 namespace {
@@ -192,13 +188,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, uint32_t 
 }
 
 
-// The first quantized kernel, kept only as the GPT_QGEMV=old benchmarking baseline for the
-// tiled one (gemv_quant.cu); remove both once measured.
-// Quantized weights (Q8, Q4) with f16 activations: one warp per unit (a column, or a GLU
-// column's gate and up rows), each lane taking 16-byte chunks of the packed row (16 q8 or 32
-// q4 values, inside one group since groups are multiples of 32), kUnroll in flight; each
-// chunk's products are summed, then scaled by its group's f16 scale, in fp32. The epilogue is
-// the float kernels'. Q8 or Q4 is a run-time flag: four kernels in all (rows 1 or 2, GLU or not).
 // Integers to exact floats without I2F (a quarter-rate instruction): 2^23 + n has n in its
 // low mantissa bits, so OR-ing n in and subtracting 2^23 + offset gives n - offset.
 __device__ __forceinline__ float nibble_value(uint32_t word, int e) { // element e of 8: q4, stored q + 8
@@ -206,122 +195,6 @@ __device__ __forceinline__ float nibble_value(uint32_t word, int e) { // element
 }
 __device__ __forceinline__ float byte_value(uint32_t flipped, int e) { // byte e of 4: q8, flipped = word ^ 0x80808080
     return __int_as_float(0x4B000000u | ((flipped >> (8 * e)) & 255u)) - 8388736.0f;
-}
-
-template <int R, bool PAIR> __global__ void __launch_bounds__(kWarps * 32) gemv_quant_kernel(GemvArgs a) {
-    constexpr int W = PAIR ? 2 : 1;
-    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const uint32_t unit = blockIdx.x * kWarps + warp;
-    const bool q4 = a.wq == Q4;
-    const uint64_t row_bytes = q4 ? a.k / 2 : a.k;
-    const uint32_t chunks = (uint32_t)(row_bytes / 16), groups = a.k / a.group;
-    // Chunk i starts at element i << cshift, in group (i << cshift) >> gshift.
-    const uint32_t cshift = q4 ? 5 : 4, gshift = a.group == 32 ? 5 : a.group == 64 ? 6 : 7;
-    const uint64_t total_rows = PAIR ? 2ull * a.n : a.n;
-    const uint8_t *base = static_cast<const uint8_t *>(a.w);
-    const __half *scales = reinterpret_cast<const __half *>(base + total_rows * row_bytes);
-    const uint32_t c = min(unit, a.n - 1); // past n: a valid row, nothing written
-    const uint4 *wrow[W];
-    const __half *srow[W];
-#pragma unroll
-    for (int j = 0; j < W; j++) {
-        const uint64_t row = PAIR ? (uint64_t)c + (uint64_t)j * a.n : c;
-        wrow[j] = reinterpret_cast<const uint4 *>(base + row * row_bytes);
-        srow[j] = scales + row * groups;
-    }
-    float acc[W][R];
-#pragma unroll
-    for (int j = 0; j < W; j++)
-#pragma unroll
-        for (int r = 0; r < R; r++) acc[j][r] = 0.0f;
-    // Weight chunks and their scales, all in flight together (a scale fetched only when its
-    // chunk is used would cost a memory round trip per chunk).
-    uint4 wv[W][kUnroll];
-    float sv[W][kUnroll];
-    auto load = [&](uint32_t i0) {
-#pragma unroll
-        for (int j = 0; j < W; j++)
-#pragma unroll
-            for (int u = 0; u < kUnroll; u++) {
-                const uint32_t i = i0 + 32 * u;
-                const bool in = i < chunks;
-                wv[j][u] = in ? __ldcs(wrow[j] + i) : make_uint4(0, 0, 0, 0);
-                sv[j][u] = in ? __half2float(__ldg(srow[j] + ((i << cshift) >> gshift))) : 0.0f;
-            }
-    };
-    load(lane); // weights are never written: before waiting on the previous kernel
-    pdl_wait();
-    pdl_launch_dependents();
-    const __half *x = static_cast<const __half *>(a.x);
-    for (uint32_t i0 = lane; i0 < chunks; i0 += 32 * kUnroll) {
-        if (i0 != lane) load(i0);
-#pragma unroll
-        for (int u = 0; u < kUnroll; u++) {
-            const uint32_t i = i0 + 32 * u;
-            if (i >= chunks) break;
-            const uint32_t e0 = i << cshift;
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint4 *xr = reinterpret_cast<const uint4 *>(x + (uint64_t)r * a.ldx + e0);
-                float part[W];
-#pragma unroll
-                for (int j = 0; j < W; j++) part[j] = 0.0f;
-                if (q4) {
-                    // Word v of the chunk holds elements 8v .. 8v + 7, element e in bits 4e .. 4e + 3.
-#pragma unroll
-                    for (int v = 0; v < 4; v++) {
-                        float xf[8];
-                        Vec<__half>::widen(xr[v], xf);
-#pragma unroll
-                        for (int j = 0; j < W; j++) {
-                            const uint32_t word = (&wv[j][u].x)[v];
-#pragma unroll
-                            for (int e = 0; e < 8; e++) part[j] += nibble_value(word, e) * xf[e];
-                        }
-                    }
-                } else {
-                    // Words 2v and 2v + 1 hold elements 8v .. 8v + 7, one signed byte each.
-#pragma unroll
-                    for (int v = 0; v < 2; v++) {
-                        float xf[8];
-                        Vec<__half>::widen(xr[v], xf);
-#pragma unroll
-                        for (int j = 0; j < W; j++) {
-                            const uint32_t lo = (&wv[j][u].x)[2 * v] ^ 0x80808080u, hi = (&wv[j][u].x)[2 * v + 1] ^ 0x80808080u;
-#pragma unroll
-                            for (int e = 0; e < 4; e++) {
-                                part[j] += byte_value(lo, e) * xf[e];
-                                part[j] += byte_value(hi, e) * xf[4 + e];
-                            }
-                        }
-                    }
-                }
-#pragma unroll
-                for (int j = 0; j < W; j++) acc[j][r] += sv[j][u] * part[j];
-            }
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < W; j++)
-#pragma unroll
-        for (int r = 0; r < R; r++) acc[j][r] = warp_sum(acc[j][r]);
-    if (lane != 0 || unit >= a.n) return;
-    const float b = a.bias ? a.bias[unit] : 0.0f;
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        float v = acc[0][r] + b;
-        if (PAIR) v = gemv_epilogue(to_f32(from_f32<__half>(v)), to_f32(from_f32<__half>(acc[W - 1][r])), true, a.act, a.softcap);
-        else if (a.act || a.softcap > 0.0f) v = gemv_epilogue(v, 0.0f, false, a.act, a.softcap);
-        if (a.residual) a.residual[(uint64_t)r * a.n + unit] += v;
-        else if (a.y_f32) ((float *)a.y)[(uint64_t)r * a.n + unit] = v;
-        else ((__half *)a.y)[(uint64_t)r * a.n + unit] = from_f32<__half>(v);
-    }
-}
-
-template <bool PAIR> cudaError_t launch_quant(const GemvArgs &a, cudaStream_t s) {
-    const dim3 grid(ceil_div(a.n, (uint32_t)kWarps));
-    if (a.rows == 1) return launch_pdl(gemv_quant_kernel<1, PAIR>, grid, kWarps * 32, 0, s, a);
-    return launch_pdl(gemv_quant_kernel<2, PAIR>, grid, kWarps * 32, 0, s, a);
 }
 
 // One thread per 16-byte chunk of packed integers: 16 (q8) or 32 (q4) f16 values out.
@@ -387,25 +260,8 @@ uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype) {
     return s;
 }
 
-namespace {
-// -1: not yet read from GPT_QGEMV.
-std::atomic<int> quant_kernel_choice{-1};
-} // namespace
-
-QuantGemvKernel quant_gemv_kernel() {
-    int k = quant_kernel_choice.load(std::memory_order_relaxed);
-    if (k < 0) {
-        const char *env = std::getenv("GPT_QGEMV");
-        k = env && std::strcmp(env, "old") == 0 ? QGEMV_OLD : QGEMV_TILED;
-        quant_kernel_choice.store(k, std::memory_order_relaxed);
-    }
-    return (QuantGemvKernel)k;
-}
-void set_quant_gemv_kernel(QuantGemvKernel k) { quant_kernel_choice.store(k, std::memory_order_relaxed); }
-uint32_t gemv_quant_max_rows() { return quant_gemv_kernel() == QGEMV_OLD ? kGemvMaxRows : kGemvQuantMaxRows; }
-
 bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype, int wq) {
-    if (wq) return rows >= 1 && rows <= gemv_quant_max_rows() && dtype == F16 && (wq == Q8 || wq == Q4) && k % 32 == 0 && ldx % 8 == 0;
+    if (wq) return rows >= 1 && rows <= kGemvQuantMaxRows && dtype == F16 && (wq == Q8 || wq == Q4) && k % 32 == 0 && ldx % 8 == 0;
     const uint32_t per16 = 16 / dtype_size(dtype);
     return rows >= 1 && rows <= kGemvMaxRows && k % per16 == 0 && ldx % per16 == 0;
 }
@@ -415,8 +271,7 @@ cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream) {
     if (!gemv_supported(a.rows, a.k, a.ldx, a.dtype, a.wq)) return cudaErrorInvalidValue;
     if (a.wq) {
         if ((a.group != 32 && a.group != 64 && a.group != 128) || a.k % a.group != 0) return cudaErrorInvalidValue;
-        if (quant_gemv_kernel() == QGEMV_TILED) return launch_gemv_quant_tiled(a, stream);
-        return a.glu ? launch_quant<true>(a, stream) : launch_quant<false>(a, stream);
+        return launch_gemv_quant_tiled(a, stream);
     }
     switch (a.dtype) {
     case F32: return launch_typed<float>(a, stream);

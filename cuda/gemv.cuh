@@ -2,7 +2,7 @@
 // with the neighbouring elementwise work fused in: GELU, SwiGLU or GeGLU over paired gate/up
 // rows, soft-capping, or accumulation into the residual stream. Weights are streamed once with 16-byte loads,
 // several in flight per thread, one or two weight rows per warp, one to eight warps per row(s),
-// for one or two rows of x; quantized weights (gemv_quant.cu) for one to eight rows of x.
+// for one or two rows of x; quantized weights (gemv_quant.cu) for one to four rows of x.
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
@@ -11,7 +11,7 @@ inline constexpr uint32_t kGemvMaxRows = 2; // more rows: cuBLAS (the executor m
 // Quantized weights: 1-4 rows share one pass over the packed weights (gemv_quant.cu); more go
 // to the dequantize-then-cuBLAS path. Measured on an H200 (TinyLlama shape, decode step, q4 /
 // q8 against dequantize + cuBLAS): 4 rows 0.75x / 0.80x the time, 8 rows 1.17x / 1.08x, so the
-// 8-row kernel was dropped. The first quantized kernel (GPT_QGEMV=old) takes 1-2.
+// 8-row kernel was dropped.
 inline constexpr uint32_t kGemvQuantMaxRows = 4;
 
 struct GemvArgs {
@@ -35,19 +35,11 @@ struct GemvArgs {
 // and up rows): 1, 2, 4 or 8, more for few, long weight rows.
 uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype);
 // Whether launch_gemv handles these sizes (rows <= kGemvMaxRows, 16-byte aligned rows); with
-// wq (quantized weights): f16 activations, k a multiple of 32, rows <= gemv_quant_max_rows().
+// wq (quantized weights): f16 activations, k a multiple of 32, rows <= kGemvQuantMaxRows.
 bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype, int wq = 0);
 cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);
 
-// Which quantized GEMV launch_gemv runs. A benchmarking switch while the tiled kernel is new
-// (remove with the old kernel once measured): the environment variable GPT_QGEMV=old, read
-// once, selects the first kernel (gemv.cu, rows 1-2); anything else the tiled one
-// (gemv_quant.cu, rows 1-8). Tests set it directly to check both.
-enum QuantGemvKernel : int { QGEMV_TILED = 0, QGEMV_OLD = 1 };
-QuantGemvKernel quant_gemv_kernel();
-void set_quant_gemv_kernel(QuantGemvKernel k);
-uint32_t gemv_quant_max_rows(); // kGemvQuantMaxRows, or 2 with the old kernel
-// The tiled kernel itself (gemv_quant.cu); launch_gemv checks the arguments before calling it.
+// The quantized kernel (gemv_quant.cu); launch_gemv checks the arguments before calling it.
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 
 // Quantized weights (Q8 / Q4, dtype.cuh) to f16: rows [row0, row0 + n_rows) of a [total_rows][k]

@@ -13,8 +13,8 @@
 //   - the sums meet by a warp reduce-scatter (31 shuffles at most), then across the set's
 //     warps in shared memory in a fixed order, and each of the set's outputs is finished by its
 //     own lane with the float kernels' epilogue (bias, GLU, activation, soft-cap, residual add).
-// Kernels: rows 1, 2, 4 or 8 (3 and 5-7 run the next size, the extra rows reading row 0 of x
-// again and writing nothing) x GLU or not: 8 in all; Q8 or Q4 and tk are run-time values.
+// Kernels: rows 1, 2 or 4 (3 runs the 4-row kernel, the extra row reading row 0 of x again and
+// writing nothing) x GLU or not: 6 in all; Q8 or Q4 and tk are run-time values.
 #include "gemv.cuh"
 #include "gemv_epilogue.cuh"
 #include "quant_dot.cuh"

@@ -13,7 +13,9 @@ namespace {
 
 constexpr uint32_t kWarps = 8;
 
-template <typename T, typename K>
+// T: the activation type (the heads read, rotated and written in place). The cache's type is
+// the run-time a.kv_dtype (one store per cached element): one kernel per activation type.
+template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs a) {
     __shared__ float heads[kWarps][kRopeAppendMaxHeadDim];
     pdl_wait();
@@ -24,11 +26,10 @@ __global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs
     if (r >= a.rows || h >= nh + 2 * nkv) return; // no block-wide barrier follows
     T *v = (T *)a.qkv + (uint64_t)r * (nh + 2 * nkv) * hd + (uint64_t)h * hd;
     const uint32_t pos = (uint32_t)a.positions[r], seq = (uint32_t)a.seqs[r];
-    K *kc = (K *)a.k_cache, *vc = (K *)a.v_cache;
     const uint32_t g = h >= nh + nkv ? h - nh - nkv : h - nh; // kv head (k or v heads only)
     if (h >= nh + nkv) { // a v head: cached as it is
-        K *dst = vc + (((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd;
-        for (uint32_t i = lane; i < hd; i += 32) dst[i] = from_f32<K>(to_f32(v[i]));
+        const uint64_t dst = (((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd; // in the v cache
+        for (uint32_t i = lane; i < hd; i += 32) store_from_f32(a.v_cache, dst + i, a.kv_dtype, to_f32(v[i]));
         return;
     }
     float *x = heads[warp];
@@ -55,12 +56,13 @@ __global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs
     }
     __syncwarp();
     const bool changed = nw || a.cos;
-    K *dst = h >= nh ? kc + (((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd : nullptr;
+    const bool cached = h >= nh; // a k head
+    const uint64_t dst = (((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd; // in the k cache
     for (uint32_t i = lane; i < hd; i += 32) {
         const T t = from_f32<T>(x[i]);
         if (changed) v[i] = t;
         // Cache what the attention reads back: the activation-rounded value.
-        if (dst) dst[i] = from_f32<K>(to_f32(t));
+        if (cached) store_from_f32(a.k_cache, dst + i, a.kv_dtype, to_f32(t));
     }
 }
 
@@ -71,13 +73,11 @@ cudaError_t launch_rope_append(const RopeAppendArgs &a, cudaStream_t stream) {
     if (a.head_dim == 0 || a.head_dim > kRopeAppendMaxHeadDim) return cudaErrorInvalidValue;
     if (a.cos && (a.rot_dim < 2 || a.rot_dim % 2 || a.rot_dim > a.head_dim)) return cudaErrorInvalidValue;
     const dim3 grid(a.rows, ceil_div(a.n_heads + 2 * a.n_kv_heads, kWarps));
-    cudaError_t e = cudaErrorInvalidValue, e2 = cudaSuccess;
-    dispatch_dtype(a.act_dtype, [&](auto tag) {
+    if (a.kv_dtype != F32 && a.kv_dtype != F16 && a.kv_dtype != BF16) return cudaErrorInvalidValue;
+    cudaError_t e2 = cudaSuccess;
+    const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        e = dispatch_dtype(a.kv_dtype, [&](auto ktag) {
-            using K = decltype(ktag);
-            e2 = launch_pdl(rope_append_kernel<T, K>, grid, kWarps * 32, 0, stream, a);
-        });
+        e2 = launch_pdl(rope_append_kernel<T>, grid, kWarps * 32, 0, stream, a);
     });
     return e != cudaSuccess ? e : e2;
 }

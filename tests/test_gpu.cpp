@@ -583,6 +583,16 @@ void test_gpu_attention(void **) {
     }
     attention_case(DType::F32, DType::F16, 8, 4, 64, true, 3, 4); // f32 compute, f16 cache
     attention_case(DType::BF16, DType::BF16, 8, 4, 64, true, 3, 4);
+    // Every activation type with every cache type: rope_append and attention compile one
+    // kernel per type of the one and take the other as a run-time code. A short prefill (one
+    // split, q/k norms) and a decode step (several splits, the combine kernel).
+    AttnFeatures normed;
+    normed.qk_norm = true;
+    for (DType act : {DType::F32, DType::F16, DType::BF16})
+        for (DType kvt : {DType::F32, DType::F16, DType::BF16}) {
+            attention_case(act, kvt, 8, 2, 64, true, 1, 5, normed);
+            attention_case(act, kvt, 6, 3, 40, true, 7, 1);
+        }
 }
 
 // The new architectures' features on every path: the CUDA-core kernel with one split
@@ -1283,8 +1293,7 @@ void check_quant_gemv(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_t rows
             want[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
         }
     char what[128];
-    std::snprintf(what, sizeof what, "quant gemv (%s kernel) %s g%u k=%u n=%u rows=%u mode=%d",
-                  quant_gemv_kernel() == QGEMV_OLD ? "old" : "tiled", dname(q), g, k, n, rows, mode);
+    std::snprintf(what, sizeof what, "quant gemv %s g%u k=%u n=%u rows=%u mode=%d", dname(q), g, k, n, rows, mode);
     // fp32 accumulation of exact products: f32 outputs within float rounding, f16 ones within
     // an f16 rounding (plus the GLU's rounded gate and up).
     expect_close(what, residual ? dr.download() : dy.download(), want, (f32_out || residual) ? 1e-5 : 2e-3);
@@ -1322,39 +1331,34 @@ void check_quant_gemv_exact(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_
         for (uint32_t i = 0; i < n; i++) {
             const float want = w.values[(uint64_t)i * k + pick[r]];
             if (!(got[r * n + i] == want))
-                fail_msg("quant gemv exact (%s kernel) %s g%u k=%u row %u column %u (weight column %u): %.9g, want %.9g",
-                         quant_gemv_kernel() == QGEMV_OLD ? "old" : "tiled", dname(q), g, k, r, i, pick[r], got[r * n + i], want);
+                fail_msg("quant gemv exact %s g%u k=%u row %u column %u (weight column %u): %.9g, want %.9g", dname(q), g, k,
+                         r, i, pick[r], got[r * n + i], want);
         }
 }
 
-// The quantized GEMV, both kernels while the old one exists (rows 1 to gemv_quant_max_rows(),
-// the five epilogue modes, k an odd multiple of the group: 160 + 64 j for groups 32 and 64,
-// so not a multiple of 256; widths that give 1 to 8 warps a column set and several load rounds
-// per thread; n odd, so the last column set is partly past n); the f16 dequantization slices
-// (bit-exact: q * scale rounded once); the quantized embedding (exact in f32, with positions).
+// The quantized GEMV (rows 1 to kGemvQuantMaxRows, the five epilogue modes, k an odd multiple
+// of the group: 160 + 64 j for groups 32 and 64, so not a multiple of 256; widths that give 1
+// to 8 warps a column set and several load rounds per thread; n odd, so the last column set is
+// partly past n); the f16 dequantization slices (bit-exact: q * scale rounded once); the
+// quantized embedding (exact in f32, with positions).
 void test_gpu_quant_kernels(void **) {
     SKIP_WITHOUT_GPU();
-    for (QuantGemvKernel kernel : {QGEMV_TILED, QGEMV_OLD}) {
-        set_quant_gemv_kernel(kernel);
-        assert_int_equal(gemv_quant_max_rows(), kernel == QGEMV_OLD ? 2 : kGemvQuantMaxRows);
-        assert_false(gemv_supported(gemv_quant_max_rows() + 1, 256, 256, (int)DType::F16, (int)DType::Q4));
-        for (DType q : {DType::Q8, DType::Q4})
-            for (uint32_t g : {32u, 64u, 128u}) {
-                const uint32_t k = g == 32 ? 160 : g == 64 ? 1344 : 2176, n = 77;
-                for (uint32_t rows = 1; rows <= gemv_quant_max_rows(); rows++) {
-                    for (int mode = 0; mode < 5; mode++) check_quant_gemv(q, g, k, n, rows, mode);
-                    check_quant_gemv_exact(q, g, k, 29, rows);
-                }
-                // Long rows (131 groups: 256 threads a set; two rounds of loads per thread for
-                // q8 g64 / g128 and q4 g128) and a wide matrix (many blocks), rows 1 and the most.
-                for (uint32_t rows : {1u, gemv_quant_max_rows()}) {
-                    check_quant_gemv(q, g, g * 131, 9, rows, rows == 1 ? 4 : 2);
-                    check_quant_gemv_exact(q, g, g * 131, 5, rows);
-                    check_quant_gemv(q, g, g * 3, 3001, rows, rows == 1 ? 2 : 4);
-                }
+    assert_false(gemv_supported(kGemvQuantMaxRows + 1, 256, 256, (int)DType::F16, (int)DType::Q4));
+    for (DType q : {DType::Q8, DType::Q4})
+        for (uint32_t g : {32u, 64u, 128u}) {
+            const uint32_t k = g == 32 ? 160 : g == 64 ? 1344 : 2176, n = 77;
+            for (uint32_t rows = 1; rows <= kGemvQuantMaxRows; rows++) {
+                for (int mode = 0; mode < 5; mode++) check_quant_gemv(q, g, k, n, rows, mode);
+                check_quant_gemv_exact(q, g, k, 29, rows);
             }
-    }
-    set_quant_gemv_kernel(QGEMV_TILED);
+            // Long rows (131 groups: 256 threads a set; two rounds of loads per thread for
+            // q8 g64 / g128 and q4 g128) and a wide matrix (many blocks), rows 1 and the most.
+            for (uint32_t rows : {1u, kGemvQuantMaxRows}) {
+                check_quant_gemv(q, g, g * 131, 9, rows, rows == 1 ? 4 : 2);
+                check_quant_gemv_exact(q, g, g * 131, 5, rows);
+                check_quant_gemv(q, g, g * 3, 3001, rows, rows == 1 ? 2 : 4);
+            }
+        }
     for (DType q : {DType::Q8, DType::Q4})
         for (uint32_t g : {32u, 64u, 128u}) {
             const uint32_t k = g == 32 ? 160 : g == 64 ? 1344 : 2176;

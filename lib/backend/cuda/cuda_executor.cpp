@@ -63,7 +63,7 @@ namespace {
 
 constexpr size_t kMaxGraphs = 16;  // recorded step shapes kept per context (least recently used go)
 constexpr uint32_t kGemvRows = 2;  // the float GEMV for 1-2 rows; cuBLAS (tensor cores) beyond (measured)
-// Quantized weights: the GEMV up to gemv_quant_max_rows() rows (one pass over the packed
+// Quantized weights: the GEMV up to kGemvQuantMaxRows rows (one pass over the packed
 // weights), since the alternative dequantizes the whole matrix to f16 every step.
 
 class CudaExecutor final : public Executor {
