@@ -4,17 +4,9 @@
 // order). The weight loops take 16-byte vectors when the rows are 16-byte aligned (the usual
 // case), several loads in flight per lane before any is used, and single elements otherwise;
 // the quantized ones walk 16-byte chunks of the packed row as gemv.cu does. Variants: the
-// activation type (three), for gate_up one row or up to eight, and the routing as one kernel
-// (Hopper's clusters) or the router and top-k kernels (before Hopper, and for prefill).
+// activation type (three), and for gate_up one row or up to eight.
 #include "moe.cuh"
 #include "common.cuh"
-
-#include <cooperative_groups.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 using namespace gpt_cuda;
 
@@ -56,22 +48,22 @@ constexpr int kUnroll = 4; // 16-byte loads of one weight row a lane issues befo
 struct Nothing {
     __device__ void operator()() const {}
 };
-template <typename T, int W, int R, bool Stream = true, int Unroll = kUnroll, typename BeforeX = Nothing>
+template <typename T, int W, int R, bool Stream = true, typename BeforeX = Nothing>
 __device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *const *x, int m, uint32_t kv, uint32_t lane,
                                             float (*acc)[R], BeforeX before_x = {}) {
     constexpr uint32_t N = 16 / sizeof(T);
-    for (uint32_t i0 = lane; i0 < kv; i0 += 32 * Unroll) {
-        uint4 wv[W][Unroll];
+    for (uint32_t i0 = lane; i0 < kv; i0 += 32 * kUnroll) {
+        uint4 wv[W][kUnroll];
 #pragma unroll
         for (int j = 0; j < W; j++)
 #pragma unroll
-            for (int u = 0; u < Unroll; u++) {
+            for (int u = 0; u < kUnroll; u++) {
                 const uint32_t i = i0 + 32 * u;
                 wv[j][u] = i >= kv ? make_uint4(0, 0, 0, 0) : Stream ? __ldcs(w[j] + i) : __ldg(w[j] + i);
             }
         if (i0 == lane) before_x();
 #pragma unroll
-        for (int u = 0; u < Unroll; u++) {
+        for (int u = 0; u < kUnroll; u++) {
             const uint32_t i = i0 + 32 * u;
             if (i >= kv) break;
             float wf[W][N];
@@ -102,15 +94,15 @@ __device__ __forceinline__ bool vectors_ok(const void *w, const T *const *x, int
 
 // acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
 // warp): each weight vector is loaded once for the m rows. before_x as in staged_dots (the
-// element-wise path runs it first). Unroll: staged_dots' (the sums do not depend on it).
-template <typename T, int R, int Unroll = kUnroll, typename BeforeX = Nothing>
+// element-wise path runs it first).
+template <typename T, int R, typename BeforeX = Nothing>
 __device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc, BeforeX before_x = {}) {
     if (vectors_ok<T>(w, x, m, k)) {
         const uint4 *wv = reinterpret_cast<const uint4 *>(w);
         const uint4 *xv[R];
 #pragma unroll
         for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(x[r < m ? r : 0]);
-        staged_dots<T, 1, R, false, Unroll>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc), before_x);
+        staged_dots<T, 1, R, false>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc), before_x);
     } else {
         before_x();
         for (uint32_t i = lane; i < k; i += 32) {
@@ -204,26 +196,9 @@ __device__ __forceinline__ float row_dot(const void *w, int wq, uint32_t group, 
     return acc[0];
 }
 
-// The warp's router logit x . w[e] (every lane gets it). Float weights (never written) have
-// their first loads issued before wait() - the wait for the kernel that wrote x, as gemv.cu
-// does - and a whole row of OLMoE's (2048 f16: 8 vectors a lane) is in flight at once;
-// quantized ones wait first. Every lane that reads x has run wait() before.
-constexpr int kRouterUnroll = 8;
-template <typename T, typename Wait>
-__device__ __forceinline__ float router_logit(const T *x, const void *w, int wq, uint32_t group, uint32_t n, uint32_t e, uint32_t k,
-                                              uint32_t lane, Wait &wait) {
-    float acc[1] = {0.0f};
-    if (wq) {
-        wait();
-        row_dots<T, 1>(w, wq, group, n, e, &x, 1, k, lane, acc);
-    } else {
-        lane_dots<T, 1, kRouterUnroll>(static_cast<const T *>(w) + (uint64_t)e * k, &x, 1, k, lane, acc, wait);
-    }
-    return warp_sum(acc[0]);
-}
-
 // Blocks of kRouterWarps warps: a decode step has few logits (64 for OLMoE), which blocks of
-// eight warps put on 8 SMs; blocks of two spread them over 32.
+// eight warps put on 8 SMs; blocks of two spread them over 32. Float weights (never written)
+// have their first loads issued before the wait for the kernel that wrote x, as gemv.cu does.
 constexpr uint32_t kRouterWarps = 2;
 template <typename T>
 __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t rows,
@@ -239,114 +214,64 @@ __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, c
     const uint64_t unit = (uint64_t)blockIdx.x * kRouterWarps + threadIdx.x / 32;
     if (unit >= (uint64_t)rows * n) return;
     const uint32_t r = (uint32_t)(unit / n), e = (uint32_t)(unit % n);
-    const float s = router_logit<T>(x + (uint64_t)r * k, w, wq, group, n, e, k, lane, wait_once);
+    const T *xr = x + (uint64_t)r * k;
+    float acc[1] = {0.0f};
+    if (wq) {
+        wait_once();
+        row_dots<T, 1>(w, wq, group, n, e, &xr, 1, k, lane, acc);
+    } else {
+        lane_dots<T, 1>(static_cast<const T *>(w) + (uint64_t)e * k, &xr, 1, k, lane, acc, wait_once);
+    }
+    const float s = warp_sum(acc[0]);
     wait_once(); // every thread, before the write (and lanes that had no vectors to read)
     if (lane == 0) logits[unit] = s;
 }
 
-// By the whole block, for one row: p = softmax(l[0..n)) into prob[0..n) (shared memory; it
-// may be l itself: each thread overwrites only its own experts, after the sums), then the k
-// largest p into ids[0..k) and their p into weights[0..k) (divided by their sum when norm).
-// By ranks: each thread counts, for each of its experts, the experts ranked before it
-// (larger p, or equal p and a lower index; NaN below every number): an expert of rank s < k
-// takes slot s. A strict total order on distinct indices gives every rank once, so the k
-// slots are always k distinct, valid experts. (The selection this replaced took k rounds of
-// a warp-wide arg-max, each a chain of shuffles.) Every thread of the block must call it.
-__device__ __forceinline__ float rank_key(float p) { return p != p ? -1.0f : p; } // p >= 0 otherwise
-__device__ void select_top_k(const float *l, float *prob, uint32_t n, uint32_t k, int norm, int32_t *ids, float *weights) {
-    __shared__ float scratch[32];
+// One warp per row, by ranks: p = softmax(logits) goes to shared memory, then each lane
+// counts, for each of its experts, the experts ranked before it (larger p, or equal p and a
+// lower index; NaN below every number): an expert of rank s < k takes slot s. A strict total
+// order on distinct indices gives every rank once, so the k slots are always k distinct, valid
+// experts. (The selection this replaced took k rounds of a warp-wide arg-max, each a chain of
+// shuffles: several microseconds a layer at k = 8, on the decode step's critical path.)
+__global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
+                                                  float *weights) {
+    extern __shared__ float prob[]; // [n]: p, NaN as -1 (p >= 0 otherwise)
     __shared__ uint32_t chosen[kMoeMaxTopK];
     __shared__ float chosen_p[kMoeMaxTopK];
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t r = blockIdx.x, lane = threadIdx.x;
+    const float *l = logits + (uint64_t)r * n;
     float m = -INFINITY;
-    for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) m = fmaxf(m, l[e]);
-    m = block_max(m, scratch);
+    for (uint32_t e = lane; e < n; e += 32) m = fmaxf(m, l[e]);
+    m = warp_max(m);
     float z = 0.0f;
-    for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) z += expf(l[e] - m);
-    z = block_sum(z, scratch);
-    for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) prob[e] = expf(l[e] - m) / z; // NaN stays NaN
-    __syncthreads();
-    for (uint32_t e = threadIdx.x; e < n; e += blockDim.x) {
-        const float pe = prob[e], ke = rank_key(pe);
+    for (uint32_t e = lane; e < n; e += 32) z += expf(l[e] - m);
+    z = warp_sum(z);
+    for (uint32_t e = lane; e < n; e += 32) {
+        const float p = expf(l[e] - m) / z;
+        prob[e] = p != p ? -1.0f : p;
+    }
+    __syncwarp();
+    for (uint32_t e = lane; e < n; e += 32) {
+        const float pe = prob[e];
         uint32_t rank = 0;
         for (uint32_t f = 0; f < n; f++) {
-            const float kf = rank_key(prob[f]);
-            rank += kf > ke || (kf == ke && f < e);
+            const float pf = prob[f];
+            rank += pf > pe || (pf == pe && f < e);
         }
         if (rank < k) {
             chosen[rank] = e;
-            chosen_p[rank] = pe;
+            chosen_p[rank] = expf(l[e] - m) / z; // the probability itself (NaN stays NaN)
         }
     }
-    __syncthreads();
+    __syncwarp();
     float sum = 0.0f;
     for (uint32_t s = 0; s < k; s++) sum += chosen_p[s];
-    for (uint32_t s = threadIdx.x; s < k; s += blockDim.x) {
-        ids[s] = (int32_t)chosen[s];
-        weights[s] = norm ? chosen_p[s] / sum : chosen_p[s];
+    for (uint32_t s = lane; s < k; s += 32) {
+        ids[(uint64_t)r * k + s] = (int32_t)chosen[s];
+        weights[(uint64_t)r * k + s] = norm ? chosen_p[s] / sum : chosen_p[s];
     }
-}
-
-// One block a row over the logits the router kernel wrote; as many threads as route_kernel's
-// blocks, so that its sums, and so its weights, are the same bits.
-constexpr uint32_t kTopkThreads = kWarps * 32;
-__global__ void __launch_bounds__(kTopkThreads) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
-                                                          float *weights) {
-    extern __shared__ float prob[]; // [n]
-    pdl_wait();
-    pdl_launch_dependents();
-    const uint32_t r = blockIdx.x;
-    select_top_k(logits + (uint64_t)r * n, prob, n, k, norm, ids + (uint64_t)r * k, weights + (uint64_t)r * k);
-}
-
-// Router and top-k in one launch (Hopper's thread block clusters): a cluster of
-// kRouteCluster blocks a row, its kRouteCluster x kWarps warps taking experts e = warp,
-// warp + 64, ... (OLMoE: one each, its 4 KB row on the way before the PDL wait), each
-// logit written into the shared memory of the cluster's first block; once the cluster has
-// met, that block selects as topk_kernel does. The same dot products and selection as the
-// two kernels, so the same bits. Distributed shared memory may only be written once every
-// block of the cluster runs: each block arrives (relaxed) at a cluster barrier first thing
-// and waits for it beside the PDL wait, where it waits anyway. The second barrier (release,
-// then acquire) orders the logits before the selection; the other blocks exit after it, and
-// no one touches their shared memory.
-constexpr uint32_t kRouteCluster = 8; // the portable cluster size
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory"); }
-// Release: this thread's writes before it; acquire: the arrived threads' writes after it.
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
-#endif
-
-template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) route_kernel(const T *x, const void *w, int wq, uint32_t group, uint32_t n, uint32_t k,
-                                                            uint32_t top_k, int norm, int32_t *ids, float *weights) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    extern __shared__ float logit[]; // [n]: the row's logits (the first block's are the ones used)
-    namespace cg = cooperative_groups;
-    cluster_arrive_relaxed(); // this block runs
-    const cg::cluster_group cluster = cg::this_cluster();
-    const uint32_t rank = cluster.block_rank();
-    float *first = cluster.map_shared_rank(logit, 0u);
-    bool waited = false;
-    auto wait_once = [&] { // every thread runs it exactly once, before it reads x or writes a logit
-        if (waited) return;
-        cluster_wait(); // every block of the cluster runs
-        pdl_wait();
-        pdl_launch_dependents();
-        waited = true;
-    };
-    const uint32_t lane = threadIdx.x % 32, r = blockIdx.y;
-    const T *xr = x + (uint64_t)r * k;
-    for (uint32_t e = rank * kWarps + threadIdx.x / 32; e < n; e += kRouteCluster * kWarps) {
-        const float s = router_logit<T>(xr, w, wq, group, n, e, k, lane, wait_once);
-        wait_once(); // lanes that had no vectors to read
-        if (lane == 0) first[e] = s;
-    }
-    wait_once(); // warps without an expert
-    cluster_arrive();
-    cluster_wait(); // every logit is in the first block's shared memory
-    if (rank != 0) return;
-    select_top_k(logit, logit, n, top_k, norm, ids + (uint64_t)r * top_k, weights + (uint64_t)r * top_k);
-#endif
 }
 
 __device__ __forceinline__ uint32_t clamp_expert(int32_t e, uint32_t n_experts) {
@@ -356,87 +281,78 @@ __device__ __forceinline__ uint32_t expert_of(const int32_t *ids, uint64_t pair,
     return clamp_expert(ids[pair], n_experts);
 }
 
-// grid (column blocks, rows * top_k): a warp owns GLU columns j = its index in the grid
-// row, then j + the grid row's warps, ... of the expert of pair blockIdx.y when that pair is
-// the expert's first; it then serves every pair routed to the expert (up to R at a time: R >=
-// rows serves them all in one pass, as top-k never routes a row twice to one expert), so each
-// expert row is read once per step. The launcher sizes the grid to what the GPU holds at once
-// (at one row): a second wave of blocks started together and paid the whole latency chain
-// again (ids, then weights), where a warp that takes a second column issues its loads at once.
-// The block first copies the step's expert ids to shared memory in one parallel read (the
-// scans over the pairs below, one dependent global load each, took a memory round trip per
-// pair). The gate and up rows are loaded together (staged_dots), twice the loads in flight of
-// one after the other.
+// grid (ceil(ff / kWarps), rows * top_k): a warp owns GLU column j of the expert of pair
+// blockIdx.y when that pair is the expert's first; it then serves every pair routed to the
+// expert (up to R at a time: R >= rows serves them all in one pass, as top-k never routes a
+// row twice to one expert), so each expert row is read once per step. The block first copies
+// the step's expert ids to shared memory in one parallel read (the scans over the pairs
+// below, one dependent global load each, took a memory round trip per pair). The gate and
+// up rows are loaded together (staged_dots), twice the loads in flight of one after the other.
 constexpr uint32_t kMoeDecodeMaxPairs = kMoeDecodeMaxRows * kMoeMaxTopK;
 template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeExpertArgs a) {
     __shared__ uint32_t expert[kMoeDecodeMaxPairs];
     pdl_wait();
     pdl_launch_dependents();
-    const uint32_t lane = threadIdx.x % 32, pair = blockIdx.y;
+    const uint32_t lane = threadIdx.x % 32, j = blockIdx.x * kWarps + threadIdx.x / 32, pair = blockIdx.y;
     const uint32_t pairs = a.rows * a.top_k; // <= kMoeDecodeMaxPairs (the launcher checks)
     for (uint32_t q = threadIdx.x; q < pairs; q += blockDim.x) expert[q] = expert_of(a.ids, q, a.n_experts);
     __syncthreads();
+    if (j >= a.ff) return;
     const uint32_t e = expert[pair];
     for (uint32_t q = 0; q < pair; q++)
         if (expert[q] == e) return; // an earlier pair's block owns this expert
     const uint64_t total = (uint64_t)a.n_experts * 2 * a.ff, first = (uint64_t)e * 2 * a.ff;
     const T *x = static_cast<const T *>(a.x);
-    for (uint32_t j = blockIdx.x * kWarps + threadIdx.x / 32; j < a.ff; j += gridDim.x * kWarps) {
-        uint32_t q = pair;
-        while (q < pairs) {
-            uint32_t served[R];
-            const T *xs[R];
-            int m = 0;
-            for (; q < pairs && m < R; q++)
-                if (expert[q] == e) {
-                    served[m] = q;
-                    xs[m] = x + (uint64_t)(q / a.top_k) * a.d;
-                    m++;
-                }
-            if (m == 0) break; // the last batch of pairs was full
-            float gu[2][R];
-#pragma unroll
-            for (int r = 0; r < R; r++) gu[0][r] = gu[1][r] = 0.0f;
-            const T *gate_row = static_cast<const T *>(a.w) + (first + j) * a.d, *up_row = gate_row + (uint64_t)a.ff * a.d;
-            if (!a.wq && vectors_ok<T>(gate_row, xs, m, a.d) && vectors_ok<T>(up_row, xs, 0, a.d)) {
-                const uint4 *wv[2] = {reinterpret_cast<const uint4 *>(gate_row), reinterpret_cast<const uint4 *>(up_row)};
-                const uint4 *xv[R];
-#pragma unroll
-                for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(xs[r < m ? r : 0]);
-                staged_dots<T, 2, R>(wv, xv, m, a.d / (16 / sizeof(T)), lane, gu);
-            } else {
-                row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, gu[0]);
-                row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, gu[1]);
+    uint32_t q = pair;
+    while (q < pairs) {
+        uint32_t served[R];
+        const T *xs[R];
+        int m = 0;
+        for (; q < pairs && m < R; q++)
+            if (expert[q] == e) {
+                served[m] = q;
+                xs[m] = x + (uint64_t)(q / a.top_k) * a.d;
+                m++;
             }
+        if (m == 0) break; // the last batch of pairs was full
+        float gu[2][R];
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                if (r >= m) break;
-                const float gs = warp_sum(gu[0][r]), us = warp_sum(gu[1][r]);
-                // Gate and up rounded to the activation type first, as the dense GLU stores them.
-                if (lane == 0)
-                    static_cast<T *>(a.glu_out)[(uint64_t)served[r] * a.ff + j] =
-                        from_f32<T>(activate(to_f32(from_f32<T>(gs)), a.act) * to_f32(from_f32<T>(us)));
-            }
+        for (int r = 0; r < R; r++) gu[0][r] = gu[1][r] = 0.0f;
+        const T *gate_row = static_cast<const T *>(a.w) + (first + j) * a.d, *up_row = gate_row + (uint64_t)a.ff * a.d;
+        if (!a.wq && vectors_ok<T>(gate_row, xs, m, a.d) && vectors_ok<T>(up_row, xs, 0, a.d)) {
+            const uint4 *wv[2] = {reinterpret_cast<const uint4 *>(gate_row), reinterpret_cast<const uint4 *>(up_row)};
+            const uint4 *xv[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(xs[r < m ? r : 0]);
+            staged_dots<T, 2, R>(wv, xv, m, a.d / (16 / sizeof(T)), lane, gu);
+        } else {
+            row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, gu[0]);
+            row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, gu[1]);
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            if (r >= m) break;
+            const float gs = warp_sum(gu[0][r]), us = warp_sum(gu[1][r]);
+            // Gate and up rounded to the activation type first, as the dense GLU stores them.
+            if (lane == 0)
+                static_cast<T *>(a.glu_out)[(uint64_t)served[r] * a.ff + j] =
+                    from_f32<T>(activate(to_f32(from_f32<T>(gs)), a.act) * to_f32(from_f32<T>(us)));
         }
     }
 }
 
-// grid (column-pair blocks, rows), top_k warps (at most kWarps) a block: the block owns
-// output columns i0 and i0 + 1 of row r, for i0 = 2 blockIdx.x, then i0 + 2 gridDim.x, ...
-// (the launcher sizes the grid to what the GPU holds at once, as gate_up's); warp w takes
-// slots w, w + warps, ..., reading the two down rows of the slot's expert together (one x
-// vector serves both), and leaves the slot's sums in shared memory; then the slot-ordered
-// sums weighted by the routing go to the residual. Spreading the slots over warps puts all
-// of a row's expert reads in flight at once, where a warp walking the slots waited for each
-// in turn. The routing (read once for every pass) and the first weight loads go before the
-// wait for gate_up (programmatic dependent launch), so they overlap its tail: the routing
-// kernel wrote the routing before gate_up passed its own wait, and L2 (__ldcg) holds it;
-// only the GLU outputs (x) and the residual come after the wait. The sums alternate between
-// two buffers, so a pass's writers need not wait for the previous pass's reader.
+// grid (ceil(d / 2), rows), top_k warps (at most kWarps) a block: the block owns output
+// columns i0 and i0 + 1 of row r; warp w takes slots w, w + warps, ..., reading the two down
+// rows of the slot's expert together (one x vector serves both), and leaves the slot's sums
+// in shared memory beside the slot's routing weight; then the slot-ordered weighted sums go
+// to the residual. Spreading the slots over warps puts all of a row's expert reads in flight
+// at once, where a warp walking the slots waited for each in turn. The routing and the first weight loads go before the
+// wait for gate_up (programmatic dependent launch), so they overlap its tail: top-k wrote the
+// routing before gate_up passed its own wait, and L2 (__ldcg) holds it; only the GLU outputs
+// (x) and the residual come after the wait.
 constexpr uint32_t kDownColumns = 2;
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeExpertArgs a) {
-    __shared__ float slot_dot[2][kMoeMaxTopK][kDownColumns], slot_weight[kMoeMaxTopK];
-    __shared__ uint32_t slot_expert[kMoeMaxTopK];
+    __shared__ float slot_dot[kMoeMaxTopK][kDownColumns], slot_weight[kMoeMaxTopK];
     bool waited = false;
     auto wait_once = [&] {
         if (waited) return;
@@ -445,45 +361,35 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
         waited = true;
     };
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, r = blockIdx.y;
+    const uint32_t i0 = blockIdx.x * kDownColumns;
     const uint64_t total = (uint64_t)a.n_experts * a.d;
-    for (uint32_t s = warp; s < a.top_k; s += warps)
-        if (lane == 0) {
-            const uint64_t pair = (uint64_t)r * a.top_k + s;
-            slot_weight[s] = __ldcg(a.weights + pair); // read beside the ids, not after the weights
-            slot_expert[s] = clamp_expert(__ldcg(a.ids + pair), a.n_experts);
+    for (uint32_t s = warp; s < a.top_k; s += warps) {
+        const uint64_t pair = (uint64_t)r * a.top_k + s;
+        if (lane == 0) slot_weight[s] = __ldcg(a.weights + pair); // read beside the weights, not after them
+        const uint64_t first = (uint64_t)clamp_expert(__ldcg(a.ids + pair), a.n_experts) * a.d;
+        const T *x = static_cast<const T *>(a.x) + pair * a.ff;
+        const uint64_t rows[kDownColumns] = {first + i0, first + min(i0 + 1, a.d - 1)}; // past d: a valid row, unused
+        const T *w0 = static_cast<const T *>(a.w) + rows[0] * a.ff, *w1 = static_cast<const T *>(a.w) + rows[1] * a.ff;
+        float acc[kDownColumns][1] = {{0.0f}, {0.0f}};
+        if (!a.wq && vectors_ok<T>(w0, &x, 1, a.ff) && vectors_ok<T>(w1, &x, 0, a.ff)) {
+            const uint4 *wv[kDownColumns] = {reinterpret_cast<const uint4 *>(w0), reinterpret_cast<const uint4 *>(w1)};
+            const uint4 *xv = reinterpret_cast<const uint4 *>(x);
+            staged_dots<T, kDownColumns, 1, true>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
+        } else {
+            wait_once();
+            for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
         }
-    __syncwarp(); // a warp's slots are its own until the first __syncthreads
-    uint32_t buf = 0;
-    for (uint32_t i0 = blockIdx.x * kDownColumns; i0 < a.d; i0 += gridDim.x * kDownColumns, buf ^= 1) {
-        for (uint32_t s = warp; s < a.top_k; s += warps) {
-            const uint64_t pair = (uint64_t)r * a.top_k + s, first = (uint64_t)slot_expert[s] * a.d;
-            const T *x = static_cast<const T *>(a.x) + pair * a.ff;
-            const uint64_t rows[kDownColumns] = {first + i0, first + min(i0 + 1, a.d - 1)}; // past d: a valid row, unused
-            const T *w0 = static_cast<const T *>(a.w) + rows[0] * a.ff, *w1 = static_cast<const T *>(a.w) + rows[1] * a.ff;
-            float acc[kDownColumns][1] = {{0.0f}, {0.0f}};
-            if (!a.wq && vectors_ok<T>(w0, &x, 1, a.ff) && vectors_ok<T>(w1, &x, 0, a.ff)) {
-                const uint4 *wv[kDownColumns] = {reinterpret_cast<const uint4 *>(w0), reinterpret_cast<const uint4 *>(w1)};
-                const uint4 *xv = reinterpret_cast<const uint4 *>(x);
-                staged_dots<T, kDownColumns, 1, true>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
-            } else {
-                wait_once();
-                for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
-            }
-            for (uint32_t c = 0; c < kDownColumns; c++) {
-                const float v = warp_sum(acc[c][0]);
-                if (lane == 0) slot_dot[buf][s][c] = v;
-            }
-        }
-        wait_once(); // every thread, before the residual (and lanes that had no vectors to read)
-        // The pass's sums are in. A buffer is written again two passes on, by warps that have
-        // passed the next pass's barrier, which its reader (warp 0) reaches only after reading.
-        __syncthreads();
-        if (threadIdx.x < kDownColumns && i0 + threadIdx.x < a.d) {
-            float acc = 0.0f;
-            for (uint32_t s = 0; s < a.top_k; s++) acc += slot_weight[s] * slot_dot[buf][s][threadIdx.x];
-            a.residual[(uint64_t)r * a.d + i0 + threadIdx.x] += acc;
+        for (uint32_t c = 0; c < kDownColumns; c++) {
+            const float v = warp_sum(acc[c][0]);
+            if (lane == 0) slot_dot[s][c] = v;
         }
     }
+    wait_once(); // every thread, before the residual (and lanes that had no vectors to read)
+    __syncthreads();
+    if (threadIdx.x >= kDownColumns || i0 + threadIdx.x >= a.d) return;
+    float acc = 0.0f;
+    for (uint32_t s = 0; s < a.top_k; s++) acc += slot_weight[s] * slot_dot[s][threadIdx.x];
+    a.residual[(uint64_t)r * a.d + i0 + threadIdx.x] += acc;
 }
 
 // One block; warp w handles experts w, w + warps, ...: it walks the pairs 32 at a time, a
@@ -605,152 +511,8 @@ cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_exper
                             float *weights, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
     if (k == 0 || k > kMoeMaxTopK || k > n_experts || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
-    return launch_pdl(topk_kernel, rows, kTopkThreads, 4ull * n_experts, stream, logits, n_experts, k, norm, ids, weights);
+    return launch_pdl(topk_kernel, rows, 32, 4ull * n_experts, stream, logits, n_experts, k, norm, ids, weights);
 }
-
-namespace {
-
-// Whether the environment variable `name` is set to something other than "" or "0".
-bool env_switch(const char *name) {
-    const char *v = std::getenv(name);
-    return v && *v && std::strcmp(v, "0") != 0;
-}
-
-// kernel<<<grid, block, smem, stream>>> in clusters of cluster_x blocks along x, with the PDL
-// attribute as launch_pdl gives it.
-template <typename... KArgs, typename... Args>
-cudaError_t launch_cluster_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, uint32_t cluster_x, size_t smem,
-                               cudaStream_t stream, Args &&...args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = cluster_x;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl_enabled() ? 2 : 1;
-    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
-}
-
-// Whether route_kernel<T> runs on the current device: kernels built for Hopper or newer (the
-// code that runs, as kernel_arch tells it) and room for one of its clusters with the most
-// shared memory it takes. Asked once per device (racing writers store the same answer).
-// GPT_CUDA_MOE_ROUTE_PAIR=1 keeps the router and top-k launches, for measuring what one
-// launch brings.
-template <typename T> std::atomic<int> &route_state(int dev) { // 0 not asked, 1 yes, -1 no
-    static std::atomic<int> of[64];
-    return of[dev];
-}
-template <typename T> bool route_fused_ok(int dev) {
-    static const bool pair = env_switch("GPT_CUDA_MOE_ROUTE_PAIR");
-    if (pair) return false;
-    std::atomic<int> &state = route_state<T>(dev);
-    int ok = state.load(std::memory_order_relaxed);
-    if (ok == 0) {
-        int clusters = 0;
-        if (kernel_arch() >= 90) {
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = dim3(kRouteCluster, 1);
-            cfg.blockDim = dim3(kWarps * 32);
-            cfg.dynamicSmemBytes = 4ull * kMoeMaxExpertsCuda;
-            cudaLaunchAttribute attr[1];
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = kRouteCluster;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
-            if (cudaOccupancyMaxActiveClusters(&clusters, route_kernel<T>, &cfg) != cudaSuccess) clusters = 0;
-            cudaGetLastError();
-        }
-        ok = clusters > 0 ? 1 : -1;
-        state.store(ok, std::memory_order_relaxed);
-    }
-    return ok > 0;
-}
-
-// Errors a launch configuration the device refuses gives (the arguments were checked before).
-bool refused_config(cudaError_t e) {
-    return e == cudaErrorInvalidValue || e == cudaErrorInvalidConfiguration || e == cudaErrorNotSupported ||
-           e == cudaErrorInvalidClusterSize || e == cudaErrorLaunchOutOfResources;
-}
-
-} // namespace
-
-cudaError_t launch_moe_route(const void *x, const void *w, int wq, uint32_t group, uint32_t rows, uint32_t n_experts, uint32_t k,
-                             int act_dtype, uint32_t top_k, int norm, float *logits, int32_t *ids, float *weights, cudaStream_t stream) {
-    if (rows == 0) return cudaSuccess;
-    if (k == 0 || !weights_ok(wq, group, k, act_dtype)) return cudaErrorInvalidValue;
-    if (top_k == 0 || top_k > kMoeMaxTopK || top_k > n_experts || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
-    int dev = 0;
-    const bool dev_ok = cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64;
-    if (!dev_ok) cudaGetLastError();
-    bool fused = false;
-    cudaError_t e2 = cudaSuccess;
-    const cudaError_t e = dispatch_dtype(act_dtype, [&](auto tag) {
-        using T = decltype(tag);
-        if (!dev_ok || rows > 65535 || !route_fused_ok<T>(dev)) return; // grid.y
-        e2 = launch_cluster_pdl(route_kernel<T>, dim3(kRouteCluster, rows), kWarps * 32, kRouteCluster, 4ull * n_experts, stream,
-                                static_cast<const T *>(x), w, wq, group, n_experts, k, top_k, norm, ids, weights);
-        fused = !refused_config(e2);
-        if (fused) return;
-        // A cluster launch this device refuses despite the occupancy answer: the two launches
-        // from now on (never worse than before the fused kernel).
-        route_state<T>(dev).store(-1, std::memory_order_relaxed);
-        cudaGetLastError();
-    });
-    if (e != cudaSuccess || fused) return e != cudaSuccess ? e : e2;
-    // Before Hopper (or where the cluster launch was refused): the router, then top-k over its
-    // logits.
-    if (const cudaError_t c = launch_moe_router(x, w, wq, group, rows, n_experts, k, act_dtype, logits, stream)) return c;
-    return launch_moe_topk(logits, rows, n_experts, top_k, norm, ids, weights, stream);
-}
-
-namespace {
-
-// Blocks of Kernel (threads a block, no dynamic shared memory; threads a multiple of 32, at
-// most kWarps warps) the current GPU holds at once; 0 when it cannot be told. Asked once per
-// kernel, block size and device (racing writers store the same answer).
-template <auto Kernel> uint32_t resident_blocks(uint32_t threads) {
-    static std::atomic<int> of[64][kWarps + 1]; // 0 not asked, -1 not known
-    int dev = 0;
-    const uint32_t warps = threads / 32;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64 || warps > kWarps) {
-        cudaGetLastError();
-        return 0;
-    }
-    int n = of[dev][warps].load(std::memory_order_relaxed);
-    if (n == 0) {
-        int sms = 0, per_sm = 0;
-        const bool known = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
-                           cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, (int)threads, 0) == cudaSuccess;
-        cudaGetLastError();
-        n = known && sms > 0 && per_sm > 0 ? sms * per_sm : -1;
-        of[dev][warps].store(n, std::memory_order_relaxed);
-    }
-    return n > 0 ? (uint32_t)n : 0;
-}
-
-// Blocks along x for `units` blocks of work in each of `grid_rows` rows of a grid (each block
-// looping over units x, x + gridDim.x, ...): all of them where the GPU holds them at once,
-// else the fewest equal passes that fit its `resident` blocks (0: unknown, all of them).
-// GPT_CUDA_MOE_FULL_GRID=1 gives every unit its own block (the grids before this sizing), for
-// measuring what it brings.
-uint32_t one_wave(uint32_t units, uint32_t grid_rows, uint32_t resident) {
-    static const bool full = env_switch("GPT_CUDA_MOE_FULL_GRID");
-    if (full || resident == 0 || units == 0) return units;
-    const uint64_t fit = std::max<uint64_t>(1, resident / grid_rows);
-    const uint64_t passes = (units + fit - 1) / fit;
-    return (uint32_t)((units + passes - 1) / passes);
-}
-
-} // namespace
 
 static cudaError_t check_experts(const MoeExpertArgs &a) {
     if (a.top_k == 0 || a.top_k > a.n_experts || a.top_k > kMoeMaxTopK || a.d == 0 || a.ff == 0) return cudaErrorInvalidValue;
@@ -762,19 +524,13 @@ cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (const cudaError_t c = check_experts(a)) return c;
     if ((uint64_t)a.rows * a.top_k > kMoeDecodeMaxPairs) return cudaErrorInvalidValue; // the block's shared ids
-    const uint32_t pairs = a.rows * a.top_k, column_blocks = ceil_div(a.ff, kWarps);
+    const dim3 grid(ceil_div(a.ff, kWarps), a.rows * a.top_k);
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        // One row (decode at batch 1): a kernel without the registers of eight rows' sums, and a
-        // grid the GPU holds at once. Not with more rows: the blocks of a pair whose expert an
-        // earlier pair owns return at once, and a grid of one wave would leave their places idle.
-        if (a.rows == 1) {
-            const dim3 grid(one_wave(column_blocks, pairs, resident_blocks<gate_up_kernel<T, 1>>(kWarps * 32)), pairs);
-            e2 = launch_pdl(gate_up_kernel<T, 1>, grid, kWarps * 32, 0, stream, a);
-        } else {
-            e2 = launch_pdl(gate_up_kernel<T, kMoeDecodeMaxRows>, dim3(column_blocks, pairs), kWarps * 32, 0, stream, a);
-        }
+        // One row (decode at batch 1): a kernel without the registers of eight rows' sums.
+        if (a.rows == 1) e2 = launch_pdl(gate_up_kernel<T, 1>, grid, kWarps * 32, 0, stream, a);
+        else e2 = launch_pdl(gate_up_kernel<T, kMoeDecodeMaxRows>, grid, kWarps * 32, 0, stream, a);
     });
     return e != cudaSuccess ? e : e2;
 }
@@ -783,11 +539,11 @@ cudaError_t launch_moe_down(const MoeExpertArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (const cudaError_t c = check_experts(a)) return c;
     if (a.rows > 65535) return cudaErrorInvalidValue; // grid.y
+    const dim3 grid(ceil_div(a.d, kDownColumns), a.rows);
     const uint32_t warps = a.top_k < kWarps ? a.top_k : kWarps; // a warp per slot, at most kWarps
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {
         using T = decltype(tag);
-        const dim3 grid(one_wave(ceil_div(a.d, kDownColumns), a.rows, resident_blocks<down_kernel<T>>(warps * 32)), a.rows);
         e2 = launch_pdl(down_kernel<T>, grid, warps * 32, 0, stream, a);
     });
     return e != cudaSuccess ? e : e2;

@@ -26,12 +26,6 @@ cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t gro
 inline constexpr uint32_t kMoeMaxExpertsCuda = 8192;
 cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_experts, uint32_t k, int norm, int32_t *ids,
                             float *weights, cudaStream_t stream);
-// Both at once: ids and weights as launch_moe_router then launch_moe_topk give them (the same
-// bits), x: [rows][k] in act_dtype, w: [n_experts][k], top_k experts a row. One launch where
-// the kernels were built for Hopper or newer (a cluster of blocks a row; logits is not
-// touched), else those two launches (logits: [rows][n_experts] f32 between them).
-cudaError_t launch_moe_route(const void *x, const void *w, int wq, uint32_t group, uint32_t rows, uint32_t n_experts, uint32_t k,
-                             int act_dtype, uint32_t top_k, int norm, float *logits, int32_t *ids, float *weights, cudaStream_t stream);
 
 struct MoeExpertArgs {
     const void *x;         // gate_up: [rows][d] (H); down: [rows * top_k][ff] (the GLU outputs)

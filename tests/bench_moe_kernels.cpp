@@ -8,12 +8,10 @@
 // expert's rows once). The weights are bigger than L2 and every repetition takes another of
 // kIdSets random routings (and the dense GEMV another of kDenseCopies matrices), so the
 // weights come from DRAM as in a real step, not from the L2 of the previous repetition.
-// "route" is router and top-k in one launch (launch_moe_route), "ffn" the routed FFN's
-// launches back to back as a decode step runs them. Last, the routing kernels of a 512-token
-// prefill (router, top-k, the fused routing, grouping by expert) and its two grouped expert
-// GEMMs (cuda/moe_grouped_gemm.cu: gate|up, down), in TFLOP/s, beside the per-expert cuBLAS
-// GEMMs they replace (group sizes known on the host ahead: that path's read-back and sync are
-// not in its time).
+// Last, the routing kernels of a 512-token prefill (router, top-k, grouping by expert) and
+// its two grouped expert GEMMs (cuda/moe_grouped_gemm.cu: gate|up, down), in TFLOP/s, beside
+// the per-expert cuBLAS GEMMs they replace (group sizes known on the host ahead: that path's
+// read-back and sync are not in its time).
 #include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/gemm.h"
 #include "gemv.cuh"
@@ -161,8 +159,6 @@ void bench_moe(const Shape &s, uint32_t rows, int reps, std::mt19937 &rng) {
     report(s.name, rows, "router", us, 2.0 * E * d);
     us = median_us(reps, [&](int) { CK(launch_moe_topk(logits, rows, E, k, 1, topk_ids, topk_w, nullptr)); });
     report(s.name, rows, "topk", us, 0);
-    us = median_us(reps, [&](int) { CK(launch_moe_route(x, router, 0, 0, rows, E, d, kF16, k, 1, logits, topk_ids, topk_w, nullptr)); });
-    report(s.name, rows, "route", us, 2.0 * E * d);
     us = median_us(reps, [&](int i) {
         g.ids = ids + (uint64_t)(i % kIdSets) * pairs;
         CK(launch_moe_gate_up(g, nullptr));
@@ -174,36 +170,11 @@ void bench_moe(const Shape &s, uint32_t rows, int reps, std::mt19937 &rng) {
     });
     report(s.name, rows, "down", us, distinct * (double)d * ff * 2);
 
-    // The routed FFN as a decode step runs it, each launch overlapping the one before (PDL):
-    // the routing in one launch ("ffn"), or the router and top-k ("ffn-pair"), then gate_up and
-    // down on the ids it wrote. Each repetition routes another of kIdSets inputs, so the experts
-    // change; GB/s over the router and the expected distinct experts of a random routing.
-    void *xs = random_f16((uint64_t)kIdSets * rows * d, 1.0f, rng);
-    MoeExpertArgs g2 = g, dn2 = dn;
-    g2.ids = dn2.ids = topk_ids;
-    dn2.weights = topk_w;
-    const double ffn_bytes = 2.0 * E * d + distinct * 3.0 * ff * d * 2;
-    for (int fused = 1; fused >= 0; fused--) {
-        us = median_us(reps, [&](int i) {
-            g2.x = static_cast<const __half *>(xs) + (uint64_t)(i % kIdSets) * rows * d;
-            if (fused) CK(launch_moe_route(g2.x, router, 0, 0, rows, E, d, kF16, k, 1, logits, topk_ids, topk_w, nullptr));
-            else {
-                CK(launch_moe_router(g2.x, router, 0, 0, rows, E, d, kF16, logits, nullptr));
-                CK(launch_moe_topk(logits, rows, E, k, 1, topk_ids, topk_w, nullptr));
-            }
-            CK(launch_moe_gate_up(g2, nullptr));
-            CK(launch_moe_down(dn2, nullptr));
-        });
-        report(s.name, rows, fused ? "ffn" : "ffn-pair", us, ffn_bytes);
-    }
-    CK(cudaFree(xs));
-
     for (void *p : {x, router, gate_up, down, glu}) CK(cudaFree(p));
     for (void *p : {(void *)logits, (void *)weights, (void *)residual, (void *)ids, (void *)topk_ids, (void *)topk_w}) CK(cudaFree(p));
 }
 
-// The routing kernels of a prefill step (router, top-k, both in one launch, the grouping by
-// expert) over `rows` rows.
+// The routing kernels of a prefill step (router, top-k, the grouping by expert) over `rows` rows.
 void bench_prefill_routing(const Shape &s, uint32_t rows, int reps, std::mt19937 &rng) {
     const uint32_t E = s.n_experts, k = s.top_k, d = s.d, pairs = rows * k;
     void *x = random_f16((uint64_t)rows * d, 1.0f, rng);
@@ -222,8 +193,6 @@ void bench_prefill_routing(const Shape &s, uint32_t rows, int reps, std::mt19937
     report(s.name, rows, "router", us, 2.0 * E * d);
     us = median_us(reps, [&](int) { CK(launch_moe_topk(logits, rows, E, k, 1, ids, weights, nullptr)); });
     report(s.name, rows, "topk", us, 0);
-    us = median_us(reps, [&](int) { CK(launch_moe_route(x, router, 0, 0, rows, E, d, kF16, k, 1, logits, ids, weights, nullptr)); });
-    report(s.name, rows, "route", us, 2.0 * E * d);
     us = median_us(reps, [&](int) { CK(launch_moe_group(ids, pairs, E, offsets, perm, inv, nullptr)); });
     report(s.name, rows, "group", us, 0);
     for (void *p : {x, router, (void *)logits, (void *)weights, (void *)ids, (void *)offsets, (void *)perm, (void *)inv}) CK(cudaFree(p));

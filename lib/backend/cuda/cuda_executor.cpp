@@ -211,23 +211,20 @@ public:
     }
 
     // Router logits and top-k on the device, then the experts: per-(row, slot) GEMVs for up to
-    // kMoeDecodeMaxRows rows (graph-safe: the ids stay on the device; the routing one launch),
-    // else the pairs grouped by expert and one grouped GEMM a projection (graph-safe too) or,
-    // where that cannot run, one cuBLAS GEMM per used expert; then the shared expert, if any.
+    // kMoeDecodeMaxRows rows (graph-safe: the ids stay on the device), else the pairs grouped
+    // by expert and one grouped GEMM a projection (graph-safe too) or, where that cannot run,
+    // one cuBLAS GEMM per used expert; then the shared expert, if any.
     void moe(const MoeSpec &s) override {
         flush_delta();
         check_moe(s);
         const uint32_t E = shape_.n_experts, k = shape_.n_experts_used, d = shape_.d_model;
         const Weight &router = *s.router;
-        if (rows_ <= kMoeDecodeMaxRows) {
-            moe_decode(s);
-        } else {
-            GPT_CUDA_CHECK(launch_moe_router(dev(plan_.h), router.data, quant_code(router), router.group, rows_, E, d, (int)p_.compute,
-                                             dev<float>(plan_.moe_logits), stream_));
-            GPT_CUDA_CHECK(launch_moe_topk(dev<float>(plan_.moe_logits), rows_, E, k, s.norm_topk ? 1 : 0,
-                                           dev<int32_t>(plan_.moe_ids), dev<float>(plan_.moe_weights), stream_));
-            moe_grouped(s);
-        }
+        GPT_CUDA_CHECK(launch_moe_router(dev(plan_.h), router.data, quant_code(router), router.group, rows_, E, d, (int)p_.compute,
+                                         dev<float>(plan_.moe_logits), stream_));
+        GPT_CUDA_CHECK(launch_moe_topk(dev<float>(plan_.moe_logits), rows_, E, k, s.norm_topk ? 1 : 0,
+                                       dev<int32_t>(plan_.moe_ids), dev<float>(plan_.moe_weights), stream_));
+        if (rows_ <= kMoeDecodeMaxRows) moe_decode(s);
+        else moe_grouped(s);
         if (s.shared_gate_up && *s.shared_gate_up) moe_shared(s);
     }
 
@@ -628,15 +625,9 @@ private:
         return a;
     }
 
-    // Few rows: the routing (router and top-k in one launch on Hopper), each (row, slot)
-    // pair's GLU over its expert's rows, then each row's down projections weighted and summed
-    // into X, reading the chosen ids on the device.
+    // Few rows: each (row, slot) pair's GLU over its expert's rows, then each row's down
+    // projections weighted and summed into X, reading the chosen ids on the device.
     void moe_decode(const MoeSpec &s) {
-        const Weight &router = *s.router;
-        GPT_CUDA_CHECK(launch_moe_route(dev(plan_.h), router.data, quant_code(router), router.group, rows_, shape_.n_experts,
-                                        shape_.d_model, (int)p_.compute, shape_.n_experts_used, s.norm_topk ? 1 : 0,
-                                        dev<float>(plan_.moe_logits), dev<int32_t>(plan_.moe_ids), dev<float>(plan_.moe_weights),
-                                        stream_));
         MoeExpertArgs g = expert_args(*s.gate_up);
         g.x = dev(plan_.h);
         g.ids = dev<int32_t>(plan_.moe_ids);
