@@ -9,6 +9,7 @@
 // Beyond the tolerance: one summation order per (output, row), so a result must not depend on
 // how many rows or outputs a call holds, and the portable kernel, where it fuses its
 // multiply-adds, must give the SIMD kernel's bits.
+#include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_quant.h"
 #include "core/half.h"
 #include "core/quant.h"
@@ -192,6 +193,22 @@ void test_best(void **) {
 #if defined(__aarch64__)
     assert_int_equal((int)best, (int)QuantKernel::Simd); // NEON is part of the base architecture
 #endif
+    // matmul_block sends quantized weights there: the same bits.
+    std::mt19937_64 rng(reference::sub_seed("best"));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (DType t : {DType::Q8, DType::Q4})
+        for (uint32_t rows : {1u, 6u}) {
+            const Matrix m = draw_matrix(rng, t, 11, 192, 64);
+            std::vector<float> x(rows * m.k), scratch(m.k);
+            for (float &v : x) v = u(rng);
+            const std::vector<float> want = run(best, m, x, rows, nullptr, 2, m.n, m.n);
+            std::vector<float> y(rows * m.n);
+            reference::poison(y.data(), y.size());
+            gpt::cpu::matmul_block(x.data(), rows, m.view(), nullptr, 2, m.n, y.data(), m.n, scratch.data());
+            for (size_t i = 0; i < y.size(); i++)
+                if (!same_bits(y[i], want[i]) && !(std::isnan(y[i]) && std::isnan(want[i])))
+                    fail_msg("matmul_block %s, %u rows: element %zu = %.9g, the best kernel gives %.9g", label(t), rows, i, y[i], want[i]);
+        }
     std::printf("kernels: simd %s, portable %s; matmul uses %s\n",
                 gpt::cpu::quant_kernel_available(QuantKernel::Simd) ? "available" : "unavailable",
                 gpt::cpu::quant_portable_fused() ? "fused" : "unfused", label(best));

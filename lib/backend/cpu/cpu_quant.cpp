@@ -131,7 +131,7 @@ struct Avx2Tiles {
                     }
                 }
             for (int i = 0; i < NO; i++) {
-                const __m256 s = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(m.scale(o + i, gi))));
+                const __m256 s = _mm256_cvtph_ps(_mm_set1_epi16((short)m.scale(o + i, gi)));
                 for (int r = 0; r < NR; r++) t[i][r] = _mm256_fmadd_ps(_mm256_add_ps(p0[i][r], p1[i][r]), s, t[i][r]);
             }
         }
