@@ -87,9 +87,10 @@ Matrix draw_matrix(std::mt19937_64 &rng, DType t, uint64_t n, uint64_t k, uint32
 // Calls the kernel on outputs [o0, o1) with y poisoned; returns y ([rows][stride]).
 std::vector<float> run(QuantKernel kernel, const Matrix &m, const std::vector<float> &x, uint32_t rows, const float *bias,
                        uint64_t o0, uint64_t o1, uint64_t stride) {
-    std::vector<float> y(rows * stride);
+    std::vector<float> y(rows * stride), scratch(m.k);
     reference::poison(y.data(), y.size());
-    gpt::cpu::quant_matmul(kernel, x.data(), rows, m.view(), bias, o0, o1, y.data(), stride);
+    reference::poison(scratch.data(), scratch.size());
+    gpt::cpu::quant_matmul(kernel, x.data(), rows, m.view(), bias, o0, o1, y.data(), stride, scratch.data());
     return y;
 }
 

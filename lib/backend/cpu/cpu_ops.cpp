@@ -204,7 +204,7 @@ void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float 
                   uint64_t o_end, float *y, uint64_t y_stride, float *scratch) {
     const uint64_t k = w.cols;
     // Quantized weights: dot products straight from the packed bytes (cpu_quant.cpp).
-    if (is_quantized(w.dtype)) return quant_matmul(best_quant_kernel(), x, n_rows, w, bias, o_begin, o_end, y, y_stride);
+    if (is_quantized(w.dtype)) return quant_matmul(best_quant_kernel(), x, n_rows, w, bias, o_begin, o_end, y, y_stride, scratch);
 #if GPT_X86_SIMD
     // Few rows (decode): dot products on the 16-bit weights directly, no widening pass.
     if ((w.dtype == DType::F16 || w.dtype == DType::BF16) && n_rows <= 4 && have_avx2_fma_f16c()) {

@@ -21,8 +21,7 @@ void embedding_row(const Weight &w, uint64_t row, float *out);
 
 // y[r][o] = x[r][:] . w[o][:] (+ bias[o]) for rows r in [0, n_rows) and outputs o in
 // [o_begin, o_end). x: [n_rows][w.cols], y: [n_rows][y_stride]. scratch: w.cols floats (used
-// for f16/bf16 weights: each row is widened there once; quantized weights are read packed,
-// cpu_quant.h).
+// for f16/bf16 weights: each row is widened there once; for quantized ones, cpu_quant.h).
 void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
                   uint64_t o_end, float *y, uint64_t y_stride, float *scratch);
 

@@ -32,6 +32,7 @@ struct Packed {
     const uint8_t *q;       // integer plane: row o at q + o * row_bytes
     const uint16_t *scales; // [rows][groups] f16
     uint64_t row_bytes, k, g, groups;
+    float *scratch; // k floats: the portable kernel's widened row
     const uint8_t *row(uint64_t o) const { return q + o * row_bytes; }
     uint16_t scale(uint64_t o, uint64_t gi) const { return scales[o * groups + gi]; }
 };
@@ -46,40 +47,44 @@ constexpr bool kPortableFused = false; // std::fma would be a library call per e
 inline float mac(float a, float b, float c) { return a * b + c; }
 #endif
 
-// Columns [c, c + 16) of a row as integers.
-template <DType T> inline void portable_load16(const uint8_t *row, uint64_t c, int q[16]) {
+// A row's integers as f32 (exact: small integers).
+template <DType T> inline void portable_widen(const uint8_t *row, uint64_t k, float *qf) {
     if constexpr (T == DType::Q8) {
-        for (int l = 0; l < 16; l++) q[l] = (int8_t)row[c + l];
+        const int8_t *q = reinterpret_cast<const int8_t *>(row);
+        for (uint64_t c = 0; c < k; c++) qf[c] = (float)q[c];
     } else {
-        for (int b = 0; b < 8; b++) {
-            const uint8_t byte = row[c / 2 + b];
-            q[2 * b] = (byte & 15) - 8;
-            q[2 * b + 1] = (byte >> 4) - 8;
+        for (uint64_t c = 0; c < k / 2; c++) {
+            qf[2 * c] = (float)((int)(row[c] & 15) - 8);
+            qf[2 * c + 1] = (float)((int)(row[c] >> 4) - 8);
         }
     }
 }
 
-template <DType T> float portable_dot(const Packed &m, uint64_t o, const float *x) {
-    const uint8_t *row = m.row(o);
-    float t[8] = {0};
-    for (uint64_t gi = 0, c0 = 0; gi < m.groups; gi++, c0 += m.g) {
-        float p[16] = {0};
-        for (uint64_t c = c0; c < c0 + m.g; c += 16) {
-            int q[16];
-            portable_load16<T>(row, c, q);
-            for (int l = 0; l < 16; l++) p[l] = mac((float)q[l], x[c + l], p[l]);
-        }
-        const float s = f16_to_f32(m.scale(o, gi));
-        for (int l = 0; l < 8; l++) t[l] = mac(p[l] + p[l + 8], s, t[l]);
-    }
-    return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
-}
-
+// Each output's integers are widened once into scratch and used for all NR rows (one row of
+// q8 reads them in place: there the buffer's stores and loads cost more than the conversion
+// they save); the loops are plain arrays of partial sums the compiler vectorises.
 struct PortableTiles {
     // out[i * NR + r] = output o + i for row r of x ([NR][k]).
     template <DType T, int NO, int NR> static void tile(const Packed &m, uint64_t o, const float *x, float *out) {
-        for (int i = 0; i < NO; i++)
-            for (int r = 0; r < NR; r++) out[i * NR + r] = portable_dot<T>(m, o + i, x + r * m.k);
+        constexpr bool in_place = T == DType::Q8 && NR == 1;
+        for (int i = 0; i < NO; i++) {
+            const int8_t *q8 = reinterpret_cast<const int8_t *>(m.row(o + i));
+            if (!in_place) portable_widen<T>(m.row(o + i), m.k, m.scratch);
+            float t[NR][8] = {};
+            for (uint64_t gi = 0, c0 = 0; gi < m.groups; gi++, c0 += m.g) {
+                const float s = f16_to_f32(m.scale(o + i, gi));
+                for (int r = 0; r < NR; r++) {
+                    const float *xg = x + r * m.k + c0;
+                    float p[16] = {0};
+                    for (uint64_t c = c0; c < c0 + m.g; c += 16)
+                        for (int l = 0; l < 16; l++)
+                            p[l] = mac(in_place ? (float)q8[c + l] : m.scratch[c + l], xg[c - c0 + l], p[l]);
+                    for (int l = 0; l < 8; l++) t[r][l] = mac(p[l] + p[l + 8], s, t[r][l]);
+                }
+            }
+            for (int r = 0; r < NR; r++)
+                out[i * NR + r] = ((t[r][0] + t[r][4]) + (t[r][2] + t[r][6])) + ((t[r][1] + t[r][5]) + (t[r][3] + t[r][7]));
+        }
     }
 };
 
@@ -284,9 +289,9 @@ QuantKernel best_quant_kernel() {
 bool quant_portable_fused() { return kPortableFused; }
 
 void quant_matmul(QuantKernel kernel, const float *x, uint32_t n_rows, const Weight &w, const float *bias,
-                  uint64_t o_begin, uint64_t o_end, float *y, uint64_t y_stride) {
+                  uint64_t o_begin, uint64_t o_end, float *y, uint64_t y_stride, float *scratch) {
     const uint64_t row_bytes = packed_row_bytes(w.dtype, w.cols);
-    const Packed m{static_cast<const uint8_t *>(w.data), quant_scales(w), row_bytes, w.cols, w.group, w.cols / w.group};
+    const Packed m{static_cast<const uint8_t *>(w.data), quant_scales(w), row_bytes, w.cols, w.group, w.cols / w.group, scratch};
     if (kernel == QuantKernel::Simd && quant_kernel_available(kernel)) {
 #if GPT_QUANT_AVX2
         return run_dtype<Avx2Tiles>(m, w.dtype, x, n_rows, bias, o_begin, o_end, y, y_stride);

@@ -36,9 +36,10 @@ bool quant_portable_fused();
 
 // y[r][o] = x[r][:] . w[o][:] (+ bias[o]) for rows r < n_rows and outputs o in [o_begin,
 // o_end), w quantized (Q8 or Q4, group dividing w.cols, a multiple of 32). x: [n_rows][w.cols],
-// y: [n_rows][y_stride]. An unavailable `kernel` runs the portable one.
+// y: [n_rows][y_stride]. scratch: w.cols floats (the portable kernel widens each output's
+// integers there once for all rows). An unavailable `kernel` runs the portable one.
 void quant_matmul(QuantKernel kernel, const float *x, uint32_t n_rows, const Weight &w, const float *bias,
-                  uint64_t o_begin, uint64_t o_end, float *y, uint64_t y_stride);
+                  uint64_t o_begin, uint64_t o_end, float *y, uint64_t y_stride, float *scratch);
 
 // x86-64: whether the CPU has AVX2, FMA and F16C (checked once); false elsewhere. The 16-bit
 // float paths of cpu_ops.cpp use it too.
