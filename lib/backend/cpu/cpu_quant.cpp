@@ -185,7 +185,8 @@ struct NeonTiles {
                         for (int j = 0; j < 4; j++) p[i][r][j] = vfmaq_f32(p[i][r][j], w[j], vld1q_f32(x + r * m.k + c + 4 * j));
                 }
             for (int i = 0; i < NO; i++) {
-                const float s = f16_to_f32(m.scale(o + i, gi));
+                // FCVT (exact, as f16_to_f32)
+                const float s = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(m.scale(o + i, gi)))), 0);
                 for (int r = 0; r < NR; r++) {
                     t[i][r][0] = vfmaq_n_f32(t[i][r][0], vaddq_f32(p[i][r][0], p[i][r][2]), s); // lanes l + (l + 8)
                     t[i][r][1] = vfmaq_n_f32(t[i][r][1], vaddq_f32(p[i][r][1], p[i][r][3]), s);
