@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # .ci/aarch64.sh - the aarch64 check of CI: a cross build of the CPU backend for plain aarch64
 # Linux (cross/aarch64-linux.ini: GNU cross compilers, -Dcuda=disabled) whose tests run under
-# user-mode qemu, so the NEON paths of lib/backend/cpu/cpu_ops.cpp are held to the same
+# user-mode qemu, so the NEON paths of lib/backend/cpu/cpu_ops.cpp and cpu_quant.cpp are held to the same
 # double-precision reference as the x86 paths (tests/test_model.cpp). Run as root from any
 # directory on a fresh Debian 12 x86_64 machine (2 cores, no GPU; an nvcc there is ignored);
 # called by .ci/run after its sanitizer tests. On the 2-core development machine: 144 s from
@@ -64,7 +64,7 @@ phase "tests under qemu-aarch64-static (meson test; exe_wrapper from the cross f
 # the aarch64 `gpt` binary themselves: without binfmt_misc (absent in containers) the kernel
 # cannot exec it, so they run below through a wrapper instead.
 meson test -C "$build" --no-rebuild --print-errorlogs \
-    model api sampler format tokenizer shipped_model threads reliability scaling \
+    model api sampler format tokenizer shipped_model threads reliability scaling cpu_quant quant \
     header_c99 header_cpp11 header_cpp17 exports
 
 phase "tests that run the gpt command (cli, convert, convert_crash), through a qemu wrapper"

@@ -3,7 +3,10 @@
 // On aarch64, where Advanced SIMD (NEON) is part of the base architecture, the dot products,
 // the f16/bf16 widening and attention's value sum have NEON versions chosen at compile time.
 // The scalar code (dot_scalar, the loops in widen and attend) is the reference they follow.
+// Quantized (q8/q4) weights go to cpu_quant.cpp's kernels.
 #include "backend/cpu/cpu_ops.h"
+
+#include "backend/cpu/cpu_quant.h"
 
 #include "core/half.h"
 #include "core/quant.h"
@@ -19,7 +22,6 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GPT_X86_SIMD 1
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -191,73 +193,7 @@ __attribute__((target("avx2,fma,f16c"))) static float dot_16_avx2(const float *a
     return s;
 }
 
-static bool have_avx2_f16c() {
-    // F16C from CPUID leaf 1 (ECX bit 29): clang (14) has no "f16c" for __builtin_cpu_supports.
-    static const bool yes = [] {
-        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-        const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && ((ecx >> 29) & 1u);
-        return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }();
-    return yes;
-}
 #endif
-
-// Quantized weights: each output's row dequantized into scratch (a loop over the groups the
-// compiler vectorises), then the same dot product as the float paths. q * scale is exact in
-// f32, so the row equals core/quant.h's dequantize_row bit for bit.
-GPT_MULTIVERSION static void quant_rows(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
-                                        uint64_t o_end, float *y, uint64_t y_stride, float *scratch) {
-    const uint64_t k = w.cols, g = w.group, groups = k / g, row_bytes = packed_row_bytes(w.dtype, k);
-    const uint16_t *all_scales = quant_scales(w);
-    for (uint64_t o = o_begin; o < o_end; o++) {
-        const uint8_t *q = static_cast<const uint8_t *>(w.data) + o * row_bytes;
-        const uint16_t *scales = all_scales + o * groups;
-        for (uint64_t gi = 0; gi < groups; gi++) {
-            const float s = f16_to_f32(scales[gi]);
-            float *out = scratch + gi * g;
-            if (w.dtype == DType::Q8) {
-                const int8_t *qg = reinterpret_cast<const int8_t *>(q) + gi * g;
-                for (uint64_t c = 0; c < g; c++) out[c] = (float)qg[c] * s;
-            } else {
-                const uint8_t *qg = q + gi * g / 2;
-                for (uint64_t c = 0; c < g / 2; c++) {
-                    out[2 * c] = (float)((int)(qg[c] & 15) - 8) * s;
-                    out[2 * c + 1] = (float)((int)(qg[c] >> 4) - 8) * s;
-                }
-            }
-        }
-        const float b = bias ? bias[o] : 0.0f;
-        for (uint32_t r = 0; r < n_rows; r++) y[r * y_stride + o] = dot_inline(x + (uint64_t)r * k, scratch, k) + b;
-    }
-}
-
-// q8 with one or two rows (decode): each group's integer products summed straight from the
-// int8 weights (16 partial sums the compiler keeps in vector registers), then scaled once per
-// group - no dequantized row written and read back.
-GPT_MULTIVERSION static void q8_rows_fused(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
-                                           uint64_t o_end, float *y, uint64_t y_stride) {
-    const uint64_t k = w.cols, g = w.group, groups = k / g;
-    const uint16_t *all_scales = quant_scales(w);
-    for (uint64_t o = o_begin; o < o_end; o++) {
-        const int8_t *q = static_cast<const int8_t *>(w.data) + o * k;
-        const uint16_t *scales = all_scales + o * groups;
-        for (uint32_t r = 0; r < n_rows; r++) {
-            const float *xr = x + (uint64_t)r * k;
-            float total = 0;
-            for (uint64_t gi = 0; gi < groups; gi++) {
-                float acc[16] = {0};
-                const int8_t *qg = q + gi * g;
-                const float *xg = xr + gi * g;
-                for (uint64_t c0 = 0; c0 < g; c0 += 16)
-                    for (int j = 0; j < 16; j++) acc[j] += (float)qg[c0 + j] * xg[c0 + j];
-                for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
-                for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
-                total += f16_to_f32(scales[gi]) * ((acc[0] + acc[2]) + (acc[1] + acc[3]));
-            }
-            y[r * y_stride + o] = total + (bias ? bias[o] : 0.0f);
-        }
-    }
-}
 
 void embedding_row(const Weight &w, uint64_t row, float *out) {
     if (is_quantized(w.dtype)) dequantize_row(w, row, out);
@@ -267,11 +203,11 @@ void embedding_row(const Weight &w, uint64_t row, float *out) {
 void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
                   uint64_t o_end, float *y, uint64_t y_stride, float *scratch) {
     const uint64_t k = w.cols;
-    if (w.dtype == DType::Q8 && n_rows <= 2) return q8_rows_fused(x, n_rows, w, bias, o_begin, o_end, y, y_stride);
-    if (is_quantized(w.dtype)) return quant_rows(x, n_rows, w, bias, o_begin, o_end, y, y_stride, scratch);
+    // Quantized weights: dot products straight from the packed bytes (cpu_quant.cpp).
+    if (is_quantized(w.dtype)) return quant_matmul(best_quant_kernel(), x, n_rows, w, bias, o_begin, o_end, y, y_stride, scratch);
 #if GPT_X86_SIMD
     // Few rows (decode): dot products on the 16-bit weights directly, no widening pass.
-    if ((w.dtype == DType::F16 || w.dtype == DType::BF16) && n_rows <= 4 && have_avx2_f16c()) {
+    if ((w.dtype == DType::F16 || w.dtype == DType::BF16) && n_rows <= 4 && have_avx2_fma_f16c()) {
         const uint16_t *base = static_cast<const uint16_t *>(w.data);
         for (uint64_t o = o_begin; o < o_end; o++) {
             const float b = bias ? bias[o] : 0.0f;

@@ -1,7 +1,7 @@
 // cpu_ops.h - the reference math, one plain function per op, single-threaded over the rows
 // it is given. The CPU executor runs them in parallel; the CUDA kernel tests use them as
 // the oracle. Activations are f32; matrix weights may be f32, f16 or bf16 (widened here), or q8/q4
-// (dequantized here, core/quant.h).
+// (core/quant.h; their products are cpu_quant.h's kernels).
 #pragma once
 
 #include "backend/backend.h"
@@ -21,7 +21,7 @@ void embedding_row(const Weight &w, uint64_t row, float *out);
 
 // y[r][o] = x[r][:] . w[o][:] (+ bias[o]) for rows r in [0, n_rows) and outputs o in
 // [o_begin, o_end). x: [n_rows][w.cols], y: [n_rows][y_stride]. scratch: w.cols floats (used
-// for f16/bf16 and quantized weights: each row is widened or dequantized there once).
+// for f16/bf16 weights: each row is widened there once; for quantized ones, cpu_quant.h).
 void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float *bias, uint64_t o_begin,
                   uint64_t o_end, float *y, uint64_t y_stride, float *scratch);
 
