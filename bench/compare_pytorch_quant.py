@@ -25,12 +25,12 @@ Then ours: `gpt bench --synthetic NAME --dtype f16|q8|q4 --device cuda --decode 
 
 Correctness guard (before any timing of a quantized variant): for two layers of block 0
 (k_proj: small N; down_proj: the longest K) the PyTorch op's output for random x, 1 row and 16
-rows, against x @ dequantized(w).T in f32 from the same integers and scales; max |error| /
+rows, against x @ dequantized(w).T in f64 from the same integers and scales; max |error| /
 max |reference| printed, PASS below 2e-2 (bf16 rounding of the weights and of the output gives
 ~4e-3; a wrong packing gives ~1). A variant whose guard fails is still timed but marked.
 
 An op that is missing or raises skips its variant with the reason printed. Writes
-OUTDIR/quant_results.json and OUTDIR/quant_table.md.
+OUTDIR/quant_results.json and OUTDIR/quant_table.md; exits 1 when a guard failed.
 """
 import argparse
 import gc

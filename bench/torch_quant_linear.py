@@ -11,7 +11,7 @@ bench/compare_pytorch_quant.py, on PyTorch's own kernels (no torchao, no compile
   x @ (w_int8.to(x.dtype) * scale).T (dequantize every call, then cuBLAS).
 
 dequantized() rebuilds the exact weights the kernel should use (Int4Linear: only if built with
-keep_reference=True, which keeps its codes): the correctness guard compares the op with an f32
+keep_reference=True, which keeps its codes): the correctness guard compares the op with an f64
 matmul of those (guard_error below).
 """
 import torch
@@ -170,13 +170,14 @@ def linear_bytes(model):
 @torch.no_grad()
 def guard_error(module, rows, dtype, seed=0):
     """max |module(x) - x @ dequantized(w).T| / max |x @ dequantized(w).T| for random x [rows][k]
-    in dtype, the reference in f32 from the same (dtype-rounded) x."""
+    in dtype, the reference in f64 (no TF32 whatever the matmul settings) from the same
+    (dtype-rounded) x and the dequantized f32 weights."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     x = torch.randn(rows, module.in_features, device="cuda", generator=gen).to(dtype)
-    ref = x.float() @ module.dequantized().T
+    ref = x.double() @ module.dequantized().double().T
     if module.bias is not None:
-        ref += module.bias.float()
-    got = module(x).float()
+        ref += module.bias.double()
+    got = module(x).double()
     scale = ref.abs().max().item()
     if not scale > 0:
         raise ValueError("the reference output is all zero: the quantized weights are empty")
