@@ -135,15 +135,21 @@ def guard_modules(model, kind):
     return found
 
 
+F16_VARIANTS = [("f16", "f16 (nn.Linear, cuBLAS)"), ("pack", "int8 per-channel, _weight_int8pack_mm"),
+                ("dequant", "int8 per-channel, naive: x @ (w.to(f16) * scale).T")]
+
+
 def pytorch_f16_int8(run, name, vocab):
-    model = build(name, torch.float16)
-    run.decode(name, "f16 (nn.Linear, cuBLAS)", "f16", model, vocab)
+    model, why = attempt(f"{name} f16 model", build, name, torch.float16)
+    if why:
+        for mode, variant in F16_VARIANTS:
+            run.skip(name, variant, "f16" if mode == "f16" else "q8", why)
+        return
+    run.decode(name, F16_VARIANTS[0][1], "f16", model, vocab)
     with torch.no_grad():
         _, why = attempt(f"{name} int8 quantization", tq.replace_linears, model, lambda n, lin: tq.Int8Linear(lin))
     release()
-    variants = [("pack", "int8 per-channel, _weight_int8pack_mm"),
-                ("dequant", "int8 per-channel, naive: x @ (w.to(f16) * scale).T")]
-    for mode, variant in variants:
+    for mode, variant in F16_VARIANTS[1:]:
         if why:
             run.skip(name, variant, "q8", why)
             continue
@@ -157,10 +163,11 @@ def pytorch_f16_int8(run, name, vocab):
 
 
 def pytorch_int4(run, name, vocab, groups):
-    model = build(name, torch.bfloat16)
+    model, why = attempt(f"{name} bf16 model", build, name, torch.bfloat16)
     make = lambda n, lin: tq.Int4Linear(lin, groups, keep_reference=n in GUARD_LAYERS)  # noqa: E731
-    with torch.no_grad():
-        _, why = attempt(f"{name} int4 quantization", tq.replace_linears, model, make)
+    if not why:
+        with torch.no_grad():
+            _, why = attempt(f"{name} int4 quantization", tq.replace_linears, model, make)
     release()
     if not why:
         print(f"  int4 pack input form: {tq.Int4Linear.packing}", flush=True)
