@@ -64,22 +64,26 @@ SHAPES = {
 MOE_CLASSES = {"mixtral": ("MixtralConfig", "MixtralForCausalLM"), "olmoe": ("OlmoeConfig", "OlmoeForCausalLM")}
 
 
+def construct_on_gpu(model_cls, config, dtype):
+    """model_cls(config) with its random weights drawn on the GPU in dtype: a large model
+    (Mixtral-8x7B, the Qwen2-7B shape) would not fit the host in fp32, or take minutes there."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device("cuda"):
+            model = model_cls(config)
+    finally:
+        torch.set_default_dtype(previous)
+    return model.eval()
+
+
 def build(name, dtype):
     kind, cfg = SHAPES[name]
     if kind == "gpt2":
         model = GPT2LMHeadModel(GPT2Config(**cfg, attn_implementation="sdpa"))
     elif kind in MOE_CLASSES:
-        # Built on the GPU in the target dtype: Mixtral-8x7B would not fit the host in fp32.
         cfg_cls, model_cls = (getattr(transformers, c) for c in MOE_CLASSES[kind])
-        config = cfg_cls(**cfg, attn_implementation="sdpa")
-        previous = torch.get_default_dtype()
-        torch.set_default_dtype(dtype)
-        try:
-            with torch.device("cuda"):
-                model = model_cls(config)
-        finally:
-            torch.set_default_dtype(previous)
-        return model.eval()
+        return construct_on_gpu(model_cls, cfg_cls(**cfg, attn_implementation="sdpa"), dtype)
     elif kind == "llama":
         model = LlamaForCausalLM(LlamaConfig(**cfg, attn_implementation="sdpa"))
     else:
@@ -342,11 +346,16 @@ def main():
     return write_outputs(a, rows)
 
 
-def write_outputs(a, rows):
-    meta = dict(date=time.strftime("%Y-%m-%d"), gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
+def run_meta():
+    """Date, GPU and versions of this run, for the results' header."""
+    return dict(date=time.strftime("%Y-%m-%d"), gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
                 transformers=transformers.__version__, cuda=torch.version.cuda,
                 driver=subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                       capture_output=True, text=True).stdout.strip())
+
+
+def write_outputs(a, rows):
+    meta = run_meta()
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
     with open(os.path.join(a.out, "performance_table.md"), "w") as f:
