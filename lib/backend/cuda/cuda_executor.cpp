@@ -63,6 +63,7 @@ namespace {
 
 constexpr size_t kMaxGraphs = 16;  // recorded step shapes kept per context (least recently used go)
 constexpr uint32_t kGemvRows = 2;  // the float GEMV for 1-2 rows; cuBLAS (tensor cores) beyond (measured)
+constexpr uint64_t kDequantSliceAlign = 64; // rows a dequantized slice is a multiple of (project_rows)
 // Quantized weights: the GEMV up to kGemvQuantMaxRows rows (one pass over the packed
 // weights), since the alternative dequantizes the whole matrix to f16 every step.
 
@@ -553,9 +554,13 @@ private:
             part.rows = n_rows;
             return gemm(cublas_, part, x, x_dtype, ldx, y, y_dtype, rows, p_.allow_tf32, ldy);
         }
-        const uint64_t slice = plan_.dequant.bytes / (2 * w.cols);
+        uint64_t slice = plan_.dequant.bytes / (2 * w.cols);
         if (slice == 0) fail(GPT_ERR_INTERNAL, "dequantization buffer of %llu bytes holds no row of %llu columns",
                              (unsigned long long)plan_.dequant.bytes, (unsigned long long)w.cols);
+        // Whole multiples of 64 rows where the buffer holds that many: each slice's GEMM then
+        // writes y from a 128-byte aligned column (a slice of 1771 or 9362 rows, as the
+        // Qwen2-7B shape's widths give, left cuBLAS misaligned outputs).
+        if (slice >= kDequantSliceAlign) slice -= slice % kDequantSliceAlign;
         for (uint64_t r0 = 0; r0 < n_rows; r0 += slice) {
             const uint64_t n = std::min(slice, n_rows - r0);
             GPT_CUDA_CHECK(launch_dequant_f16(w.data, (int)w.dtype, w.group, w.rows, row0 + r0, n, (uint32_t)w.cols,
