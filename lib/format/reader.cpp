@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/open_file.h"
+#include "core/parallel.h"
 #include "core/quant.h"
 #include "format/bytes.h"
 #include "format/tensor_check.h"
@@ -12,7 +13,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 #include <vector>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -77,33 +77,22 @@ std::unique_ptr<WeightFile> WeightFile::open(const std::string &path, const Read
         // first-touch faults then run in parallel (a 2 GB file: ~3x faster than one read loop).
         constexpr uint64_t kShare = 64ull << 20;
         const uint64_t shares = (wf->size_ + kShare - 1) / kShare;
-        std::atomic<uint64_t> next{0};
         std::atomic<uint64_t> failed_at{UINT64_MAX};
         std::atomic<int> failed_errno{0};
-        auto work = [&] {
-            for (uint64_t sh; (sh = next.fetch_add(1)) < shares && failed_at.load() == UINT64_MAX;) {
-                const uint64_t end = std::min(wf->size_, (sh + 1) * kShare);
-                for (uint64_t got = sh * kShare; got < end;) {
-                    ssize_t r = ::pread(fd, wf->owned_ + got, (size_t)(end - got), (off_t)got);
-                    if (r < 0 && errno == EINTR) continue;
-                    if (r <= 0) {
-                        failed_errno = r < 0 ? errno : 0;
-                        failed_at = got;
-                        return;
-                    }
-                    got += (uint64_t)r;
+        parallel_for((size_t)shares, 8, [&](size_t sh) {
+            if (failed_at.load() != UINT64_MAX) return; // one failed: the rest are not read
+            const uint64_t end = std::min(wf->size_, (sh + 1) * kShare);
+            for (uint64_t got = sh * kShare; got < end;) {
+                ssize_t r = ::pread(fd, wf->owned_ + got, (size_t)(end - got), (off_t)got);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) {
+                    failed_errno = r < 0 ? errno : 0;
+                    failed_at = got;
+                    return;
                 }
+                got += (uint64_t)r;
             }
-        };
-        const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-        const size_t n_threads = std::min<size_t>({hw, 8, (size_t)shares});
-        std::vector<std::thread> threads;
-        try {
-            for (size_t i = 1; i < n_threads; i++) threads.emplace_back(work);
-        } catch (...) { // no thread: the caller reads the rest
-        }
-        work();
-        for (std::thread &t : threads) t.join();
+        });
         if (failed_at.load() != UINT64_MAX) {
             const int e = failed_errno.load();
             ::close(fd);
@@ -344,19 +333,7 @@ void WeightFile::verify_checksums(bool check_finite) const {
         pc.bad_at = r.bad_at;
     };
     // Threads only where they pay: a few tens of MB go faster on the calling thread alone.
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    const size_t n_threads = std::min<size_t>({hw, 8, pieces.size(), (size_t)(total / (32u << 20)) + 1});
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-        for (size_t i; (i = next.fetch_add(1)) < pieces.size();) run(pieces[i]);
-    };
-    std::vector<std::thread> threads;
-    try {
-        for (size_t i = 1; i < n_threads; i++) threads.emplace_back(work);
-    } catch (...) { // no thread: the caller does the rest
-    }
-    work();
-    for (std::thread &t : threads) t.join();
+    parallel_for(pieces.size(), std::min<size_t>(8, (size_t)(total / (32u << 20)) + 1), [&](size_t i) { run(pieces[i]); });
 
     size_t k = 0;
     for (size_t t = 0; t < tensors_.size(); t++) {

@@ -2,13 +2,12 @@
 #include "format/tensor_check.h"
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/quant.h"
 #include "format/bytes.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <thread>
 #include <vector>
 #include <zlib.h>
 
@@ -114,21 +113,10 @@ void TensorCheck::add(uint64_t len) {
     // the crc32 of 1 MiB a few hundred.
     constexpr uint64_t kSub = 1u << 20;
     const uint64_t n_sub = (len + kSub - 1) / kSub;
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    const size_t n_threads = std::min<size_t>({hw, 8, (size_t)n_sub});
     std::vector<PieceScan> scans((size_t)n_sub);
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-        for (size_t i; (i = next.fetch_add(1)) < scans.size();)
-            scans[i] = scan_piece(e_, data_, done_ + i * kSub, std::min(kSub, len - i * kSub), check_finite_);
-    };
-    std::vector<std::thread> threads;
-    try {
-        for (size_t i = 1; i < n_threads; i++) threads.emplace_back(work);
-    } catch (...) { // no thread: the caller does the rest
-    }
-    work();
-    for (std::thread &t : threads) t.join();
+    parallel_for(scans.size(), 8, [&](size_t i) {
+        scans[i] = scan_piece(e_, data_, done_ + i * kSub, std::min(kSub, len - i * kSub), check_finite_);
+    });
     for (size_t i = 0; i < scans.size(); i++) {
         crc_ = (uint32_t)crc32_combine(crc_, scans[i].crc, (z_off_t)std::min(kSub, len - i * kSub));
         if (bad_at_ == UINT64_MAX) bad_at_ = scans[i].bad_at;

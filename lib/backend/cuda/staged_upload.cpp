@@ -3,12 +3,11 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "core/error.h"
+#include "core/parallel.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <shared_mutex>
-#include <thread>
 #include <vector>
 
 namespace gpt::cuda {
@@ -20,20 +19,8 @@ namespace {
 void parallel_copy(uint8_t *dst, const uint8_t *src, uint64_t n) {
     constexpr uint64_t kShare = 1u << 20;
     const uint64_t shares = (n + kShare - 1) / kShare;
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    const size_t n_threads = std::min<size_t>({hw, 8, (size_t)shares});
-    std::atomic<uint64_t> next{0};
-    auto work = [&] {
-        for (uint64_t s; (s = next.fetch_add(1)) < shares;)
-            std::memcpy(dst + s * kShare, src + s * kShare, (size_t)std::min(kShare, n - s * kShare));
-    };
-    std::vector<std::thread> threads;
-    try {
-        for (size_t i = 1; i < n_threads; i++) threads.emplace_back(work);
-    } catch (...) { // no thread: the caller does the rest
-    }
-    work();
-    for (std::thread &t : threads) t.join();
+    parallel_for((size_t)shares, 8,
+                 [&](size_t s) { std::memcpy(dst + s * kShare, src + s * kShare, (size_t)std::min(kShare, n - s * kShare)); });
 }
 
 } // namespace
