@@ -67,7 +67,7 @@
 /* Version of this header. The soname carries GPT_VERSION_MAJOR: it changes only when the
  * ABI breaks. Minor versions add functions, enum values and trailing struct fields. */
 #define GPT_VERSION_MAJOR 0
-#define GPT_VERSION_MINOR 5
+#define GPT_VERSION_MINOR 6
 #define GPT_VERSION_PATCH 0
 #define GPT_VERSION_NUMBER (GPT_VERSION_MAJOR * 10000 + GPT_VERSION_MINOR * 100 + GPT_VERSION_PATCH)
 
@@ -274,6 +274,13 @@ typedef struct gpt_model_info {
     uint64_t host_bytes;     /* host memory the model holds (mapped file pages counted) */
     uint64_t device_bytes;   /* GPU memory the model holds */
     char name[64];           /* the file's general.name, NUL-terminated, may be empty */
+    /* Added in 0.6.0 (an older caller's struct_size ends at name; see the rule above).
+     * Mixture of experts; all 0 for a dense model: */
+    uint32_t n_experts;       /* experts per MoE layer */
+    uint32_t n_experts_used;  /* experts each token is routed to (top-k) */
+    uint32_t d_ff_expert;     /* each expert's inner width */
+    uint32_t d_ff_shared;     /* the shared expert's inner width (Qwen2-MoE); 0: none */
+    uint64_t n_active_params; /* parameters one token uses (n_params for a dense model) */
 } gpt_model_info;
 
 /* Every token id that ends generation (the file's tokenizer.eos_ids, e.g. an instruct model's
@@ -284,8 +291,8 @@ typedef struct gpt_model_info {
 GPT_API gpt_status gpt_model_get_eos_tokens(const gpt_model *model, int32_t *tokens, uint32_t cap, uint32_t *n_tokens);
 
 /* Fills *info (set info->struct_size first; the rule above applies). On return struct_size
- * holds the bytes filled: a larger struct from a newer header keeps its extra fields
- * untouched, and learns the library's size. */
+ * holds the bytes filled: an older header's smaller struct is filled up to its size, a larger
+ * struct from a newer header keeps its extra fields untouched, and learns the library's size. */
 GPT_API gpt_status gpt_model_get_info(const gpt_model *model, gpt_model_info *info);
 
 /* ---------------------------------------------------------------------------- context */

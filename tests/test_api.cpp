@@ -527,8 +527,9 @@ void test_sampling_params_struct_size(void **) {
 // untouched.
 void test_model_info_struct_size(void **) {
     gpt_model_info info;
+    const uint32_t old_size = offsetof(gpt_model_info, name) + sizeof info.name; // gpt.h before 0.6.0
     for (uint32_t bad : refused_sizes<gpt_model_info>()) {
-        if (bad < sizeof(uint32_t)) continue; // struct_size itself must be there to be read
+        if (bad < sizeof(uint32_t) || bad == old_size) continue; // struct_size itself must be there to be read
         std::memset(&info, 0xab, sizeof info);
         info.struct_size = bad;
         if (gpt_model_get_info(g->model, &info) != GPT_ERR_INVALID_ARG) fail_msg("struct_size %u: not refused", bad);
@@ -549,6 +550,15 @@ void test_model_info_struct_size(void **) {
     assert_int_equal(nw.i.d_model, 32);
     assert_int_equal(nw.i.struct_size, sizeof(gpt_model_info)); // what this library filled
     for (uint8_t b : nw.future) assert_int_equal(b, 0xab);
+    // A caller built with gpt.h before 0.6.0: its struct ends at `name`; nothing past it written.
+    std::memset(&info, 0xab, sizeof info);
+    info.struct_size = old_size;
+    CHECK_OK(gpt_model_get_info(g->model, &info));
+    assert_int_equal(info.struct_size, old_size);
+    assert_int_equal(info.d_model, 32);
+    const uint8_t *past = reinterpret_cast<const uint8_t *>(&info) + old_size;
+    for (size_t i = 0; i < sizeof info - old_size; i++)
+        if (past[i] != 0xab) fail_msg("an old caller's struct: byte %zu past its end written", old_size + i);
 }
 
 // gpt_model_get_info of a model of the given kind reports its config, dtype, sizes and flags.
@@ -593,6 +603,11 @@ void check_model_info(const InfoCase &c, const char *seed_name) {
     uint64_t params = 0;
     for (const auto &t : fx.tensors) params += t.second.size(); // a tied head is stored once
     assert_int_equal(info.n_params, params);
+    assert_int_equal(info.n_active_params, params); // dense: every parameter is used
+    assert_int_equal(info.n_experts, 0);
+    assert_int_equal(info.n_experts_used, 0);
+    assert_int_equal(info.d_ff_expert, 0);
+    assert_int_equal(info.d_ff_shared, 0);
     assert_int_equal(info.host_bytes, fx.file.size());
     assert_int_equal(info.device_bytes, 0);
     assert_string_equal(info.name, "fixture");

@@ -503,6 +503,33 @@ void test_unused_expert_parameters(void **) {
     }
 }
 
+// gpt_model_get_info of a MoE model: its expert counts and widths, and the parameters a token
+// uses (every stored parameter less the unchosen experts', counted from the tensor table).
+void test_model_info_experts(void **) {
+    for (const MoeModel &m : *g_models) {
+        const gpt::ModelConfig &c = m.fx.config;
+        gpt_model_info info;
+        std::memset(&info, 0xab, sizeof info);
+        info.struct_size = sizeof info;
+        if (gpt_model_get_info(m.model, &info) != GPT_OK) fail_msg("%s: %s", m.name.c_str(), gpt_last_error());
+        assert_int_equal(info.n_experts, c.n_experts);
+        assert_int_equal(info.n_experts_used, c.n_experts_used);
+        assert_int_equal(info.d_ff_expert, c.d_ff_expert);
+        assert_int_equal(info.d_ff_shared, c.d_ff_shared);
+        uint64_t stored = 0, unused = 0;
+        for (const gpt::TensorSlot &slot : gpt::tensor_table(c)) {
+            uint64_t n = 1;
+            for (uint64_t d : slot.shape) n *= d;
+            stored += n;
+            if (slot.name.find(".ffn_experts_") != std::string::npos) unused += n / c.n_experts * (c.n_experts - c.n_experts_used);
+        }
+        assert_int_equal(info.n_params, stored);
+        if (info.n_active_params != stored - unused)
+            fail_msg("%s: n_active_params %llu, the table says %llu", m.name.c_str(), (unsigned long long)info.n_active_params,
+                     (unsigned long long)(stored - unused));
+    }
+}
+
 // ---------------------------------------------------------------------------------- hostile files
 
 // Writes a file of the config's metadata (edited by edit_meta) and the fixture's tensors,
@@ -602,6 +629,7 @@ int main(void) {
         cmocka_unit_test(test_models_splits_agree),
         cmocka_unit_test(test_models_memory),
         cmocka_unit_test(test_unused_expert_parameters),
+        cmocka_unit_test(test_model_info_experts),
         cmocka_unit_test(test_hostile_files),
     };
     return cmocka_run_group_tests(tests, setup_models, teardown_models);

@@ -52,8 +52,10 @@ gpt_status gpt_model_get_info(const gpt_model *model, gpt_model_info *info) {
     return guarded(nullptr, [&] {
         if (!model || !info) gpt::fail(GPT_ERR_INVALID_ARG, "model and info must not be NULL");
         gpt::api::check_struct_size<gpt_model_info>(info->struct_size, "gpt_model_info");
-        const gpt_model_info full = model->impl->info(); // a newer caller's extra fields are left alone
-        std::memcpy(info, &full, sizeof full);
+        gpt_model_info full = model->impl->info(); // a newer caller's extra fields are left alone
+        const uint32_t filled = info->struct_size < sizeof full ? info->struct_size : (uint32_t)sizeof full;
+        full.struct_size = filled; // an older caller's struct is filled up to its end
+        std::memcpy(info, &full, filled);
     });
 }
 

@@ -237,6 +237,13 @@ gpt_model_info Model::info() const {
     i.host_bytes = host_bytes();
     i.device_bytes = device_bytes();
     std::snprintf(i.name, sizeof i.name, "%s", c.name.c_str());
+    if (c.is_moe()) {
+        i.n_experts = c.n_experts;
+        i.n_experts_used = c.n_experts_used;
+        i.d_ff_expert = c.d_ff_expert;
+        i.d_ff_shared = c.d_ff_shared;
+    }
+    i.n_active_params = i.n_params - unused_expert_parameters(c);
     return i;
 }
 

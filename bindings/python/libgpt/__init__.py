@@ -17,7 +17,7 @@ from ._api import (Context, DeviceInfo, Detokenizer, Generation, GptError, Model
                    build_info, cuda_device_count, device_info, library_path, status_name, version, version_number)
 from ._capi import LibraryNotFoundError, load as load_library
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 __all__ = ["Model", "Context", "Detokenizer", "Generation", "TokenStream", "ModelInfo", "GptError", "Status",
            "LibraryNotFoundError", "load_library", "library_path", "version", "version_number", "build_info",

@@ -190,7 +190,8 @@ class ModelInfo:
 
     _fields = ("arch", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size",
                "context_length", "file_dtype", "weight_dtype", "device", "bos_token", "eos_token", "flags",
-               "norm_eps", "rope_theta", "n_params", "host_bytes", "device_bytes", "name")
+               "norm_eps", "rope_theta", "n_params", "host_bytes", "device_bytes", "name",
+               "n_experts", "n_experts_used", "d_ff_expert", "d_ff_shared", "n_active_params")
 
     def __init__(self, raw):
         for f in self._fields:

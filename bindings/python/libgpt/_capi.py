@@ -98,6 +98,11 @@ class gpt_model_info(Structure):
         ("host_bytes", c_uint64),
         ("device_bytes", c_uint64),
         ("name", c_char * 64),
+        ("n_experts", c_uint32),
+        ("n_experts_used", c_uint32),
+        ("d_ff_expert", c_uint32),
+        ("d_ff_shared", c_uint32),
+        ("n_active_params", c_uint64),
     ]
 
 

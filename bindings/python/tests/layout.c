@@ -39,6 +39,11 @@ int main(void) {
     FIELD(gpt_model_info, host_bytes);
     FIELD(gpt_model_info, device_bytes);
     FIELD(gpt_model_info, name);
+    FIELD(gpt_model_info, n_experts);
+    FIELD(gpt_model_info, n_experts_used);
+    FIELD(gpt_model_info, d_ff_expert);
+    FIELD(gpt_model_info, d_ff_shared);
+    FIELD(gpt_model_info, n_active_params);
 
     SIZE(gpt_ctx_params);
     FIELD(gpt_ctx_params, struct_size);

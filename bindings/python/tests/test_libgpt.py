@@ -221,6 +221,8 @@ class ModelTest(unittest.TestCase):
             self.assertAlmostEqual(i.rope_theta, 10000.0)
             self.assertEqual(i.file_dtype_name, "f32")
             self.assertGreater(i.n_params, 0)
+            self.assertEqual(i.n_active_params, i.n_params)  # dense: every parameter is used
+            self.assertEqual((i.n_experts, i.n_experts_used, i.d_ff_expert, i.d_ff_shared), (0, 0, 0, 0))
             self.assertIn("fixture", repr(m))
         self.assertTrue(m.closed)
         self.assertIn("closed", repr(m))

@@ -564,6 +564,18 @@ impl ModelInfo {
     pub fn n_params(&self) -> u64 {
         self.raw.n_params
     }
+    /// Parameters one token uses (n_params for a dense model).
+    pub fn n_active_params(&self) -> u64 {
+        self.raw.n_active_params
+    }
+    /// Mixture of experts: (experts per layer, experts a token uses); None for a dense model.
+    pub fn experts(&self) -> Option<(u32, u32)> {
+        if self.raw.n_experts > 0 {
+            Some((self.raw.n_experts, self.raw.n_experts_used))
+        } else {
+            None
+        }
+    }
     pub fn device(&self) -> Device {
         Device::from_raw(self.raw.device)
     }

@@ -123,6 +123,11 @@ pub struct gpt_model_info {
     pub host_bytes: u64,
     pub device_bytes: u64,
     pub name: [c_char; 64],
+    pub n_experts: u32,
+    pub n_experts_used: u32,
+    pub d_ff_expert: u32,
+    pub d_ff_shared: u32,
+    pub n_active_params: u64,
 }
 
 #[repr(C)]

@@ -231,6 +231,8 @@ fn model_info_and_tokenizer() {
     assert!(info.has_tokenizer());
     assert_eq!(info.device(), Device::Cpu);
     assert!(info.arch() == "llama" || info.arch() == "gpt2");
+    assert_eq!(info.n_active_params(), info.n_params()); // a dense model uses every parameter
+    assert_eq!(info.experts(), None);
     for text in ["the Lord and the", "h\u{e9}llo \u{2713} \u{65e5}\u{672c}", ""] {
         let ids = model.tokenize(text).unwrap();
         assert_eq!(model.detokenize(&ids).unwrap(), text);
