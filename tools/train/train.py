@@ -165,6 +165,11 @@ def main():
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--layers", type=int, default=6)
+    # The shipped model's shape; wider settings train the larger models of docs/VALIDATION.md.
+    ap.add_argument("--width", type=int, default=256, help="d_model")
+    ap.add_argument("--ffn", type=int, default=688, help="the feed-forward inner width")
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (falls back to eager)")
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
@@ -203,14 +208,14 @@ def main():
     train_data = torch.tensor(train_ids, dtype=torch.long, device=device)
     val_data = torch.tensor(val_ids, dtype=torch.long, device=device)
 
-    # 3. Model: Llama with grouped-query attention (8 query heads share 2 key/value heads), untied head.
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=256, intermediate_size=688, num_hidden_layers=args.layers,
-                      num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=args.seq,
+    # 3. Model: Llama with grouped-query attention (by default 8 query heads share 2 key/value heads), untied head.
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=args.width, intermediate_size=args.ffn, num_hidden_layers=args.layers,
+                      num_attention_heads=args.heads, num_key_value_heads=args.kv_heads, max_position_embeddings=args.seq,
                       rms_norm_eps=1e-5, hidden_act="silu", tie_word_embeddings=False, attention_bias=False,
                       mlp_bias=False, initializer_range=0.02, bos_token_id=eot, eos_token_id=eot)
     model = LlamaForCausalLM(cfg).to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: {n_params / 1e6:.2f}M parameters, {args.layers} layers, d_model 256, 8 heads / 2 kv heads, vocab {vocab}")
+    print(f"model: {n_params / 1e6:.2f}M parameters, {args.layers} layers, d_model {args.width}, {args.heads} heads / {args.kv_heads} kv heads, vocab {vocab}")
 
     # 4. Training: AdamW, warmup then cosine decay to 10% over max(steps, minutes), bf16 autocast.
     params = [p for p in model.parameters() if p.requires_grad]
@@ -282,7 +287,7 @@ def main():
     with open(os.path.join(hf_dir, "config.json")) as f:
         saved = json.load(f)
     theta = saved.get("rope_theta", (saved.get("rope_parameters") or {}).get("rope_theta", 10000.0))
-    check(saved.get("model_type") == "llama" and saved.get("num_key_value_heads") == 2 and theta == 10000.0
+    check(saved.get("model_type") == "llama" and saved.get("num_key_value_heads") == args.kv_heads and theta == 10000.0
           and saved.get("tie_word_embeddings", False) is False, f"config.json: {saved}")
     files = sorted(os.listdir(hf_dir))
     print(f"saved {hf_dir}: {', '.join(files)}")
