@@ -45,6 +45,7 @@ field() { sed -n "s/^$1 *//p" | head -1; }
     echo "| file | bytes | perplexity | vs f16 | mean KL (nats) | top-1 agreement | max abs logit diff |"
     echo "|---|---|---|---|---|---|---|"
     base=$(ppl "$work/f16.gpt" "$work/val.txt" --device "$device")
+    echo "$base" | sed -n 's/^text */text: /p' >&2
     fp=$(echo "$base" | field perplexity)
     echo "| f16 ($device) | $(stat -c %s "$work/f16.gpt") | $fp | | | | |"
     cpu=$(ppl "$work/f16.gpt" "$work/val.txt" --device cpu | field perplexity)
@@ -58,4 +59,3 @@ field() { sed -n "s/^$1 *//p" | head -1; }
         echo "| $dt g$g${keep:+, embeddings and head f16} | $(stat -c %s "$f") | $p | $rel | $(echo "$out" | field 'mean KL' | cut -d' ' -f1) | $(echo "$out" | field top-1 | cut -d' ' -f1) | $(echo "$out" | field 'max |dlogit|') |"
     done
 } | tee "$work/quality.md"
-echo "$(echo "$base" | sed -n 's/^text *//p')"

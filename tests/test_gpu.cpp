@@ -1417,6 +1417,45 @@ fixture::Model quantized_fixture(fixture::Spec s, DType q, uint32_t g) {
 // prefill (cuBLAS over dequantized slices), decode (the quantized GEMV, graphs), batches of 2,
 // 5 and 8, no
 // allocation while generating, weights smaller than f16's.
+// Quantized prefill through many dequantized slices (GPT_CUDA_DEQUANT_MAX_ELEMENTS shrinks the
+// two buffers to a row or two): the side stream's dequantization of slice i + 1 overlaps the
+// GEMM of slice i, so a missing wait would show as wrong logits. Each prefill runs three times
+// (eagerly, captured into a graph, replayed), every time against the CPU.
+void test_gpu_quant_prefill_slices(void **) {
+    SKIP_WITHOUT_GPU();
+    setenv("GPT_CUDA_DEQUANT_MAX_ELEMENTS", "1", 1); // read when a context is created
+    fixture::Spec l;
+    l.arch = GPT_ARCH_LLAMA;
+    l.d_model = 96, l.n_heads = 4, l.n_kv_heads = 2, l.head_dim = 24, l.d_ff = 160, l.vocab_size = 173;
+    fixture::Spec gp;
+    gp.arch = GPT_ARCH_GPT2;
+    gp.d_model = 64, gp.n_heads = 4, gp.d_ff = 256, gp.vocab_size = 131, gp.tied_head = true;
+    for (const auto &[s0, q] : {std::make_pair(l, DType::Q4), std::make_pair(gp, DType::Q8)}) {
+        fixture::Spec s = s0;
+        s.seed = g_rng();
+        s.context_length = 64;
+        const fixture::Model fx = quantized_fixture(s, q, 32);
+        Loaded cpu, gpu;
+        load(cpu, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
+        load(gpu, fx, 0, GPT_DTYPE_AUTO, GPT_CTX_NO_WARMUP);
+        const uint32_t V = fx.config.vocab_size, T = 37;
+        std::vector<int32_t> toks(T);
+        for (auto &t : toks) t = (int32_t)(g_rng() % V);
+        std::vector<float> a(T * V, NAN);
+        assert_int_equal(gpt_forward(cpu.c, toks.data(), 1, T, GPT_FORWARD_ALL_LOGITS, a.data()), GPT_OK);
+        for (int run = 0; run < 3; run++) {
+            gpt_ctx_reset(gpu.c);
+            std::vector<float> b(T * V, NAN);
+            if (gpt_forward(gpu.c, toks.data(), 1, T, GPT_FORWARD_ALL_LOGITS, b.data()) != GPT_OK)
+                fail_msg("gpu forward: %s", gpt_ctx_last_error(gpu.c));
+            char what[96];
+            std::snprintf(what, sizeof what, "%s %s sliced prefill, run %d", gpt_arch_name(s.arch), dname(q), run);
+            expect_close(what, b, a, 2e-2);
+        }
+    }
+    unsetenv("GPT_CUDA_DEQUANT_MAX_ELEMENTS");
+}
+
 void test_gpu_quant_model(void **) {
     SKIP_WITHOUT_GPU();
     fixture::Spec l;
@@ -2670,6 +2709,7 @@ int main(void) {
         cmocka_unit_test(test_quant_dequant_exact_host),
         cmocka_unit_test(test_gpu_quant_kernels),
         cmocka_unit_test(test_gpu_quant_model),
+        cmocka_unit_test(test_gpu_quant_prefill_slices),
         cmocka_unit_test(test_gpu_moe_topk),
         cmocka_unit_test(test_gpu_moe_group),
         cmocka_unit_test(test_gpu_moe_experts),
