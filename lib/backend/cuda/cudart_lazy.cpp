@@ -67,6 +67,8 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
     X(cudaHostGetDevicePointer, (void **dev, void *host, unsigned int flags), (dev, host, flags))                        \
     X(cudaHostRegister, (void *ptr, size_t size, unsigned int flags), (ptr, size, flags))                                \
     X(cudaHostUnregister, (void *ptr), (ptr))                                                                            \
+    X(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream),        \
+      (func, grid, block, args, smem, stream)) /* CUDA 12's launch stubs */                                              \
     X(cudaLaunchKernelExC, (const cudaLaunchConfig_t *config, const void *func, void **args), (config, func, args))      \
     X(cudaMalloc, (void **ptr, size_t size), (ptr, size))                                                                \
     X(cudaMemGetInfo, (size_t * free_bytes, size_t *total_bytes), (free_bytes, total_bytes))                             \
