@@ -8,17 +8,18 @@
 #   - max RSS and wall time of
 #       gpt generate models/kjv-llama.gpt -p "And God said" -n 16 --device cpu --seed 1
 #     (RSS from GNU time, else python3's getrusage; one untimed run first, then the fastest
-#     of 3, wall time in ms).
+#     of 3, wall time in ms), and the CUDA libraries that run loads (LD_DEBUG=files; none with
+#     the default -Dcuda-runtime=lazy or static, libcudart with shared).
 # Given a second build dir (e.g. a CPU-only and a CUDA-enabled one) it prints both side by side.
 #
 # --max-lib-bytes N: exit 1 when a given build's stripped libgpt.so is larger than N bytes
-# (CI: the one-arch CUDA build with its PTX and the static runtime, N = 2195456 = 2.09 MiB,
-# 5% over its 2 091 224 bytes; the edge-fit target of 1.5 MB is met with -Dcuda-ptx=false and
-# -Dcuda-runtime=shared, 1 005 128 bytes). Exit 2 on a usage error.
+# (CI: the one-arch CUDA build with its PTX and the runtime opened lazily, N = 1566720 =
+# 1.49 MiB, 5% over its 1 492 160 bytes; -Dcuda-ptx=false takes it to 1 062 080). Exit 2
+# on a usage error.
 # Environment: STRIP (default strip), GPT_FOOTPRINT_RUNS (timed runs, default 3).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 max_lib=""
 dirs=()
@@ -110,6 +111,13 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, int(w * 1000))' "$
     echo "$best"
 }
 
+cuda_libs_loaded() { # GPT -> the CUDA libraries (libcudart, libcuda, libcublas...) the CPU run loads, or "none"
+    local libs
+    libs=$(LD_DEBUG=files "$1" generate "$model" -p "And God said" -n 16 --device cpu --seed 1 2>&1 >/dev/null |
+           grep -o 'file=lib\(cudart\|cuda\|cublas\|nv\)[^ ]*' | sed 's/^file=//' | sort -u | paste -sd ' ' - || true)
+    echo "${libs:-none}"
+}
+
 declare -A val
 status=0
 for d in "${dirs[@]}"; do
@@ -156,14 +164,15 @@ for d in "${dirs[@]}"; do
         else
             val[$d,rss]=$r val[$d,wall]=$r
         fi
+        val[$d,cudalibs]=$(cuda_libs_loaded "$tool")
     else
-        val[$d,tool]="not built" val[$d,rss]="-" val[$d,wall]="-"
+        val[$d,tool]="not built" val[$d,rss]="-" val[$d,wall]="-" val[$d,cudalibs]="-"
     fi
 done
 
 rows=(config "configuration" lib "library" libsize "libgpt.so stripped, bytes" fatbin "  device code (.nv_fatbin)"
       archs "  CUDA archs" tool "gpt tool stripped, bytes" rss "gpt generate -n 16 --device cpu: max RSS"
-      wall "  wall time (best of $runs)")
+      wall "  wall time (best of $runs)" cudalibs "  CUDA libraries it loads")
 printf '%-42s' ""
 for d in "${dirs[@]}"; do printf '  %-34s' "$d"; done
 echo

@@ -302,10 +302,12 @@ const char *cuda_build_info() {
     static std::string s;
     if (s.empty()) {
         int rt = 0, drv = 0;
-        cudaRuntimeGetVersion(&rt);
+        const cudaError_t e = cudaRuntimeGetVersion(&rt);
         cudaDriverGetVersion(&drv);
-        s = "cuda runtime " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10) + ", driver " +
-            (drv ? std::to_string(drv / 1000) + "." + std::to_string(drv % 1000 / 10) : std::string("none"));
+        // A runtime opened lazily (cudart_lazy.h) may be missing: say why.
+        s = e != cudaSuccess ? std::string("cuda runtime unavailable: ") + cudaGetErrorString(e)
+                             : "cuda runtime " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10) + ", driver " +
+                                   (drv ? std::to_string(drv / 1000) + "." + std::to_string(drv % 1000 / 10) : std::string("none"));
         cudaGetLastError();
     }
     return s.c_str();
