@@ -1418,9 +1418,8 @@ fixture::Model quantized_fixture(fixture::Spec s, DType q, uint32_t g) {
 // 5 and 8, no
 // allocation while generating, weights smaller than f16's.
 // Quantized prefill through many dequantized slices (GPT_CUDA_DEQUANT_MAX_ELEMENTS shrinks the
-// two buffers to a row or two): the side stream's dequantization of slice i + 1 overlaps the
-// GEMM of slice i, so a missing wait would show as wrong logits. Each prefill runs three times
-// (eagerly, captured into a graph, replayed), every time against the CPU.
+// buffer to a row or two), each slice's GEMM writing its own columns of the output. Each prefill
+// runs three times (eagerly, captured into a graph, replayed), every time against the CPU.
 void test_gpu_quant_prefill_slices(void **) {
     SKIP_WITHOUT_GPU();
     setenv("GPT_CUDA_DEQUANT_MAX_ELEMENTS", "1", 1); // read when a context is created

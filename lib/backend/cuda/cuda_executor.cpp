@@ -81,9 +81,6 @@ public:
             std::unique_lock<std::shared_mutex> lock(capture_mutex());
             GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
             GPT_CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
-            GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
-            for (cudaEvent_t *e : {&fork_, &written_[0], &written_[1], &read_[0], &read_[1]})
-                GPT_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
             GPT_CUDA_CHECK(cublas().create(&cublas_));
             GPT_CUDA_CHECK(cublas().set_stream(cublas_, stream_));
             GPT_CUDA_CHECK(cublas().set_workspace(cublas_, dev(plan_.cublas_ws), plan_.cublas_ws.bytes));
@@ -557,45 +554,25 @@ private:
             part.rows = n_rows;
             return gemm(cublas_, part, x, x_dtype, ldx, y, y_dtype, rows, p_.allow_tf32, ldy);
         }
-        // Two buffers: the side stream dequantizes slice i + 1 while the GEMM reads slice i on
-        // the main stream (the dequantization is bound by memory, the GEMM by the tensor cores).
-        const uint64_t buffer_bytes = plan_.dequant.bytes / 2;
-        uint64_t slice = buffer_bytes / (2 * w.cols);
+        uint64_t slice = plan_.dequant.bytes / (2 * w.cols);
         if (slice == 0) fail(GPT_ERR_INTERNAL, "dequantization buffer of %llu bytes holds no row of %llu columns",
-                             (unsigned long long)buffer_bytes, (unsigned long long)w.cols);
+                             (unsigned long long)plan_.dequant.bytes, (unsigned long long)w.cols);
         // Whole multiples of 64 rows where the buffer holds that many: each slice's GEMM then
         // writes y from a 128-byte aligned column (a slice of 1771 or 9362 rows, as the
         // Qwen2-7B shape's widths give, left cuBLAS misaligned outputs).
         if (slice >= kDequantSliceAlign) slice -= slice % kDequantSliceAlign;
-        cudaStream_t dq = dequant_overlap() ? side_ : stream_;
-        // The side stream starts after everything before on the main stream (the GEMMs that
-        // last read the buffers); under capture this fork also brings it into the graph.
-        GPT_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-        GPT_CUDA_CHECK(cudaStreamWaitEvent(dq, fork_, 0));
-        for (uint64_t r0 = 0, i = 0; r0 < n_rows; r0 += slice, i++) {
-            const uint64_t n = std::min(slice, n_rows - r0), b = i & 1;
-            uint8_t *buffer = dev(plan_.dequant) + b * buffer_bytes;
-            if (i >= 2) GPT_CUDA_CHECK(cudaStreamWaitEvent(dq, read_[b], 0)); // slice i - 2's GEMM is done with it
-            GPT_CUDA_CHECK(launch_dequant_f16(w.data, (int)w.dtype, w.group, w.rows, row0 + r0, n, (uint32_t)w.cols, buffer, dq));
-            GPT_CUDA_CHECK(cudaEventRecord(written_[b], dq));
-            GPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, written_[b], 0)); // also joins the side stream back
+        for (uint64_t r0 = 0; r0 < n_rows; r0 += slice) {
+            const uint64_t n = std::min(slice, n_rows - r0);
+            GPT_CUDA_CHECK(launch_dequant_f16(w.data, (int)w.dtype, w.group, w.rows, row0 + r0, n, (uint32_t)w.cols,
+                                              dev(plan_.dequant), stream_));
             Weight part;
-            part.data = buffer;
+            part.data = dev(plan_.dequant);
             part.dtype = DType::F16;
             part.rows = n;
             part.cols = w.cols;
             gemm(cublas_, part, x, x_dtype, ldx, static_cast<uint8_t *>(y) + r0 * dtype_bytes(y_dtype), y_dtype, rows, p_.allow_tf32,
                  ldy);
-            GPT_CUDA_CHECK(cudaEventRecord(read_[b], stream_));
         }
-    }
-    // GPT_CUDA_DEQUANT_SERIAL=1 dequantizes on the main stream (same slices, no overlap): an A/B switch.
-    static bool dequant_overlap() {
-        static const bool on = [] {
-            const char *v = std::getenv("GPT_CUDA_DEQUANT_SERIAL");
-            return !(v && *v && std::strcmp(v, "0") != 0);
-        }();
-        return on;
     }
 
     static int quant_code(const Weight &w) { return is_quantized(w.dtype) ? (int)w.dtype : 0; }
@@ -843,13 +820,8 @@ private:
                 if (g.exec) cudaGraphExecDestroy(g.exec);
             if (cublas_) cublas().destroy(cublas_); // loaded: the handle was made through it
             if (staged_) cudaEventDestroy(staged_);
-            for (cudaEvent_t e : {fork_, written_[0], written_[1], read_[0], read_[1]})
-                if (e) cudaEventDestroy(e);
-            if (side_) cudaStreamDestroy(side_);
             if (stream_) cudaStreamDestroy(stream_);
         }
-        side_ = nullptr;
-        fork_ = written_[0] = written_[1] = read_[0] = read_[1] = nullptr;
         device_free(dev_);
         pinned_free(host_);
         cublas_ = nullptr;
@@ -865,10 +837,6 @@ private:
     uint8_t *dev_ = nullptr, *host_ = nullptr;
     cudaStream_t stream_ = nullptr;
     cudaEvent_t staged_ = nullptr; // recorded after sample()'s copies out of the staging area
-    // Quantized prefill (project_rows): the stream that dequantizes the next slice, and the
-    // events that order it with the GEMMs reading the two buffers.
-    cudaStream_t side_ = nullptr;
-    cudaEvent_t fork_ = nullptr, written_[2] = {nullptr, nullptr}, read_[2] = {nullptr, nullptr};
     cublasHandle_t cublas_ = nullptr;
     std::vector<Graph> graphs_; // recorded step shapes, at most kMaxGraphs
     uint64_t clock_ = 0;

@@ -122,15 +122,12 @@ void choose_params(ExecParams &p, DType matrix_dtype, bool quantized, uint64_t m
     p.compute = compute ? static_cast<DType>(compute) : matrix_dtype;
     p.kv = kv ? static_cast<DType>(kv) : (p.compute == DType::F32 ? DType::F32 : DType::F16);
     p.n_threads = 1;
-    // Quantized weights in slices of rows through two f16 buffers (one dequantized while the
-    // GEMM reads the other) of at most 16 Mi elements (32 MiB) each, never less than one row
-    // of the widest.
-    // GPT_CUDA_DEQUANT_MAX_ELEMENTS (a test's switch) makes them smaller, so that small
-    // models run many slices.
-    uint64_t max_slice_elements = 16ull << 20;
+    // Quantized weights in slices of rows through an f16 buffer of at most 32 Mi elements
+    // (64 MiB), never less than one row of the widest. GPT_CUDA_DEQUANT_MAX_ELEMENTS (a test's
+    // switch) makes it smaller, so that small models run many slices.
+    uint64_t max_slice_elements = 32ull << 20;
     if (const char *v = std::getenv("GPT_CUDA_DEQUANT_MAX_ELEMENTS")) max_slice_elements = std::max<uint64_t>(1, std::strtoull(v, nullptr, 10));
-    const uint64_t buffer = (2 * std::max(max_quant_cols, std::min(max_quant_numel, max_slice_elements)) + 255) / 256 * 256;
-    p.dequant_scratch = quantized ? 2 * buffer : 0; // the second buffer 256-byte aligned too
+    p.dequant_scratch = quantized ? 2 * std::max(max_quant_cols, std::min(max_quant_numel, max_slice_elements)) : 0;
 }
 
 MemoryPlan memory_plan(const ModelShape &s, const ExecParams &p) {

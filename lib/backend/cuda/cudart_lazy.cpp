@@ -85,8 +85,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
     X(cudaStreamCreateWithFlags, (cudaStream_t * stream, unsigned int flags), (stream, flags))                           \
     X(cudaStreamDestroy, (cudaStream_t stream), (stream))                                                                \
     X(cudaStreamEndCapture, (cudaStream_t stream, cudaGraph_t *graph), (stream, graph))                                  \
-    X(cudaStreamSynchronize, (cudaStream_t stream), (stream))                                                           \
-    X(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned int flags), (stream, event, flags))
+    X(cudaStreamSynchronize, (cudaStream_t stream), (stream))
 
 // The same, with answers of their own when the runtime is missing.
 #define GPT_CUDART_SPECIAL(X)                                                                                            \
