@@ -7,13 +7,14 @@
 // decode step runs it: a CUDA graph of `launches` back-to-back launches (with PDL, as the
 // decode graphs), replayed once to warm up, then 5 timed replays; the median replay over the
 // launch count is the time per launch. The launches rotate over copies of the matrix whose
-// total exceeds 3x the L2 size, so the weights come from DRAM. Beside each variant: the f16
-// GEMV of the same shape (rows 1-2; launch_gemv) and a device-to-device copy of the quantized
-// matrix's bytes (its GB/s counted as read + write: the bandwidth ceiling). Each variant's
-// output is compared with the default (tiled) variant's on the same inputs, epilogue
-// included: "maxrel" is max |y - y_tiled| / max |y_tiled| (rounding-order differences only;
-// a broken variant shows as ~1). Last, per model shape: the four matrices' summed time per
-// variant (one layer's GEMVs).
+// total exceeds 3x the L2 size, so the weights come from DRAM. Shapes: each model's qkv (with
+// biases for Qwen2), o (residual add), gate_up (SwiGLU pairs), down (residual add) and head
+// (f32 logits). Beside each variant: the f16 GEMV of the same shape (rows 1-2; launch_gemv)
+// and a device-to-device copy of the quantized matrix's bytes (its GB/s counted as read +
+// write: the bandwidth ceiling). Each variant's output is compared with the default (tiled)
+// variant's on the same inputs, epilogue included: "maxrel" is max |y - y_tiled| / max
+// |y_tiled| (rounding-order differences only; a broken variant shows as ~1). Last, per model
+// shape: the four layer matrices' summed time per variant (one layer's GEMVs).
 #include "core/half.h"
 #include "core/quant.h"
 #include "gemv.cuh"
@@ -50,12 +51,14 @@ struct Shape {
     const char *model, *name;
     uint32_t k, n; // n output columns (GLU: n pairs of gate and up rows)
     bool bias, glu, residual;
+    bool head = false; // f32 logits; not part of a layer's sum
 };
 const Shape kShapes[] = {
     {"qwen7b", "qkv", 3584, 4608, true, false, false},     {"qwen7b", "o", 3584, 3584, false, false, true},
     {"qwen7b", "gate_up", 3584, 18944, false, true, false}, {"qwen7b", "down", 18944, 3584, false, false, true},
     {"tinyllama", "qkv", 2048, 2560, false, false, false},  {"tinyllama", "o", 2048, 2048, false, false, true},
     {"tinyllama", "gate_up", 2048, 5632, false, true, false}, {"tinyllama", "down", 5632, 2048, false, false, true},
+    {"qwen7b", "head", 3584, 152064, false, false, false, true}, {"tinyllama", "head", 2048, 32000, false, false, false, true},
 };
 struct Quant {
     const char *name;
@@ -162,6 +165,7 @@ GemvArgs args_of(const Shape &sh, uint32_t rows, const void *x, const float *bia
     a.k = sh.k;
     a.act = sh.glu ? kActSilu : 0;
     a.glu = sh.glu;
+    a.y_f32 = sh.head;
     a.dtype = kF16;
     return a;
 }
@@ -170,12 +174,12 @@ GemvArgs args_of(const Shape &sh, uint32_t rows, const void *x, const float *bia
 std::vector<float> output_of(const GemvArgs &a, const std::function<cudaError_t()> &launch) {
     const uint64_t n = (uint64_t)a.rows * a.n;
     if (a.residual) CK(cudaMemset(a.residual, 0, 4 * n));
-    else CK(cudaMemset(a.y, 0xff, 2 * n));
+    else CK(cudaMemset(a.y, 0xff, (a.y_f32 ? 4 : 2) * n));
     CK(launch());
     CK(cudaDeviceSynchronize());
     std::vector<float> out(n);
-    if (a.residual) {
-        CK(cudaMemcpy(out.data(), a.residual, 4 * n, cudaMemcpyDeviceToHost));
+    if (a.residual || a.y_f32) {
+        CK(cudaMemcpy(out.data(), a.residual ? a.residual : a.y, 4 * n, cudaMemcpyDeviceToHost));
     } else {
         std::vector<uint16_t> h(n);
         CK(cudaMemcpy(h.data(), a.y, 2 * n, cudaMemcpyDeviceToHost));
@@ -213,11 +217,11 @@ int main(int argc, char **argv) {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     Pools pools;
-    const uint32_t max_k = 18944, max_n = 2 * 18944;
+    const uint32_t max_k = 18944, max_n = 152064;
     void *x, *y;
     float *bias, *residual;
     CK(cudaMalloc(&x, 2ull * kGemvQuantMaxRows * max_k));
-    CK(cudaMalloc(&y, 2ull * kGemvQuantMaxRows * max_n));
+    CK(cudaMalloc(&y, 4ull * kGemvQuantMaxRows * max_n));
     CK(cudaMalloc(&bias, 4ull * max_n));
     CK(cudaMalloc(&residual, 4ull * kGemvQuantMaxRows * max_n));
     pools.fill_halves(x, (uint64_t)kGemvQuantMaxRows * max_k, 1);
@@ -275,7 +279,8 @@ int main(int argc, char **argv) {
                         a.w = w.p[i % w.p.size()];
                         CK(launch_gemv_quant_plan(a, plan, s));
                     });
-                    layer[std::string(sh.model) + " " + q.name + " rows " + std::to_string(rows) + " " + quant_gemv_variant_name(v)] += us;
+                    if (!sh.head)
+                        layer[std::string(sh.model) + " " + q.name + " rows " + std::to_string(rows) + " " + quant_gemv_variant_name(v)] += us;
                     char f16[64] = "f16 n/a";
                     if (rows <= kGemvMaxRows)
                         std::snprintf(f16, sizeof f16, "f16 %7.2f us %5.0f GB/s", f16_us[rows], gbs((double)f16_bytes, f16_us[rows]));
