@@ -45,12 +45,15 @@ cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 
 // Variants of the quantized GEMV, compared by tests/bench_quant_gemv (losers get deleted):
 //   tiled        entry 21's kernel: one pass of 1-2 steps per thread, a block per 1-8 sets;
+//   tiled-narrow / -wide: the same kernel with half / twice the threads per set (no kernel added);
 //   stream       persistent blocks (whole waves from the occupancy API) walking set after set,
 //                the next step's weights loaded while the current one is computed;
 //   stream-xs    stream with x staged once per block in shared memory as f32 (when it fits);
 //   stream-xs-narrow / -wide: stream-xs with half / twice the threads per set.
 enum QuantGemvVariant : int {
     QGEMV_TILED,
+    QGEMV_TILED_NARROW,
+    QGEMV_TILED_WIDE,
     QGEMV_STREAM,
     QGEMV_STREAM_XS,
     QGEMV_STREAM_XS_NARROW,

@@ -478,6 +478,8 @@ int env_variant() {
 const char *quant_gemv_variant_name(int variant) {
     switch (variant) {
     case QGEMV_TILED: return "tiled";
+    case QGEMV_TILED_NARROW: return "tiled-narrow";
+    case QGEMV_TILED_WIDE: return "tiled-wide";
     case QGEMV_STREAM: return "stream";
     case QGEMV_STREAM_XS: return "stream-xs";
     case QGEMV_STREAM_XS_NARROW: return "stream-xs-narrow";
@@ -488,8 +490,12 @@ const char *quant_gemv_variant_name(int variant) {
 
 cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan) {
     if (variant < 0 || variant >= QGEMV_VARIANTS || a.rows == 0 || a.rows > kGemvQuantMaxRows || a.n == 0) return cudaErrorInvalidValue;
-    if (variant == QGEMV_TILED) {
-        *plan = tiled_plan(a);
+    if (variant == QGEMV_TILED || variant == QGEMV_TILED_NARROW || variant == QGEMV_TILED_WIDE) {
+        QuantGemvPlan p = tiled_plan(a);
+        if (variant == QGEMV_TILED_NARROW && p.log_tk > 5) p.log_tk--;
+        if (variant == QGEMV_TILED_WIDE && p.log_tk < 8) p.log_tk++;
+        p.blocks = ceil_div(sets_of(a), (uint32_t)kThreads >> p.log_tk);
+        *plan = p;
         return cudaSuccess;
     }
     QuantGemvPlan p{1, 5, 1, variant != QGEMV_STREAM && staged_bytes(a) <= kMaxStagedBytes};
