@@ -13,8 +13,9 @@
 // and a device-to-device copy of the quantized matrix's bytes (its GB/s counted as read +
 // write: the bandwidth ceiling). Each variant's output is compared with the default (tiled)
 // variant's on the same inputs, epilogue included: "maxrel" is max |y - y_tiled| / max
-// |y_tiled| (rounding-order differences only; a broken variant shows as ~1). Last, per model
-// shape: the four layer matrices' summed time per variant (one layer's GEMVs).
+// |y_tiled| (rounding-order differences only; a broken variant shows as ~1). Last, a summary
+// (short enough for a terminal's tail): per model, quantization and row count, one layer's
+// four matrices summed for each variant, the f16 GEMV and the copy.
 #include "core/half.h"
 #include "core/quant.h"
 #include "gemv.cuh"
@@ -226,8 +227,10 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&residual, 4ull * kGemvQuantMaxRows * max_n));
     pools.fill_halves(x, (uint64_t)kGemvQuantMaxRows * max_k, 1);
     CK(cudaMemset(bias, 0, 4ull * max_n));
-    // layer sums: model, quant, rows, variant -> us
-    std::map<std::string, double> layer;
+    // One layer's sums (the shapes that are not heads), keyed "model quant rows": microseconds
+    // per variant, and the quantized bytes; f16 keyed "model rows", the copy "model quant".
+    std::map<std::string, std::vector<double>> layer_us;
+    std::map<std::string, double> layer_bytes, f16_layer_us, f16_layer_bytes, copy_layer_us;
     bool all_ok = true;
 
     for (const Shape &sh : kShapes) {
@@ -249,7 +252,9 @@ int main(int argc, char **argv) {
                     a.w = w.p[i % w.p.size()];
                     CK(launch_gemv(a, s));
                 });
+                if (!sh.head) f16_layer_us[std::string(sh.model) + " rows " + std::to_string(rows)] += f16_us[rows];
             }
+            if (!sh.head) f16_layer_bytes[sh.model] += (double)f16_bytes;
         }
         for (const Quant &q : kQuants) {
             uint64_t bytes = 0;
@@ -279,8 +284,12 @@ int main(int argc, char **argv) {
                         a.w = w.p[i % w.p.size()];
                         CK(launch_gemv_quant_plan(a, plan, s));
                     });
-                    if (!sh.head)
-                        layer[std::string(sh.model) + " " + q.name + " rows " + std::to_string(rows) + " " + quant_gemv_variant_name(v)] += us;
+                    if (!sh.head) {
+                        const std::string key = std::string(sh.model) + " " + q.name + " rows " + std::to_string(rows);
+                        layer_us[key].resize(QGEMV_VARIANTS);
+                        layer_us[key][v] += us;
+                        if (v == 0) layer_bytes[key] += (double)bytes;
+                    }
                     char f16[64] = "f16 n/a";
                     if (rows <= kGemvMaxRows)
                         std::snprintf(f16, sizeof f16, "f16 %7.2f us %5.0f GB/s", f16_us[rows], gbs((double)f16_bytes, f16_us[rows]));
@@ -295,11 +304,27 @@ int main(int argc, char **argv) {
             });
             std::printf("%-17s %-7s copy of %.1f MB: %8.2f us %5.0f GB/s (read + write)\n", shape.c_str(), q.name, bytes / 1e6, copy_us,
                         gbs(2.0 * bytes, copy_us));
+            if (!sh.head) copy_layer_us[std::string(sh.model) + " " + q.name] += copy_us;
             std::fflush(stdout);
         }
     }
-    std::printf("\nper layer (qkv + o + gate_up + down), us:\n");
-    for (const auto &kv : layer) std::printf("  %-42s %9.2f\n", kv.first.c_str(), kv.second);
+    // The summary: one line per model, quantization and row count.
+    std::printf("\nper layer (qkv + o + gate_up + down): us, and GB/s of its bytes in [] (the copy: read + write)\n%-24s", "");
+    for (int v = 0; v < QGEMV_VARIANTS; v++) std::printf(" %17s", quant_gemv_variant_name(v));
+    std::printf(" %17s %17s\n", "f16 gemv", "copy (r+w)");
+    for (const auto &kv : layer_us) {
+        const std::string &key = kv.first;
+        const double b = layer_bytes[key];
+        std::printf("%-24s", key.c_str());
+        for (double us : kv.second) std::printf(" %9.2f [%5.0f]", us, gbs(b, us));
+        const std::string model = key.substr(0, key.find(' ')), rows = key.substr(key.rfind(' ') + 1);
+        const std::string quant = key.substr(model.size() + 1, key.find(' ', model.size() + 1) - model.size() - 1);
+        const auto f16 = f16_layer_us.find(model + " rows " + rows);
+        if (f16 != f16_layer_us.end()) std::printf(" %9.2f [%5.0f]", f16->second, gbs(f16_layer_bytes[model], f16->second));
+        else std::printf(" %17s", "n/a");
+        const double copy = copy_layer_us[model + " " + quant];
+        std::printf(" %9.2f [%5.0f]\n", copy, gbs(2 * b, copy));
+    }
     std::printf(all_ok ? "all variants agree with tiled\n" : "SOME VARIANT DISAGREES WITH TILED (MISMATCH above)\n");
     cudaFree(x);
     cudaFree(y);
