@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
     const uint64_t row_bytes = q4 ? a.k / 2 : a.k;
     const uint32_t chunks = (uint32_t)(row_bytes / 16), groups = a.k / a.group;
     const uint32_t cshift = chunk_shift(q4), gshift = group_shift(a.group);
-    const uint32_t steps = (chunks + tk - 1) >> log_tk;                     // per thread and set
+    const uint32_t steps = max((chunks + tk - 1) >> log_tk, 1u);            // per thread and set (k = 0: one empty step)
     const uint32_t n_groups = ceil_div(ceil_div(a.n, (uint32_t)C), slots); // groups of `slots` sets
     const uint8_t *base = static_cast<const uint8_t *>(a.w);
     const uint64_t total_rows = PAIR ? 2ull * a.n : a.n;
@@ -503,7 +503,8 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
     const cudaError_t e = resident_blocks(kernel_of(a, p), p.xs ? staged_bytes(a) : 0, &resident);
     if (e != cudaSuccess) return e;
     // Threads per set: the fewest serial steps for the slowest block - rounds of resident
-    // blocks times the steps of a set, counting a set's end (reduction, barrier) as half a step.
+    // blocks times the steps of a set, counting a set's end as half a step (the reduction and
+    // a barrier; a quarter with one warp a set, which needs no barrier).
     const uint32_t chunks = chunks_of(a), sets = sets_of(a);
     uint64_t best = UINT64_MAX;
     for (uint32_t log_tk = 5; log_tk <= 8; log_tk++) {
