@@ -49,7 +49,9 @@ cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 //   stream       persistent blocks (whole waves from the occupancy API) walking set after set,
 //                the next step's weights loaded while the current one is computed;
 //   stream-xs    stream with x staged once per block in shared memory as f32 (when it fits);
-//   stream-xs-narrow / -wide: stream-xs with half / twice the threads per set.
+//   stream-xs-narrow / -wide: stream-xs with half / twice the threads per set;
+//   auto         tiled for matrices under 16 MiB of weights (latency-bound: the staging and
+//                the persistent walk buy nothing), stream-xs above (a guess to be tuned).
 enum QuantGemvVariant : int {
     QGEMV_TILED,
     QGEMV_TILED_NARROW,
@@ -58,6 +60,7 @@ enum QuantGemvVariant : int {
     QGEMV_STREAM_XS,
     QGEMV_STREAM_XS_NARROW,
     QGEMV_STREAM_XS_WIDE,
+    QGEMV_AUTO,
     QGEMV_VARIANTS
 };
 const char *quant_gemv_variant_name(int variant);

@@ -484,12 +484,17 @@ const char *quant_gemv_variant_name(int variant) {
     case QGEMV_STREAM_XS: return "stream-xs";
     case QGEMV_STREAM_XS_NARROW: return "stream-xs-narrow";
     case QGEMV_STREAM_XS_WIDE: return "stream-xs-wide";
+    case QGEMV_AUTO: return "auto";
     }
     return "?";
 }
 
 cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan) {
     if (variant < 0 || variant >= QGEMV_VARIANTS || a.rows == 0 || a.rows > kGemvQuantMaxRows || a.n == 0) return cudaErrorInvalidValue;
+    if (variant == QGEMV_AUTO) {
+        const uint64_t weight_bytes = (uint64_t)(a.glu ? 2 : 1) * a.n * (a.wq == Q4 ? a.k / 2 : a.k);
+        variant = weight_bytes < (16u << 20) ? QGEMV_TILED : QGEMV_STREAM_XS;
+    }
     if (variant == QGEMV_TILED || variant == QGEMV_TILED_NARROW || variant == QGEMV_TILED_WIDE) {
         QuantGemvPlan p = tiled_plan(a);
         if (variant == QGEMV_TILED_NARROW && p.log_tk > 5) p.log_tk--;
