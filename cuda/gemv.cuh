@@ -40,7 +40,43 @@ bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype, int wq =
 cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);
 
 // The quantized kernel (gemv_quant.cu); launch_gemv checks the arguments before calling it.
+// It runs the variant GPT_QGEMV names (read once; default "tiled"), a switch for A/B runs.
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
+
+// Variants of the quantized GEMV, compared by tests/bench_quant_gemv (losers get deleted):
+//   tiled        entry 21's kernel: one pass of 1-2 steps per thread, a block per 1-8 sets;
+//   tiled-narrow / -wide: the same kernel with half / twice the threads per set (no kernel added);
+//   stream       persistent blocks (whole waves from the occupancy API) walking set after set,
+//                the next step's weights loaded while the current one is computed;
+//   stream-xs    stream with x staged once per block in shared memory as f32 (when it fits);
+//   stream-xs-narrow / -wide: stream-xs with half / twice the threads per set;
+//   auto         tiled for matrices under 16 MiB of weights (latency-bound: the staging and
+//                the persistent walk buy nothing), stream-xs above (a guess to be tuned).
+enum QuantGemvVariant : int {
+    QGEMV_TILED,
+    QGEMV_TILED_NARROW,
+    QGEMV_TILED_WIDE,
+    QGEMV_STREAM,
+    QGEMV_STREAM_XS,
+    QGEMV_STREAM_XS_NARROW,
+    QGEMV_STREAM_XS_WIDE,
+    QGEMV_AUTO,
+    QGEMV_VARIANTS
+};
+const char *quant_gemv_variant_name(int variant);
+// A launch: which kernel (0 tiled, 1 stream), threads per set (1 << log_tk, 32-256), blocks
+// (stream: any count, each walks every blocks-th group of sets), x in shared memory (stream).
+struct QuantGemvPlan {
+    int kernel;
+    uint32_t log_tk;
+    uint32_t blocks;
+    int xs;
+};
+// The plan `variant` makes for these arguments on the current device.
+cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan);
+// Runs a plan (checked: arguments as launch_gemv's, log_tk 5-8, xs only where it fits); tests
+// force plans no heuristic picks (many rounds per block, every thread count).
+cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &plan, cudaStream_t stream);
 
 // Quantized weights (Q8 / Q4, dtype.cuh) to f16: rows [row0, row0 + n_rows) of a [total_rows][k]
 // matrix with `group` columns per scale into out[n_rows][k]. k a multiple of 32.

@@ -15,9 +15,20 @@
 //     own lane with the float kernels' epilogue (bias, GLU, activation, soft-cap, residual add).
 // Kernels: rows 1, 2 or 4 (3 runs the 4-row kernel, the extra row reading row 0 of x again and
 // writing nothing) x GLU or not: 6 in all; Q8 or Q4 and tk are run-time values.
+//
+// Being measured (gemv.cuh's QuantGemvVariant; tests/bench_quant_gemv): a streaming kernel for
+// the 7B widths, where the tiled one reads at ~30% of the bandwidth. Its blocks stay resident
+// (whole waves) and walk groups of sets, each thread loading the next step's chunks before
+// computing the current one, so loads stay in flight across sets; x may be staged in shared
+// memory as f32 once per block (no widening per chunk). 12 more kernels while it is measured.
 #include "gemv.cuh"
 #include "gemv_epilogue.cuh"
 #include "quant_dot.cuh"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 
 using namespace gpt_cuda;
 
@@ -53,6 +64,25 @@ template <int N, int O = 16> __device__ __forceinline__ float warp_reduce_scatte
         v[0] += __shfl_xor_sync(0xffffffffu, v[0], O);
         return warp_reduce_scatter<1, O / 2>(v, lane);
     }
+}
+
+// Lane `lane` (< 32) of a set's first warp finishes output (column lane / R, row lane % R)
+// from its sum (PAIR: the gate's, up the up row's), with the float kernels' epilogue.
+template <int R, bool PAIR> __device__ __forceinline__ void store_output(const GemvArgs &a, uint32_t set, uint32_t lane, float sum, float up) {
+    constexpr int C = PAIR ? 2 : 4;
+    if (lane >= (uint32_t)(C * R)) return;
+    const uint32_t c = lane / R, r = lane % R, col = set * C + c;
+    if (col >= a.n || r >= a.rows) return;
+    float v = sum + (a.bias ? a.bias[col] : 0.0f);
+    if (PAIR) { // gate and up rounded to f16 first, as the unfused path stores them
+        v = gemv_epilogue(__half2float(__float2half_rn(v)), __half2float(__float2half_rn(up)), true, a.act, a.softcap);
+    } else if (a.act || a.softcap > 0.0f) {
+        v = gemv_epilogue(v, 0.0f, false, a.act, a.softcap);
+    }
+    const uint64_t o = (uint64_t)r * a.n + col;
+    if (a.residual) a.residual[o] += v;
+    else if (a.y_f32) static_cast<float *>(a.y)[o] = v;
+    else static_cast<__half *>(a.y)[o] = __float2half_rn(v);
 }
 
 template <int R, bool PAIR> __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : R == 2 ? 2 : 1) gemv_quant_tiled(GemvArgs a, uint32_t log_tk) {
@@ -181,41 +211,334 @@ template <int R, bool PAIR> __global__ void __launch_bounds__(kThreads, R == 1 ?
             up += partial[warp + p][1][lane];
         }
     }
-    if (t >= 32 || lane >= (uint32_t)(C * R)) return;
-    const uint32_t c = lane / R, r = lane % R, col = set * C + c;
-    if (col >= a.n || r >= a.rows) return;
-    float v = sum + (a.bias ? a.bias[col] : 0.0f);
-    if (PAIR) { // gate and up rounded to f16 first, as the unfused path stores them
-        v = gemv_epilogue(__half2float(__float2half_rn(v)), __half2float(__float2half_rn(up)), true, a.act, a.softcap);
-    } else if (a.act || a.softcap > 0.0f) {
-        v = gemv_epilogue(v, 0.0f, false, a.act, a.softcap);
-    }
-    const uint64_t o = (uint64_t)r * a.n + col;
-    if (a.residual) a.residual[o] += v;
-    else if (a.y_f32) static_cast<float *>(a.y)[o] = v;
-    else static_cast<__half *>(a.y)[o] = __float2half_rn(v);
+    if (t >= 32) return;
+    store_output<R, PAIR>(a, set, lane, sum, up);
 }
 
-template <bool PAIR> cudaError_t launch_tiled(const GemvArgs &a, cudaStream_t s) {
-    const uint32_t chunks = (a.wq == Q4 ? a.k / 2 : a.k) / 16;
-    const uint32_t sets = ceil_div(a.n, PAIR ? 2u : 4u);
-    // Threads per set: enough that each takes at most kSteps chunks of a row (all its loads in
-    // flight at once) up to 256, then more while the grid is small and every thread keeps a chunk.
+
+// ---------------------------------------------------------------- the streaming variant
+
+// Quad q (4 floats) of a row of x staged in shared memory lives at q ^ ((q >> 3) & 7). The 8
+// threads of a shared-memory phase read chunks 128 (q4) or 64 (q8) bytes of f32 apart, which
+// unswizzled would all fall on the same 4 banks; swizzled they fall on 8 different quads.
+__device__ __forceinline__ uint32_t xs_quad(uint32_t q) { return q ^ ((q >> 3) & 7); }
+
+// Blocks of kThreads threads hold 256 / tk sets ("a group"); block b computes groups b,
+// b + gridDim.x, ... Every thread runs one flat sequence of (group, step) items, loading item
+// j + 2 into the registers that item j used as soon as it is computed: two steps in flight
+// while one computes, across the end of a set. The set's sums meet as in the tiled kernel
+// (shared memory in two halves, so one barrier per set suffices).
+template <int R, bool PAIR, bool XS>
+__global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(GemvArgs a, uint32_t log_tk) {
+    constexpr int M = kSetRows, C = PAIR ? 2 : 4;
+    const uint32_t tk = 1u << log_tk, t = threadIdx.x & (tk - 1), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t slot = threadIdx.x >> log_tk, slots = kThreads >> log_tk;
+    const bool q4 = a.wq == Q4;
+    const uint64_t row_bytes = q4 ? a.k / 2 : a.k;
+    const uint32_t chunks = (uint32_t)(row_bytes / 16), groups = a.k / a.group;
+    const uint32_t cshift = chunk_shift(q4), gshift = group_shift(a.group);
+    const uint32_t steps = max((chunks + tk - 1) >> log_tk, 1u);            // per thread and set (k = 0: one empty step)
+    const uint32_t n_groups = ceil_div(ceil_div(a.n, (uint32_t)C), slots); // groups of `slots` sets
+    const uint8_t *base = static_cast<const uint8_t *>(a.w);
+    const uint64_t total_rows = PAIR ? 2ull * a.n : a.n;
+    const __half *scales = reinterpret_cast<const __half *>(base + total_rows * row_bytes);
+
+    // The load cursor (group lg, step ls) and the weight rows of this thread's set in lg (row
+    // numbers, not pointers: 4 registers instead of 16, which keeps the 1-row kernel unspilled
+    // at 3 blocks per SM). Columns past n read row n - 1 and write nothing.
+    uint32_t wrow[M];
+    auto point = [&](uint32_t g) {
+        const uint32_t set = g * slots + slot;
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+            const uint32_t col = min(set * C + (PAIR ? m % 2 : m), a.n - 1);
+            wrow[m] = PAIR && m >= 2 ? col + a.n : col;
+        }
+    };
+    uint32_t lg = blockIdx.x, ls = 0;
+    uint4 wv[2][M];
+    __half sv[2][M];
+    auto load = [&](int b) {
+        const uint32_t i = t + (ls << log_tk);
+        const bool in = lg < n_groups && i < chunks;
+#pragma unroll
+        for (int m = 0; m < M; m++) {
+            const uint4 *w = reinterpret_cast<const uint4 *>(base + (uint64_t)wrow[m] * (uint32_t)row_bytes) + i;
+            const __half *sc = scales + (uint64_t)wrow[m] * groups + ((i << cshift) >> gshift);
+            wv[b][m] = in ? __ldcs(w) : make_uint4(0, 0, 0, 0); // streamed once: evict first
+            sv[b][m] = in ? __ldg(sc) : __ushort_as_half(0);
+        }
+        if (++ls == steps) {
+            ls = 0;
+            lg += gridDim.x;
+            if (lg < n_groups) point(lg);
+        }
+    };
+    point(lg);
+    load(0);
+    load(1);
+    pdl_wait();
+    pdl_launch_dependents();
+
+    const __half *x = static_cast<const __half *>(a.x);
+    const __half *xrow[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) xrow[r] = x + (uint64_t)(r < (int)a.rows ? r : 0) * a.ldx;
+    extern __shared__ float4 xs[]; // XS: R rows of k / 4 quads, in xs_quad order
+    const uint32_t quads = a.k / 4;
+    if constexpr (XS) {
+        for (uint32_t e = threadIdx.x; e < a.k / 8; e += kThreads)
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                float f[8];
+                half8_to_float(*reinterpret_cast<const uint4 *>(xrow[r] + 8 * e), f);
+                xs[r * quads + xs_quad(2 * e)] = make_float4(f[0], f[1], f[2], f[3]);
+                xs[r * quads + xs_quad(2 * e + 1)] = make_float4(f[4], f[5], f[6], f[7]);
+            }
+        __syncthreads();
+    }
+
+    float acc[M][R];
+#pragma unroll
+    for (int m = 0; m < M; m++)
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[m][r] = 0.0f;
+
+    // Chunk i of every row of the set, from registers wv[b] / sv[b] (as the tiled kernel).
+    auto compute = [&](int b, uint32_t i) {
+        QuantScale ks[M];
+#pragma unroll
+        for (int m = 0; m < M; m++) ks[m] = quant_scale(__half2float(sv[b][m]), q4);
+#pragma unroll(R <= 2 ? 4 : 1)
+        for (int v = 0; v < 4; v++) {
+            if (!q4 && v >= 2) break;
+            float xf[R][8];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                if constexpr (XS) {
+                    const uint32_t q = ((i << cshift) >> 2) + 2 * v;
+                    const float4 lo = xs[r * quads + xs_quad(q)], hi = xs[r * quads + xs_quad(q + 1)];
+                    xf[r][0] = lo.x; xf[r][1] = lo.y; xf[r][2] = lo.z; xf[r][3] = lo.w;
+                    xf[r][4] = hi.x; xf[r][5] = hi.y; xf[r][6] = hi.z; xf[r][7] = hi.w;
+                } else {
+                    half8_to_float(*reinterpret_cast<const uint4 *>(xrow[r] + (i << cshift) + 8 * v), xf[r]);
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < M; m++) {
+                float wf[8];
+                uint4 &c = wv[b][m];
+                if (q4) {
+                    q4_word(c.x, ks[m], wf);
+                    c = make_uint4(c.y, c.z, c.w, 0u);
+                } else {
+                    q8_word(c.x, ks[m], wf);
+                    q8_word(c.y, ks[m], wf + 4);
+                    c = make_uint4(c.z, c.w, 0u, 0u);
+                }
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int e = 0; e < 8; e++) acc[m][r] = fmaf(wf[e], xf[r][e], acc[m][r]);
+            }
+        }
+    };
+    // The sums of group g's set (all threads of the block arrive here together).
+    auto finish = [&](uint32_t g, uint32_t half) {
+        float flat[M * R];
+#pragma unroll
+        for (int m = 0; m < M; m++)
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                flat[m * R + r] = acc[m][r];
+                acc[m][r] = 0.0f;
+            }
+        const float mine = warp_reduce_scatter<M * R>(flat, lane);
+        constexpr int kSpread = 5 - ilog2(M * R);
+        float sum = __shfl_sync(0xffffffffu, mine, (lane << kSpread) & 31), up = 0.0f;
+        if (PAIR) up = __shfl_sync(0xffffffffu, mine, ((lane + 2 * R) << kSpread) & 31);
+        if (tk > 32) {
+            __shared__ float partial[2][kThreads / 32][2][32];
+            partial[half][warp][0][lane] = sum;
+            partial[half][warp][1][lane] = up;
+            __syncthreads();
+            if (t < 32)
+                for (uint32_t p = 1; p < tk / 32; p++) {
+                    sum += partial[half][warp + p][0][lane];
+                    up += partial[half][warp + p][1][lane];
+                }
+        }
+        if (t < 32) store_output<R, PAIR>(a, g * slots + slot, lane, sum, up);
+    };
+
+    // Unrolled by the two register sets, so every register index is a constant.
+    uint32_t g = blockIdx.x, s = 0, half = 0;
+    while (g < n_groups) {
+#pragma unroll
+        for (int b = 0; b < 2; b++) {
+            const uint32_t i = t + (s << log_tk);
+            if (i < chunks) compute(b, i);
+            load(b);
+            if (++s == steps) {
+                finish(g, half);
+                s = 0;
+                g += gridDim.x;
+                half ^= 1;
+                if (g >= n_groups) break;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- plans and launches
+
+using QuantKernel = void (*)(GemvArgs, uint32_t);
+uint32_t kernel_rows(uint32_t rows) { return rows == 1 ? 1 : rows == 2 ? 2 : 4; } // 3 runs the 4-row kernel
+
+template <bool PAIR> QuantKernel tiled_kernel(uint32_t rows) {
+    return rows == 1 ? gemv_quant_tiled<1, PAIR> : rows == 2 ? gemv_quant_tiled<2, PAIR> : gemv_quant_tiled<4, PAIR>;
+}
+template <bool PAIR, bool XS> QuantKernel stream_kernel(uint32_t rows) {
+    return rows == 1 ? gemv_quant_stream<1, PAIR, XS> : rows == 2 ? gemv_quant_stream<2, PAIR, XS> : gemv_quant_stream<4, PAIR, XS>;
+}
+QuantKernel kernel_of(const GemvArgs &a, const QuantGemvPlan &p) {
+    if (p.kernel == 0) return a.glu ? tiled_kernel<true>(a.rows) : tiled_kernel<false>(a.rows);
+    if (p.xs) return a.glu ? stream_kernel<true, true>(a.rows) : stream_kernel<false, true>(a.rows);
+    return a.glu ? stream_kernel<true, false>(a.rows) : stream_kernel<false, false>(a.rows);
+}
+
+// x staged as f32 for every row of the kernel: within the default 48 KB of dynamic shared memory.
+constexpr uint64_t kMaxStagedBytes = 48 << 10;
+uint64_t staged_bytes(const GemvArgs &a) { return (uint64_t)kernel_rows(a.rows) * a.k * 4; }
+
+uint32_t chunks_of(const GemvArgs &a) { return (a.wq == Q4 ? a.k / 2 : a.k) / 16; }
+uint32_t sets_of(const GemvArgs &a) { return ceil_div(a.n, a.glu ? 2u : 4u); }
+
+// Blocks of `kernel` the whole device holds at once (occupancy x SMs), cached per kernel,
+// device and shared-memory size (the calls are host-side but not free, and launch_gemv runs
+// per step in eager mode).
+cudaError_t resident_blocks(QuantKernel kernel, size_t smem, uint32_t *blocks) {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    struct Entry {
+        QuantKernel kernel;
+        int dev;
+        size_t smem;
+        uint32_t blocks;
+    };
+    static std::mutex mu;
+    static Entry cache[64];
+    static int used = 0;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        for (int i = 0; i < used; i++)
+            if (cache[i].kernel == kernel && cache[i].dev == dev && cache[i].smem == smem) {
+                *blocks = cache[i].blocks;
+                return cudaSuccess;
+            }
+    }
+    int per_sm = 0, sms = 0;
+    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem)) != cudaSuccess) return e;
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+    *blocks = (uint32_t)(per_sm > 0 ? per_sm : 1) * (uint32_t)(sms > 0 ? sms : 1);
+    std::lock_guard<std::mutex> lock(mu);
+    if (used < 64) cache[used++] = {kernel, dev, smem, *blocks};
+    return cudaSuccess;
+}
+
+// Entry 21's rule: threads per set enough that each takes at most kSteps chunks of a row (up
+// to 256), then more while the grid is small and every thread keeps a chunk.
+QuantGemvPlan tiled_plan(const GemvArgs &a) {
+    const uint32_t chunks = chunks_of(a), sets = sets_of(a);
     uint32_t log_tk = 5;
     while (log_tk < 8 && (uint64_t)kSteps << log_tk < chunks) log_tk++;
     auto blocks = [&] { return ceil_div(sets, (uint32_t)kThreads >> log_tk); };
     while (log_tk < 8 && (1u << log_tk) < chunks && blocks() < GPT_QGEMV_MIN_BLOCKS) log_tk++;
-    const dim3 grid(blocks());
-    switch (a.rows) {
-    case 1: return launch_pdl(gemv_quant_tiled<1, PAIR>, grid, kThreads, 0, s, a, log_tk);
-    case 2: return launch_pdl(gemv_quant_tiled<2, PAIR>, grid, kThreads, 0, s, a, log_tk);
-    default: return launch_pdl(gemv_quant_tiled<4, PAIR>, grid, kThreads, 0, s, a, log_tk); // 3 or 4
-    }
+    return {0, log_tk, blocks(), 0};
+}
+
+bool valid_args(const GemvArgs &a) {
+    return gemv_supported(a.rows, a.k, a.ldx, a.dtype, a.wq) && (a.group == 32 || a.group == 64 || a.group == 128) &&
+           a.k % a.group == 0;
+}
+
+int env_variant() {
+    static const int v = [] {
+        const char *e = std::getenv("GPT_QGEMV");
+        for (int i = 0; e && i < QGEMV_VARIANTS; i++)
+            if (std::strcmp(e, quant_gemv_variant_name(i)) == 0) return i;
+        return (int)QGEMV_TILED;
+    }();
+    return v;
 }
 
 } // namespace
 
+const char *quant_gemv_variant_name(int variant) {
+    switch (variant) {
+    case QGEMV_TILED: return "tiled";
+    case QGEMV_TILED_NARROW: return "tiled-narrow";
+    case QGEMV_TILED_WIDE: return "tiled-wide";
+    case QGEMV_STREAM: return "stream";
+    case QGEMV_STREAM_XS: return "stream-xs";
+    case QGEMV_STREAM_XS_NARROW: return "stream-xs-narrow";
+    case QGEMV_STREAM_XS_WIDE: return "stream-xs-wide";
+    case QGEMV_AUTO: return "auto";
+    }
+    return "?";
+}
+
+cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan) {
+    if (variant < 0 || variant >= QGEMV_VARIANTS || a.rows == 0 || a.rows > kGemvQuantMaxRows || a.n == 0) return cudaErrorInvalidValue;
+    if (variant == QGEMV_AUTO) {
+        const uint64_t weight_bytes = (uint64_t)(a.glu ? 2 : 1) * a.n * (a.wq == Q4 ? a.k / 2 : a.k);
+        variant = weight_bytes < (16u << 20) ? QGEMV_TILED : QGEMV_STREAM_XS;
+    }
+    if (variant == QGEMV_TILED || variant == QGEMV_TILED_NARROW || variant == QGEMV_TILED_WIDE) {
+        QuantGemvPlan p = tiled_plan(a);
+        if (variant == QGEMV_TILED_NARROW && p.log_tk > 5) p.log_tk--;
+        if (variant == QGEMV_TILED_WIDE && p.log_tk < 8) p.log_tk++;
+        p.blocks = ceil_div(sets_of(a), (uint32_t)kThreads >> p.log_tk);
+        *plan = p;
+        return cudaSuccess;
+    }
+    QuantGemvPlan p{1, 5, 1, variant != QGEMV_STREAM && staged_bytes(a) <= kMaxStagedBytes};
+    uint32_t resident = 0;
+    const cudaError_t e = resident_blocks(kernel_of(a, p), p.xs ? staged_bytes(a) : 0, &resident);
+    if (e != cudaSuccess) return e;
+    // Threads per set: the fewest serial steps for the slowest block - rounds of resident
+    // blocks times the steps of a set, counting a set's end as half a step (the reduction and
+    // a barrier; a quarter with one warp a set, which needs no barrier).
+    const uint32_t chunks = chunks_of(a), sets = sets_of(a);
+    uint64_t best = UINT64_MAX;
+    for (uint32_t log_tk = 5; log_tk <= 8; log_tk++) {
+        const uint32_t groups = ceil_div(sets, (uint32_t)kThreads >> log_tk);
+        const uint64_t cost = (uint64_t)ceil_div(groups, resident) * (4ull * ceil_div(chunks, 1u << log_tk) + (log_tk > 5 ? 2 : 1));
+        if (cost < best) best = cost, p.log_tk = log_tk;
+    }
+    if (variant == QGEMV_STREAM_XS_NARROW && p.log_tk > 5) p.log_tk--;
+    if (variant == QGEMV_STREAM_XS_WIDE && p.log_tk < 8) p.log_tk++;
+    p.blocks = std::min(ceil_div(sets, (uint32_t)kThreads >> p.log_tk), resident);
+    *plan = p;
+    return cudaSuccess;
+}
+
+cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &p, cudaStream_t stream) {
+    if (a.n == 0 || a.rows == 0) return cudaSuccess;
+    if (!valid_args(a) || p.kernel < 0 || p.kernel > 1 || p.log_tk < 5 || p.log_tk > 8 || p.blocks == 0) return cudaErrorInvalidValue;
+    const uint32_t groups = ceil_div(sets_of(a), (uint32_t)kThreads >> p.log_tk);
+    if (p.kernel == 0) { // one block per group, no staging
+        if (p.xs || p.blocks != groups) return cudaErrorInvalidValue;
+        return launch_pdl(kernel_of(a, p), dim3(groups), kThreads, 0, stream, a, p.log_tk);
+    }
+    if (p.xs && staged_bytes(a) > kMaxStagedBytes) return cudaErrorInvalidValue;
+    return launch_pdl(kernel_of(a, p), dim3(std::min(p.blocks, groups)), kThreads, p.xs ? staged_bytes(a) : 0, stream, a, p.log_tk);
+}
+
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream) {
     if (a.rows == 0 || a.rows > kGemvQuantMaxRows) return cudaErrorInvalidValue;
-    return a.glu ? launch_tiled<true>(a, stream) : launch_tiled<false>(a, stream);
+    QuantGemvPlan p{};
+    const cudaError_t e = quant_gemv_plan(a, env_variant(), &p);
+    return e != cudaSuccess ? e : launch_gemv_quant_plan(a, p, stream);
 }

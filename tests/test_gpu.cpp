@@ -1236,23 +1236,57 @@ void test_quant_dequant_exact_host(void **) {
     assert_true(checked > 1000000);
 }
 
+// Every launch of the quantized GEMV a case is checked with: launch_gemv (the default
+// variant), each QuantGemvVariant's own plan, and plans no heuristic picks on small matrices -
+// the tiled kernel at every thread count, the streaming one at every thread count with 1 or 3
+// blocks (so blocks walk many groups of sets, and a thread's loads run ahead across sets),
+// with and without x staged in shared memory.
+struct QuantLaunch {
+    std::string name;
+    bool plain; // launch_gemv
+    QuantGemvPlan plan;
+};
+std::vector<QuantLaunch> quant_launches(const GemvArgs &a) {
+    std::vector<QuantLaunch> out = {{"launch_gemv", true, {}}};
+    for (int v = 0; v < QGEMV_VARIANTS; v++) {
+        QuantGemvPlan p{};
+        CK(quant_gemv_plan(a, v, &p));
+        out.push_back({std::string("variant ") + quant_gemv_variant_name(v), false, p});
+    }
+    const uint32_t sets = (a.n + (a.glu ? 1 : 3)) / (a.glu ? 2 : 4);
+    const bool xs_fits = (uint64_t)(a.rows == 1 ? 1 : a.rows == 2 ? 2 : 4) * a.k * 4 <= (48u << 10);
+    for (uint32_t log_tk = 5; log_tk <= 8; log_tk++) {
+        const uint32_t groups = (sets + (256u >> log_tk) - 1) / (256u >> log_tk);
+        out.push_back({"tiled tk " + std::to_string(1u << log_tk), false, {0, log_tk, groups, 0}});
+        for (uint32_t blocks : {1u, 3u})
+            for (int xs = 0; xs <= (xs_fits ? 1 : 0); xs++)
+                out.push_back({"stream tk " + std::to_string(1u << log_tk) + " blocks " + std::to_string(blocks) + (xs ? " xs" : ""),
+                               false, {1, log_tk, blocks, xs}});
+    }
+    return out;
+}
+cudaError_t run_quant_launch(const GemvArgs &a, const QuantLaunch &l) {
+    return l.plain ? launch_gemv(a, 0) : launch_gemv_quant_plan(a, l.plan, 0);
+}
+
 // One quantized GEMV case against the double reference (dequantize_row is exact, then a naive
 // matmul in double): mode 0 plain, 1 bias + GELU, 2 residual add, 3 strided x and f32 output
-// with soft-cap, 4 SwiGLU over gate and up rows. Outputs start poisoned (NaN).
+// with soft-cap, 4 SwiGLU over gate and up rows. Each launch (quant_launches) starts from
+// poisoned outputs (NaN) with 32 poisoned elements past the end, which must stay so (as must
+// y in residual mode, where only the residual is written).
 void check_quant_gemv(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_t rows, int mode) {
     const bool bias = mode == 1, gelu = mode == 1, residual = mode == 2, f32_out = mode == 3, glu = mode == 4;
     const float softcap = mode == 3 ? 1.5f : 0.0f;
     const uint64_t ldx = f32_out ? 3 * k : k;
-    const uint32_t wrows = glu ? 2 * n : n;
+    const uint32_t wrows = glu ? 2 * n : n, tail = 32;
     QuantMatrix w(q, wrows, k, g, 0.05f);
     auto x = randn(rows * ldx), b = randn(n, 0.5f), res = randn(rows * n);
     round_to(x, DType::F16);
     DevBuf dx(rows * ldx, DType::F16), dw(w.bytes.size(), DType::F32), db(n, DType::F32),
-        dy(rows * n, f32_out ? DType::F32 : DType::F16), dr(rows * n, DType::F32);
+        dy(rows * n + tail, f32_out ? DType::F32 : DType::F16), dr(rows * n, DType::F32);
     dx.upload(x);
     dw.upload_raw(w.bytes.data(), w.bytes.size());
     db.upload(b);
-    dr.upload(res);
     GemvArgs a{};
     a.x = dx.p;
     a.ldx = ldx;
@@ -1271,8 +1305,6 @@ void check_quant_gemv(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_t rows
     a.wq = (int)q;
     a.group = g;
     assert_true(gemv_supported(rows, k, ldx, (int)DType::F16, (int)q));
-    CK(launch_gemv(a, 0));
-    CK(cudaDeviceSynchronize());
     std::vector<float> want(rows * n);
     for (uint32_t r = 0; r < rows; r++)
         for (uint32_t i = 0; i < n; i++) {
@@ -1292,11 +1324,21 @@ void check_quant_gemv(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_t rows
             if (softcap > 0) v = softcap * std::tanh(v / softcap);
             want[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
         }
-    char what[128];
-    std::snprintf(what, sizeof what, "quant gemv %s g%u k=%u n=%u rows=%u mode=%d", dname(q), g, k, n, rows, mode);
-    // fp32 accumulation of exact products: f32 outputs within float rounding, f16 ones within
-    // an f16 rounding (plus the GLU's rounded gate and up).
-    expect_close(what, residual ? dr.download() : dy.download(), want, (f32_out || residual) ? 1e-5 : 2e-3);
+    for (const QuantLaunch &l : quant_launches(a)) {
+        dy.poison();
+        dr.upload(res);
+        CK(run_quant_launch(a, l));
+        CK(cudaDeviceSynchronize());
+        char what[192];
+        std::snprintf(what, sizeof what, "quant gemv %s g%u k=%u n=%u rows=%u mode=%d, %s", dname(q), g, k, n, rows, mode, l.name.c_str());
+        const std::vector<float> y = dy.download();
+        for (size_t i = residual ? 0 : rows * n; i < y.size(); i++)
+            if (!std::isnan(y[i])) fail_msg("%s: y[%zu] written (%g), outside the output", what, i, y[i]);
+        // fp32 accumulation of exact products: f32 outputs within float rounding, f16 ones within
+        // an f16 rounding (plus the GLU's rounded gate and up).
+        expect_close(what, residual ? dr.download() : std::vector<float>(y.begin(), y.begin() + rows * n), want,
+                     (f32_out || residual) ? 1e-5 : 2e-3);
+    }
 }
 
 // One-hot rows of x pick single weights: y[r][i] == w[i][c_r] exactly (f32 output), so the
@@ -1324,22 +1366,25 @@ void check_quant_gemv_exact(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_
     a.dtype = (int)DType::F16;
     a.wq = (int)q;
     a.group = g;
-    CK(launch_gemv(a, 0));
-    CK(cudaDeviceSynchronize());
-    const std::vector<float> got = dy.download();
-    for (uint32_t r = 0; r < rows; r++)
-        for (uint32_t i = 0; i < n; i++) {
-            const float want = w.values[(uint64_t)i * k + pick[r]];
-            if (!(got[r * n + i] == want))
-                fail_msg("quant gemv exact %s g%u k=%u row %u column %u (weight column %u): %.9g, want %.9g", dname(q), g, k,
-                         r, i, pick[r], got[r * n + i], want);
-        }
+    for (const QuantLaunch &l : quant_launches(a)) {
+        dy.poison();
+        CK(run_quant_launch(a, l));
+        CK(cudaDeviceSynchronize());
+        const std::vector<float> got = dy.download();
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t i = 0; i < n; i++) {
+                const float want = w.values[(uint64_t)i * k + pick[r]];
+                if (!(got[r * n + i] == want))
+                    fail_msg("quant gemv exact %s g%u k=%u row %u column %u (weight column %u), %s: %.9g, want %.9g", dname(q), g,
+                             k, r, i, pick[r], l.name.c_str(), got[r * n + i], want);
+            }
+    }
 }
 
-// The quantized GEMV (rows 1 to kGemvQuantMaxRows, the five epilogue modes, k an odd multiple
-// of the group: 160 + 64 j for groups 32 and 64, so not a multiple of 256; widths that give 1
-// to 8 warps a column set and several load rounds per thread; n odd, so the last column set is
-// partly past n); the f16 dequantization slices (bit-exact: q * scale rounded once); the
+// The quantized GEMV, every variant and forced plan (quant_launches) (rows 1 to
+// kGemvQuantMaxRows, the five epilogue modes, k an odd multiple of the group: 160 + 64 j for
+// groups 32 and 64, so not a multiple of 256; widths that give 1 to 8 warps a column set and
+// several load rounds per thread; a long k; n odd, so the last column set is partly past n); the f16 dequantization slices (bit-exact: q * scale rounded once); the
 // quantized embedding (exact in f32, with positions).
 void test_gpu_quant_kernels(void **) {
     SKIP_WITHOUT_GPU();
@@ -1358,6 +1403,10 @@ void test_gpu_quant_kernels(void **) {
                 check_quant_gemv_exact(q, g, g * 131, 5, rows);
                 check_quant_gemv(q, g, g * 3, 3001, rows, rows == 1 ? 2 : 4);
             }
+            // Long K as the 7B down projection's (K = 8,576, over 48 KB of x for staging at 4
+            // rows, 4.5-8.4 K bytes a row), n odd, every row count, plain and GLU.
+            for (uint32_t rows = 1; rows <= kGemvQuantMaxRows; rows++) check_quant_gemv(q, g, 8576, 37, rows, rows % 2 ? 2 : 4);
+            check_quant_gemv_exact(q, g, 8576, 7, 3);
         }
     for (DType q : {DType::Q8, DType::Q4})
         for (uint32_t g : {32u, 64u, 128u}) {
