@@ -377,6 +377,8 @@ void check_import(const HfSpec &spec, const QSpec &q, std::initializer_list<Case
         const size_t fused = 4 * spec.layers;
         if (gpt::is_quantized(c.want) && c.how == Expect::EXACT && (r.result.n_repacked != fused || r.result.n_requantized))
             fail_msg("%s: %zu tensors repacked, %zu requantized; expected %zu and 0", what, r.result.n_repacked, r.result.n_requantized, fused);
+        if (!gpt::is_quantized(c.want) && r.result.n_dequantized != fused)
+            fail_msg("%s: %zu tensors dequantized, expected %zu", what, r.result.n_dequantized, fused);
         if (c.how == Expect::REQUANTIZED && r.result.n_requantized != fused)
             fail_msg("%s: %zu tensors requantized, expected %zu", what, r.result.n_requantized, fused);
         if (c.logit_tol > 0) {
@@ -506,6 +508,8 @@ void test_hostile(void **) {
         {"awq zero_point false", [&](auto &, auto &c) {
              c["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 32}, {"zero_point", false}}; },
          {"zero_point"}},
+        {"no quantization_config", [&](auto &, auto &c) { c.erase("quantization_config"); },
+         {"model.layers.0.self_attn.q_proj.qweight", "no quantization_config"}},
         {"group_size 0", [&](auto &, auto &c) { c["quantization_config"]["group_size"] = 0; }, {"quantization_config.group_size", "0"}},
         {"desc_act without g_idx", [&](auto &es, auto &c) {
              c["quantization_config"]["desc_act"] = true;
@@ -527,6 +531,24 @@ void test_hostile(void **) {
     }
 }
 
+// GPTQ exporters write all-zero biases for linears that have none: dropped; a bias that is not
+// zero is a weight this architecture lacks and is refused.
+void test_zero_bias(void **) {
+    QSpec q;
+    q.group = 32;
+    const QModel base = make_quantized(llama(96, 3, 1, 160), q, 13);
+    const std::string b = "model.layers.0.self_attn.o_proj.bias";
+    for (float v : {0.0f, 0.5f}) {
+        Scratch sc;
+        std::vector<StEntry> es = base.entries;
+        es.push_back(StEntry{b, "F16", {96}, fixture::encode(std::vector<float>(96, v), DType::F16)});
+        fixture::write_hf_dir(sc.src, base.config.dump(), es, 1);
+        const Run r = convert(sc.src, sc.out + "/m.gpt", AUTO);
+        if (v == 0.0f && r.status != GPT_OK) fail_msg("zero bias: %s", r.message.c_str());
+        if (v != 0.0f && (r.status != GPT_ERR_FORMAT || !contains(r.message, b))) fail_msg("non-zero bias: %s", r.message.c_str());
+    }
+}
+
 } // namespace
 
 int main() {
@@ -536,6 +558,7 @@ int main() {
         cmocka_unit_test(test_gptq_asym4),            cmocka_unit_test(test_gptq_sym8_group64),
         cmocka_unit_test(test_gptq_act_order),        cmocka_unit_test(test_awq),
         cmocka_unit_test(test_whole_row_group),       cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_zero_bias),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

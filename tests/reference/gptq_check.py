@@ -165,7 +165,9 @@ def check(scheme, args, seed):
     d = os.path.join(args.out_dir, name)
     os.makedirs(d, exist_ok=True)
     save_file({k: v.contiguous() for k, v in tensors.items()}, os.path.join(d, "model.safetensors"))
-    conf = json.loads(cfg.to_json_string())
+    cfg.save_pretrained(d)  # config.json as transformers writes it, then its quantization_config added
+    with open(os.path.join(d, "config.json")) as f:
+        conf = json.load(f)
     conf["torch_dtype"] = "float16"
     if method == "gptq":
         conf["quantization_config"] = {"quant_method": "gptq", "bits": bits, "group_size": group, "sym": sym,

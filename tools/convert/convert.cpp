@@ -398,14 +398,18 @@ ConvertResult convert_model(const ConvertOptions &opt) {
         const DType keep = t.keep_f32 ? DType::F32 : is_quantized(dtype) ? plan.source_dtype : dtype;
         auto keep_fill = [tp, keep, &opt](uint8_t *dst, uint64_t nbytes) { fill_tensor(*tp, keep, dst, nbytes, opt.stop); };
         DType got = keep;
-        if (is_quantized(dtype) && repacks_exactly(t, dtype, group)) { // codes and scales copied
+        // A GPTQ/AWQ tensor is repacked (codes and scales copied), requantized, or dequantized below.
+        const bool repack = is_quantized(dtype) && repacks_exactly(t, dtype, group) && format::quantizable(t.name, t.shape, group);
+        const bool requantize = !repack && is_quantized(dtype) && has_quantized_parts(t) && format::quantizable(t.name, t.shape, group);
+        if (has_quantized_parts(t) && !repack && !requantize) r.n_dequantized++;
+        if (repack) {
             w.add_quantized(t.name, dtype, t.shape, group, [tp, dtype, group, &opt](uint8_t *dst, uint64_t nbytes) {
                 fill_repacked(*tp, dtype, group, dst, nbytes, opt.stop);
             });
             got = dtype;
             r.n_quantized++;
             r.n_repacked++;
-        } else if (is_quantized(dtype) && has_quantized_parts(t) && format::quantizable(t.name, t.shape, group)) {
+        } else if (requantize) {
             double *diff = &r.requantize_max_diff;
             w.add_quantized(t.name, dtype, t.shape, group, [tp, dtype, group, diff, &opt](uint8_t *dst, uint64_t nbytes) {
                 fill_requantized(*tp, dtype, group, dst, nbytes, diff, opt.stop);
@@ -537,8 +541,8 @@ std::string format_summary(const ConvertResult &r) {
         s += buf;
     }
     if (!r.quant_source.empty()) {
-        std::snprintf(buf, sizeof buf, "imported    %s: %zu tensors repacked exactly, %zu requantized, the rest dequantized\n",
-                      r.quant_source.c_str(), r.n_repacked, r.n_requantized);
+        std::snprintf(buf, sizeof buf, "imported    %s: %zu tensors repacked exactly, %zu requantized, %zu dequantized\n",
+                      r.quant_source.c_str(), r.n_repacked, r.n_requantized, r.n_dequantized);
         s += buf;
     }
     s += "tokenizer   " + r.tokenizer + "\n";

@@ -51,9 +51,14 @@ public:
 
     // A weight [rows, cols] (stored [cols, rows] when transposed, as Conv1D keeps it).
     SrcMatrix matrix(const std::string &name, uint64_t rows, uint64_t cols, bool transposed = false) {
-        if (quant_ && !find(name) && ends_with(name, ".weight")) {
+        if (!find(name) && ends_with(name, ".weight")) {
             const std::string base = name.substr(0, name.size() - 7);
-            if (find(base + ".qweight")) return quantized(base, rows, cols);
+            if (const StTensor *qw = find(base + ".qweight")) {
+                if (!quant_)
+                    fail(GPT_ERR_FORMAT, "%s: tensor '%s' is quantized but config.json has no quantization_config to say how",
+                         qw->file.c_str(), qw->name.c_str());
+                return quantized(base, rows, cols);
+            }
         }
         const StTensor &t = need(name);
         const std::vector<uint64_t> want = transposed ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{rows, cols};
