@@ -168,7 +168,6 @@ def check(scheme, args, seed):
     cfg.save_pretrained(d)  # config.json as transformers writes it, then its quantization_config added
     with open(os.path.join(d, "config.json")) as f:
         conf = json.load(f)
-    conf["torch_dtype"] = "float16"
     if method == "gptq":
         conf["quantization_config"] = {"quant_method": "gptq", "bits": bits, "group_size": group, "sym": sym,
                                        "desc_act": act_order, "checkpoint_format": "gptq" if v1 else "gptq_v2"}
