@@ -10,6 +10,7 @@
 #include "convert/llama2c.h"
 #include "convert/pt_checkpoint.h"
 #include "convert/pt_file.h"
+#include "convert/quant_import.h"
 #include "convert/safetensors.h"
 #include "convert/chat_template_import.h"
 #include "convert/tokenizer_import.h"
@@ -361,7 +362,9 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     check_plan(plan);
 
     // dtype: the source's unless asked. Quantized: matrices in q8/q4, the rest in the source's.
-    DType dtype = plan.source_dtype;
+    // A GPTQ/AWQ checkpoint (quant_import.h) defaults to the q4/q8 it repacks into exactly, at its group.
+    const QuantImport qi = inspect_quantized(plan);
+    DType dtype = qi.n_linears ? qi.natural : plan.source_dtype;
     switch (opt.dtype) {
     case GPT_DTYPE_AUTO: break;
     case GPT_DTYPE_F32: dtype = DType::F32; break;
@@ -371,7 +374,11 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     case GPT_DTYPE_Q4: dtype = DType::Q4; break;
     default: fail(GPT_ERR_INVALID_ARG, "dtype %u is not f32, f16, bf16, q8 or q4", opt.dtype);
     }
-    const uint32_t group = opt.group ? opt.group : format::kDefaultGroup;
+    if (qi.n_linears && !qi.group && !opt.group && (opt.dtype == GPT_DTYPE_AUTO || is_quantized(dtype)))
+        fail(GPT_ERR_UNSUPPORTED, "%s: quantization_config.group_size %lld (%s) has no q4/q8 form here (groups of 32, 64 or 128 "
+                                  "input columns); pass --dtype f16, bf16 or f32 to dequantize, or --group N to requantize",
+             opt.src.c_str(), (long long)qi.source_group, qi.source.c_str());
+    const uint32_t group = opt.group ? opt.group : qi.n_linears ? qi.group : format::kDefaultGroup;
     if (is_quantized(dtype) && !is_valid_group(group))
         fail(GPT_ERR_INVALID_ARG, "group size %u is not 32, 64 or 128", group);
     if (!is_quantized(dtype) && opt.group)
@@ -391,7 +398,26 @@ ConvertResult convert_model(const ConvertOptions &opt) {
         const DType keep = t.keep_f32 ? DType::F32 : is_quantized(dtype) ? plan.source_dtype : dtype;
         auto keep_fill = [tp, keep, &opt](uint8_t *dst, uint64_t nbytes) { fill_tensor(*tp, keep, dst, nbytes, opt.stop); };
         DType got = keep;
-        if (is_quantized(dtype) && !t.keep_f32) {
+        // A GPTQ/AWQ tensor is repacked (codes and scales copied), requantized, or dequantized below.
+        const bool repack = is_quantized(dtype) && repacks_exactly(t, dtype, group) && format::quantizable(t.name, t.shape, group);
+        const bool requantize = !repack && is_quantized(dtype) && has_quantized_parts(t) && format::quantizable(t.name, t.shape, group);
+        if (has_quantized_parts(t) && !repack && !requantize) r.n_dequantized++;
+        if (repack) {
+            w.add_quantized(t.name, dtype, t.shape, group, [tp, dtype, group, &opt](uint8_t *dst, uint64_t nbytes) {
+                fill_repacked(*tp, dtype, group, dst, nbytes, opt.stop);
+            });
+            got = dtype;
+            r.n_quantized++;
+            r.n_repacked++;
+        } else if (requantize) {
+            double *diff = &r.requantize_max_diff;
+            w.add_quantized(t.name, dtype, t.shape, group, [tp, dtype, group, diff, &opt](uint8_t *dst, uint64_t nbytes) {
+                fill_requantized(*tp, dtype, group, dst, nbytes, diff, opt.stop);
+            });
+            got = dtype;
+            r.n_quantized++;
+            r.n_requantized++;
+        } else if (is_quantized(dtype) && !t.keep_f32) {
             auto f32_fill = [tp, &opt](float *dst) {
                 fill_tensor(*tp, DType::F32, reinterpret_cast<uint8_t *>(dst), tp->numel() * 4, opt.stop);
             };
@@ -412,6 +438,14 @@ ConvertResult convert_model(const ConvertOptions &opt) {
     });
     stage.finish();
     if (opt.stop && *opt.stop) fail(GPT_ERR_ABORTED, "interrupted");
+    if (r.n_requantized) {
+        char line[256];
+        std::snprintf(line, sizeof line, "%zu tensors of %s linears requantized to %s group %u (round to nearest); max |difference| "
+                      "vs the dequantized weights %.3g", r.n_requantized, qi.source.c_str(), dtype_name(dtype), group,
+                      r.requantize_max_diff);
+        warn(line);
+    }
+    if (qi.n_linears) r.quant_source = qi.source;
 
     if (opt.verify) {
         if (opt.progress) std::fprintf(stderr, "verifying: loading %s back and running one token on the CPU\n", opt.out.c_str());
@@ -504,6 +538,11 @@ std::string format_summary(const ConvertResult &r) {
     if (r.group) {
         std::snprintf(buf, sizeof buf, "quantized   %zu of %zu tensors, group %u; the rest kept in %s\n", r.n_quantized,
                       r.n_tensors, r.group, dtype_name(r.source_dtype));
+        s += buf;
+    }
+    if (!r.quant_source.empty()) {
+        std::snprintf(buf, sizeof buf, "imported    %s: %zu tensors repacked exactly, %zu requantized, %zu dequantized\n",
+                      r.quant_source.c_str(), r.n_repacked, r.n_requantized, r.n_dequantized);
         s += buf;
     }
     s += "tokenizer   " + r.tokenizer + "\n";

@@ -46,6 +46,12 @@ struct ConvertResult {
     DType source_dtype = DType::F32;
     uint32_t group = 0;       // quantized output: the group size; 0 otherwise
     size_t n_quantized = 0;   // tensors written quantized
+    // A GPTQ/AWQ source (quant_import.h): what it was, the tensors whose codes and scales were
+    // copied, those requantized (round to nearest) and the largest change that made, and those
+    // written dequantized (float output, act-order, asymmetric 8-bit).
+    std::string quant_source;
+    size_t n_repacked = 0, n_requantized = 0, n_dequantized = 0;
+    double requantize_max_diff = 0;
     uint64_t n_params = 0;
     uint64_t file_bytes = 0;
     size_t n_tensors = 0;

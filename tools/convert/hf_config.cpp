@@ -394,6 +394,7 @@ HfConfig parse_hf_config(const std::string &text, const std::string &src) {
         fail(GPT_ERR_UNSUPPORTED,
              "%s: model_type '%s' is not supported (supported: gpt2, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text, mixtral, qwen2_moe, olmoe, qwen3_moe)",
              src.c_str(), h.model_type.c_str());
+    h.quant = parse_quant_config(text, src);
     h.torch_dtype = f.has("torch_dtype") ? f.str_or("torch_dtype", "") : f.str_or("dtype", "");
 
     std::vector<int64_t> bos = f.ids("bos_token_id"), eos = f.ids("eos_token_id");

@@ -7,6 +7,7 @@
 // pattern). Errors throw gpt::Error naming config.json and the key.
 #pragma once
 
+#include "convert/hf_quant_config.h"
 #include "model/config.h"
 
 #include <cstdint>
@@ -22,6 +23,7 @@ struct HfConfig {
     std::vector<int32_t> eos_ids;    // every end-of-sequence id; config.eos_id is the first
     bool o_proj_bias = false;        // llama attention_bias: o_proj has a bias too
     std::string torch_dtype;         // "float32", "bfloat16", ... or empty
+    QuantConfig quant;               // quantization_config: GPTQ / AWQ linears (method NONE: none)
     std::vector<std::string> warnings;
 };
 

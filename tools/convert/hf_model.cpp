@@ -201,14 +201,15 @@ TensorPlan plan_hf_model(const std::string &dir, const HfConfig &h, std::shared_
 
     std::string prefix;
     if (h.config.arch == GPT_ARCH_GPT2 && st->find("transformer.wte.weight")) prefix = "transformer.";
-    Source s(dir, *st, prefix);
+    const bool quantized = h.quant.method != QuantMethod::NONE;
+    Source s(dir, *st, prefix, quantized ? &h.quant : nullptr);
     if (h.config.arch == GPT_ARCH_GPT2) plan_gpt2(p, s, h);
     else if (h.config.is_gemma()) plan_gemma(p, s);
     else plan_llama(p, s, h);
 
     std::vector<std::string> extra;
     for (const std::string &n : s.unused())
-        if (!skippable(n)) extra.push_back(n);
+        if (!skippable(n) && !(quantized && is_zero_bias_of_quantized(*st, n))) extra.push_back(n);
     if (!extra.empty()) {
         const StTensor *t = st->find(extra[0]);
         std::string list;
@@ -216,6 +217,19 @@ TensorPlan plan_hf_model(const std::string &dir, const HfConfig &h, std::shared_
         if (extra.size() > 3) list += " and " + std::to_string(extra.size() - 3) + " more";
         fail(GPT_ERR_FORMAT, "%s: tensor %s is not part of a %s model with this config.json (%u layers); refusing to drop weights",
              t ? t->file.c_str() : dir.c_str(), list.c_str(), h.model_type.c_str(), h.config.n_layers);
+    }
+    if (quantized) {
+        size_t n_linears = 0, act_order = 0;
+        for (const PlannedTensor &t : p.tensors)
+            for (const SrcMatrix &m : t.parts)
+                if (m.quant) n_linears++, act_order += !m.quant->trivial_order;
+        if (!n_linears)
+            fail(GPT_ERR_FORMAT, "%s: config.json has a quantization_config (%s) but no tensor is quantized (no *.qweight)",
+                 p.inputs.c_str(), h.quant.describe().c_str());
+        if (act_order)
+            p.warnings.push_back(std::to_string(act_order) + " of " + std::to_string(n_linears) + " quantized linears use act-order "
+                                 "(desc_act) groups that are not contiguous along the input; they have no exact q4/q8 form and are "
+                                 "dequantized (then written as --dtype asks; f16 by default)");
     }
     p.source_dtype = dominant_dtype(p.tensors);
     p.eos_ids = h.eos_ids;

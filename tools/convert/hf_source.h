@@ -3,6 +3,7 @@
 // the file and the tensor, and a record of what was used (an unused tensor is an error).
 #pragma once
 
+#include "convert/hf_quantized.h"
 #include "convert/safetensors.h"
 #include "convert/tensor_plan.h"
 #include "core/error.h"
@@ -28,7 +29,10 @@ inline bool ends_with(const std::string &s, const char *suffix) {
 // Looks tensors up by Hugging Face name, checks them and records which were used.
 class Source {
 public:
-    Source(const std::string &dir, const SafetensorsSet &st, const std::string &prefix) : dir_(dir), st_(st), prefix_(prefix) {}
+    // quant: the checkpoint's quantization_config (null: none); then a matrix "X.weight" that is
+    // absent is read from the quantized linear X (X.qweight, X.qzeros, X.scales, X.g_idx).
+    Source(const std::string &dir, const SafetensorsSet &st, const std::string &prefix, const QuantConfig *quant = nullptr)
+        : dir_(dir), st_(st), prefix_(prefix), quant_(quant) {}
 
     // With the prefix first (gpt2's optional "transformer."), then without.
     const StTensor *find(const std::string &name) const {
@@ -47,6 +51,15 @@ public:
 
     // A weight [rows, cols] (stored [cols, rows] when transposed, as Conv1D keeps it).
     SrcMatrix matrix(const std::string &name, uint64_t rows, uint64_t cols, bool transposed = false) {
+        if (!find(name) && ends_with(name, ".weight")) {
+            const std::string base = name.substr(0, name.size() - 7);
+            if (const StTensor *qw = find(base + ".qweight")) {
+                if (!quant_)
+                    fail(GPT_ERR_FORMAT, "%s: tensor '%s' is quantized but config.json has no quantization_config to say how",
+                         qw->file.c_str(), qw->name.c_str());
+                return quantized(base, rows, cols);
+            }
+        }
         const StTensor &t = need(name);
         const std::vector<uint64_t> want = transposed ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{rows, cols};
         return make(t, want, rows, cols, transposed);
@@ -65,6 +78,20 @@ public:
     }
 
 private:
+    // A quantized linear [rows (outputs), cols (inputs)], whatever layout its float form had.
+    SrcMatrix quantized(const std::string &base, uint64_t rows, uint64_t cols) {
+        const std::string full = find(base + ".qweight")->name;
+        SrcMatrix m;
+        m.quant = open_quant_linear(st_, *quant_, full.substr(0, full.size() - 8), rows, cols);
+        for (const StTensor *t : m.quant->tensors()) used_.insert(t->name);
+        const StDType sd = m.quant->scales->dtype;
+        m.dtype = sd == StDType::F32 ? DType::F32 : sd == StDType::BF16 ? DType::BF16 : DType::F16;
+        m.what = m.quant->file + ": tensor '" + full + "'";
+        m.rows = rows;
+        m.cols = cols;
+        return m;
+    }
+
     SrcMatrix make(const StTensor &t, const std::vector<uint64_t> &want, uint64_t rows, uint64_t cols, bool transposed) {
         const char *f = t.file.c_str(), *n = t.name.c_str();
         if (t.shape != want)
@@ -90,6 +117,7 @@ private:
     const std::string &dir_;
     const SafetensorsSet &st_;
     std::string prefix_;
+    const QuantConfig *quant_;
     std::set<std::string> used_;
 };
 

@@ -2,6 +2,7 @@
 // and checking a plan against the engine's tensor table.
 #include "convert/tensor_plan.h"
 
+#include "convert/hf_quantized.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "model/arch.h"
@@ -90,7 +91,12 @@ void fill_tensor(const PlannedTensor &t, DType out, uint8_t *dst, uint64_t nbyte
         const uint64_t cols = m.cols;
         uint8_t *base = dst + row0 * cols * ds;
         auto src_row = [&](uint64_t r) -> uint64_t { return m.row_perm.empty() ? r : m.row_perm[r]; };
-        if (!m.transposed) {
+        if (m.quant) { // dequantized whole (one linear at a time), then converted row by row
+            std::vector<float> w(m.rows * cols);
+            dequantize_linear(*m.quant, w.data());
+            for (uint64_t r = 0; r < m.rows; r++)
+                copy_run(reinterpret_cast<const uint8_t *>(&w[r * cols]), DType::F32, base + r * cols * ds, out, cols, t, m);
+        } else if (!m.transposed) {
             for (uint64_t r = 0; r < m.rows; r++)
                 copy_run(m.data + src_row(r) * cols * ss, m.dtype, base + r * cols * ds, out, cols, t, m);
         } else {
@@ -128,6 +134,12 @@ void check_plan(const TensorPlan &p) {
         for (const SrcMatrix &m : t.parts) {
             if (m.cols != cols) fail(GPT_ERR_INTERNAL, "converter bug: tensor '%s': part %s has %llu columns", t.name.c_str(), m.what.c_str(), (unsigned long long)m.cols);
             uint64_t need = 0;
+            if (m.quant) { // its tensors were checked when it was opened
+                if (m.quant->rows != m.rows || m.quant->cols != m.cols || !m.row_perm.empty() || m.transposed)
+                    fail(GPT_ERR_INTERNAL, "converter bug: tensor '%s': quantized part %s has another shape", t.name.c_str(), m.what.c_str());
+                rows += m.rows;
+                continue;
+            }
             if (mul_overflows(m.rows, m.cols, &need) || mul_overflows(need, dtype_bytes(m.dtype), &need) || need > m.avail || !m.data)
                 fail(GPT_ERR_INTERNAL, "converter bug: tensor '%s': part %s reads past its source", t.name.c_str(), m.what.c_str());
             if (!m.row_perm.empty()) {

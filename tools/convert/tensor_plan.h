@@ -15,6 +15,8 @@
 
 namespace gpt::convert {
 
+struct QuantLinear; // hf_quantized.h
+
 // A 2-D view of source bytes. Vectors are [n][1].
 struct SrcMatrix {
     std::string what;               // "model.safetensors: tensor 'h.0.attn.c_attn.weight'", for messages
@@ -25,6 +27,9 @@ struct SrcMatrix {
     bool transposed = false;        // stored as [cols][rows] (GPT-2 Conv1D weights)
     std::vector<uint32_t> row_perm; // logical row r is stored row row_perm[r]; empty: identity
     float add = 0;                  // added to every value in f32 (Gemma's norms store 1 + w)
+    // A GPTQ/AWQ linear (hf_quantized.h): the values are its dequantized weights, data is null
+    // and dtype is its scales' dtype.
+    std::shared_ptr<const QuantLinear> quant;
 };
 
 struct PlannedTensor {
