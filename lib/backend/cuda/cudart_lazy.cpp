@@ -76,6 +76,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
     X(cudaMemcpyAsync, (void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t stream),            \
       (dst, src, n, kind, stream))                                                                                       \
     X(cudaMemset, (void *ptr, int value, size_t n), (ptr, value, n))                                                     \
+    X(cudaMemsetAsync, (void *ptr, int value, size_t n, cudaStream_t stream), (ptr, value, n, stream))                   \
     X(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                                                            \
       (int *blocks, const void *func, int block_size, size_t smem, unsigned int flags),                                  \
       (blocks, func, block_size, smem, flags))                                                                           \
