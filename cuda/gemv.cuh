@@ -39,33 +39,23 @@ uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype);
 bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype, int wq = 0);
 cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);
 
-// The quantized kernel (gemv_quant.cu); launch_gemv checks the arguments before calling it.
-// It runs the variant GPT_QGEMV names (read once; default "tiled"), a switch for A/B runs.
+// The quantized kernels (gemv_quant.cu); launch_gemv checks the arguments before calling it.
+// It runs the variant GPT_QGEMV names (read once; default "auto"), a switch for A/B runs.
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 
-// Variants of the quantized GEMV, compared by tests/bench_quant_gemv (losers get deleted):
-//   tiled        entry 21's kernel: one pass of 1-2 steps per thread, a block per 1-8 sets;
-//   tiled-narrow / -wide: the same kernel with half / twice the threads per set (no kernel added);
-//   stream       persistent blocks (whole waves from the occupancy API) walking set after set,
-//                the next step's weights loaded while the current one is computed;
-//   stream-xs    stream with x staged once per block in shared memory as f32 (when it fits);
-//   stream-xs-narrow / -wide: stream-xs with half / twice the threads per set;
-//   auto         tiled for matrices under 16 MiB of weights (latency-bound: the staging and
-//                the persistent walk buy nothing), stream-xs above (a guess to be tuned).
-enum QuantGemvVariant : int {
-    QGEMV_TILED,
-    QGEMV_TILED_NARROW,
-    QGEMV_TILED_WIDE,
-    QGEMV_STREAM,
-    QGEMV_STREAM_XS,
-    QGEMV_STREAM_XS_NARROW,
-    QGEMV_STREAM_XS_WIDE,
-    QGEMV_AUTO,
-    QGEMV_VARIANTS
-};
+// The quantized GEMV's two kernels and the rule between them (tests/bench_quant_gemv times them,
+// PERFORMANCE entry 29):
+//   tiled      entry 21's kernel: one pass of 1-2 steps per thread, a block per 1-8 sets;
+//   stream-xs  persistent blocks (whole waves from the occupancy API) walking set after set,
+//              the next step's weights loaded while the current one is computed, x staged once
+//              per block in shared memory as f32 - only where that fits (rows x k x 4 <= 48 KB);
+//              elsewhere it runs tiled;
+//   auto       stream-xs where x fits, except one row of a q8 matrix under 8 MiB (latency-bound:
+//              tiled starts faster); tiled elsewhere. The default.
+enum QuantGemvVariant : int { QGEMV_TILED, QGEMV_STREAM_XS, QGEMV_AUTO, QGEMV_VARIANTS };
 const char *quant_gemv_variant_name(int variant);
-// A launch: which kernel (0 tiled, 1 stream), threads per set (1 << log_tk, 32-256), blocks
-// (stream: any count, each walks every blocks-th group of sets), x in shared memory (stream).
+// A launch: which kernel (0 tiled, 1 stream-xs), threads per set (1 << log_tk, 32-256), blocks
+// (stream-xs: any count, each walks every blocks-th group of sets), xs: 1 with the stream kernel.
 struct QuantGemvPlan {
     int kernel;
     uint32_t log_tk;

@@ -16,11 +16,11 @@
 // Kernels: rows 1, 2 or 4 (3 runs the 4-row kernel, the extra row reading row 0 of x again and
 // writing nothing) x GLU or not: 6 in all; Q8 or Q4 and tk are run-time values.
 //
-// Being measured (gemv.cuh's QuantGemvVariant; tests/bench_quant_gemv): a streaming kernel for
-// the 7B widths, where the tiled one reads at ~30% of the bandwidth. Its blocks stay resident
-// (whole waves) and walk groups of sets, each thread loading the next step's chunks before
-// computing the current one, so loads stay in flight across sets; x may be staged in shared
-// memory as f32 once per block (no widening per chunk). 12 more kernels while it is measured.
+// A second, streaming kernel (gemv.cuh's QuantGemvVariant; PERFORMANCE entry 29): its blocks
+// stay resident (whole waves) and walk groups of sets, each thread loading the next step's
+// chunks before computing the current one, so loads stay in flight across sets; x is staged in
+// shared memory as f32 once per block (no widening per chunk), so it runs where that fits.
+// 6 more kernels (rows x GLU).
 #include "gemv.cuh"
 #include "gemv_epilogue.cuh"
 #include "quant_dot.cuh"
@@ -228,7 +228,7 @@ __device__ __forceinline__ uint32_t xs_quad(uint32_t q) { return q ^ ((q >> 3) &
 // j + 2 into the registers that item j used as soon as it is computed: two steps in flight
 // while one computes, across the end of a set. The set's sums meet as in the tiled kernel
 // (shared memory in two halves, so one barrier per set suffices).
-template <int R, bool PAIR, bool XS>
+template <int R, bool PAIR>
 __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(GemvArgs a, uint32_t log_tk) {
     constexpr int M = kSetRows, C = PAIR ? 2 : 4;
     const uint32_t tk = 1u << log_tk, t = threadIdx.x & (tk - 1), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -284,19 +284,17 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
     const __half *xrow[R];
 #pragma unroll
     for (int r = 0; r < R; r++) xrow[r] = x + (uint64_t)(r < (int)a.rows ? r : 0) * a.ldx;
-    extern __shared__ float4 xs[]; // XS: R rows of k / 4 quads, in xs_quad order
+    extern __shared__ float4 xs[]; // R rows of k / 4 quads, in xs_quad order
     const uint32_t quads = a.k / 4;
-    if constexpr (XS) {
-        for (uint32_t e = threadIdx.x; e < a.k / 8; e += kThreads)
+    for (uint32_t e = threadIdx.x; e < a.k / 8; e += kThreads)
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                float f[8];
-                half8_to_float(*reinterpret_cast<const uint4 *>(xrow[r] + 8 * e), f);
-                xs[r * quads + xs_quad(2 * e)] = make_float4(f[0], f[1], f[2], f[3]);
-                xs[r * quads + xs_quad(2 * e + 1)] = make_float4(f[4], f[5], f[6], f[7]);
-            }
-        __syncthreads();
-    }
+        for (int r = 0; r < R; r++) {
+            float f[8];
+            half8_to_float(*reinterpret_cast<const uint4 *>(xrow[r] + 8 * e), f);
+            xs[r * quads + xs_quad(2 * e)] = make_float4(f[0], f[1], f[2], f[3]);
+            xs[r * quads + xs_quad(2 * e + 1)] = make_float4(f[4], f[5], f[6], f[7]);
+        }
+    __syncthreads();
 
     float acc[M][R];
 #pragma unroll
@@ -315,14 +313,10 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
             float xf[R][8];
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                if constexpr (XS) {
-                    const uint32_t q = ((i << cshift) >> 2) + 2 * v;
-                    const float4 lo = xs[r * quads + xs_quad(q)], hi = xs[r * quads + xs_quad(q + 1)];
-                    xf[r][0] = lo.x; xf[r][1] = lo.y; xf[r][2] = lo.z; xf[r][3] = lo.w;
-                    xf[r][4] = hi.x; xf[r][5] = hi.y; xf[r][6] = hi.z; xf[r][7] = hi.w;
-                } else {
-                    half8_to_float(*reinterpret_cast<const uint4 *>(xrow[r] + (i << cshift) + 8 * v), xf[r]);
-                }
+                const uint32_t q = ((i << cshift) >> 2) + 2 * v;
+                const float4 lo = xs[r * quads + xs_quad(q)], hi = xs[r * quads + xs_quad(q + 1)];
+                xf[r][0] = lo.x; xf[r][1] = lo.y; xf[r][2] = lo.z; xf[r][3] = lo.w;
+                xf[r][4] = hi.x; xf[r][5] = hi.y; xf[r][6] = hi.z; xf[r][7] = hi.w;
             }
 #pragma unroll
             for (int m = 0; m < M; m++) {
@@ -398,13 +392,12 @@ uint32_t kernel_rows(uint32_t rows) { return rows == 1 ? 1 : rows == 2 ? 2 : 4; 
 template <bool PAIR> QuantKernel tiled_kernel(uint32_t rows) {
     return rows == 1 ? gemv_quant_tiled<1, PAIR> : rows == 2 ? gemv_quant_tiled<2, PAIR> : gemv_quant_tiled<4, PAIR>;
 }
-template <bool PAIR, bool XS> QuantKernel stream_kernel(uint32_t rows) {
-    return rows == 1 ? gemv_quant_stream<1, PAIR, XS> : rows == 2 ? gemv_quant_stream<2, PAIR, XS> : gemv_quant_stream<4, PAIR, XS>;
+template <bool PAIR> QuantKernel stream_kernel(uint32_t rows) {
+    return rows == 1 ? gemv_quant_stream<1, PAIR> : rows == 2 ? gemv_quant_stream<2, PAIR> : gemv_quant_stream<4, PAIR>;
 }
 QuantKernel kernel_of(const GemvArgs &a, const QuantGemvPlan &p) {
     if (p.kernel == 0) return a.glu ? tiled_kernel<true>(a.rows) : tiled_kernel<false>(a.rows);
-    if (p.xs) return a.glu ? stream_kernel<true, true>(a.rows) : stream_kernel<false, true>(a.rows);
-    return a.glu ? stream_kernel<true, false>(a.rows) : stream_kernel<false, false>(a.rows);
+    return a.glu ? stream_kernel<true>(a.rows) : stream_kernel<false>(a.rows);
 }
 
 // x staged as f32 for every row of the kernel: within the default 48 KB of dynamic shared memory.
@@ -468,7 +461,7 @@ int env_variant() {
         const char *e = std::getenv("GPT_QGEMV");
         for (int i = 0; e && i < QGEMV_VARIANTS; i++)
             if (std::strcmp(e, quant_gemv_variant_name(i)) == 0) return i;
-        return (int)QGEMV_TILED;
+        return (int)QGEMV_AUTO;
     }();
     return v;
 }
@@ -478,12 +471,7 @@ int env_variant() {
 const char *quant_gemv_variant_name(int variant) {
     switch (variant) {
     case QGEMV_TILED: return "tiled";
-    case QGEMV_TILED_NARROW: return "tiled-narrow";
-    case QGEMV_TILED_WIDE: return "tiled-wide";
-    case QGEMV_STREAM: return "stream";
     case QGEMV_STREAM_XS: return "stream-xs";
-    case QGEMV_STREAM_XS_NARROW: return "stream-xs-narrow";
-    case QGEMV_STREAM_XS_WIDE: return "stream-xs-wide";
     case QGEMV_AUTO: return "auto";
     }
     return "?";
@@ -491,21 +479,18 @@ const char *quant_gemv_variant_name(int variant) {
 
 cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan) {
     if (variant < 0 || variant >= QGEMV_VARIANTS || a.rows == 0 || a.rows > kGemvQuantMaxRows || a.n == 0) return cudaErrorInvalidValue;
-    if (variant == QGEMV_AUTO) {
+    const bool xs_fits = staged_bytes(a) <= kMaxStagedBytes;
+    if (variant == QGEMV_AUTO) { // PERFORMANCE entry 29's measurements
         const uint64_t weight_bytes = (uint64_t)(a.glu ? 2 : 1) * a.n * (a.wq == Q4 ? a.k / 2 : a.k);
-        variant = weight_bytes < (16u << 20) ? QGEMV_TILED : QGEMV_STREAM_XS;
+        variant = xs_fits && !(a.rows == 1 && a.wq == Q8 && weight_bytes < (8u << 20)) ? QGEMV_STREAM_XS : QGEMV_TILED;
     }
-    if (variant == QGEMV_TILED || variant == QGEMV_TILED_NARROW || variant == QGEMV_TILED_WIDE) {
-        QuantGemvPlan p = tiled_plan(a);
-        if (variant == QGEMV_TILED_NARROW && p.log_tk > 5) p.log_tk--;
-        if (variant == QGEMV_TILED_WIDE && p.log_tk < 8) p.log_tk++;
-        p.blocks = ceil_div(sets_of(a), (uint32_t)kThreads >> p.log_tk);
-        *plan = p;
+    if (variant == QGEMV_TILED || !xs_fits) {
+        *plan = tiled_plan(a);
         return cudaSuccess;
     }
-    QuantGemvPlan p{1, 5, 1, variant != QGEMV_STREAM && staged_bytes(a) <= kMaxStagedBytes};
+    QuantGemvPlan p{1, 5, 1, 1};
     uint32_t resident = 0;
-    const cudaError_t e = resident_blocks(kernel_of(a, p), p.xs ? staged_bytes(a) : 0, &resident);
+    const cudaError_t e = resident_blocks(kernel_of(a, p), staged_bytes(a), &resident);
     if (e != cudaSuccess) return e;
     // Threads per set: the fewest serial steps for the slowest block - rounds of resident
     // blocks times the steps of a set, counting a set's end as half a step (the reduction and
@@ -517,8 +502,6 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
         const uint64_t cost = (uint64_t)ceil_div(groups, resident) * (4ull * ceil_div(chunks, 1u << log_tk) + (log_tk > 5 ? 2 : 1));
         if (cost < best) best = cost, p.log_tk = log_tk;
     }
-    if (variant == QGEMV_STREAM_XS_NARROW && p.log_tk > 5) p.log_tk--;
-    if (variant == QGEMV_STREAM_XS_WIDE && p.log_tk < 8) p.log_tk++;
     p.blocks = std::min(ceil_div(sets, (uint32_t)kThreads >> p.log_tk), resident);
     *plan = p;
     return cudaSuccess;
@@ -532,8 +515,8 @@ cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &p, cu
         if (p.xs || p.blocks != groups) return cudaErrorInvalidValue;
         return launch_pdl(kernel_of(a, p), dim3(groups), kThreads, 0, stream, a, p.log_tk);
     }
-    if (p.xs && staged_bytes(a) > kMaxStagedBytes) return cudaErrorInvalidValue;
-    return launch_pdl(kernel_of(a, p), dim3(std::min(p.blocks, groups)), kThreads, p.xs ? staged_bytes(a) : 0, stream, a, p.log_tk);
+    if (!p.xs || staged_bytes(a) > kMaxStagedBytes) return cudaErrorInvalidValue; // the stream kernel stages x
+    return launch_pdl(kernel_of(a, p), dim3(std::min(p.blocks, groups)), kThreads, staged_bytes(a), stream, a, p.log_tk);
 }
 
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream) {

@@ -18,7 +18,9 @@ saves model.safetensors + config.json with its quantization_config, and
 
 The embedding and head are drawn on a grid (power-of-two step, a +-7 or +-127 step in every
 group) that our round-to-nearest q4 / q8 holds exactly, so a q4/q8 output differs from
-transformers only by arithmetic order: the exact repacks are held to 1e-4.
+transformers only by arithmetic order: the exact repacks are held to 1e-4 on the CPU. On CUDA
+a q4/q8 model computes with f16 activations (the weights are dequantized into f16 GEMMs and
+GEMVs), so its tolerance there is at least 2e-3, the f16 rounding of a few layers.
 
 Prints one PASS/FAIL line per scheme with the max rel err; exits 1 on any failure.
 
@@ -190,8 +192,10 @@ def check(scheme, args, seed):
         data = f.read()
     ours = torch.tensor(struct.unpack(f"<{len(data) // 4}f", data), dtype=torch.float64).reshape(ref.shape)
     rel = float((ours - ref).abs().max() / ref.abs().max())
+    if args.device != "cpu" and dtype != "f32":  # f16 activations on CUDA (see the top)
+        tol = max(tol, 2e-3)
     ok = rel <= tol and bool(torch.isfinite(ours).all())
-    return ok, rel, imported
+    return ok, rel, imported, tol
 
 
 def main():
@@ -212,11 +216,11 @@ def main():
     failures = 0
     for i, s in enumerate(SCHEMES):
         try:
-            ok, rel, imported = check(s, args, 2000 + i)
+            ok, rel, imported, tol = check(s, args, 2000 + i)
         except Exception as e:  # report and go on
-            ok, rel, imported = False, float("nan"), f"ERROR: {e}"
+            ok, rel, imported, tol = False, float("nan"), f"ERROR: {e}", s[-1]
         failures += not ok
-        print(f"{'PASS' if ok else 'FAIL'} {s[0]:<28} max rel err {rel:.3e} (tolerance {s[-1]:g})  {imported}", flush=True)
+        print(f"{'PASS' if ok else 'FAIL'} {s[0]:<28} max rel err {rel:.3e} (tolerance {tol:g})  {imported}", flush=True)
     print(f"{len(SCHEMES) - failures}/{len(SCHEMES)} schemes match")
     return 1 if failures else 0
 
