@@ -172,7 +172,12 @@ fn struct_layout_matches_c() {
         n_params,
         host_bytes,
         device_bytes,
-        name
+        name,
+        n_experts,
+        n_experts_used,
+        d_ff_expert,
+        d_ff_shared,
+        n_active_params
     });
     layout!(gpt_ctx_params {
         struct_size,
