@@ -8,6 +8,8 @@
 #include "moe.cuh"
 #include "common.cuh"
 
+#include <type_traits>
+
 using namespace gpt_cuda;
 
 namespace {
@@ -92,6 +94,18 @@ __device__ __forceinline__ bool vectors_ok(const void *w, const T *const *x, int
     return ok;
 }
 
+// acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R, element by element
+// (rows that are not 16-byte vectors).
+template <typename T, int R>
+__device__ void lane_dots_scalar(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
+    for (uint32_t i = lane; i < k; i += 32) {
+        const float wf = to_f32(w[i]);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (r < m) acc[r] += wf * to_f32(x[r][i]);
+    }
+}
+
 // acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
 // warp): each weight vector is loaded once for the m rows. before_x as in staged_dots (the
 // element-wise path runs it first).
@@ -105,12 +119,7 @@ __device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint
         staged_dots<T, 1, R, false>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc), before_x);
     } else {
         before_x();
-        for (uint32_t i = lane; i < k; i += 32) {
-            const float wf = to_f32(w[i]);
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                if (r < m) acc[r] += wf * to_f32(x[r][i]);
-        }
+        lane_dots_scalar<T, R>(w, x, m, k, lane, acc);
     }
 }
 
@@ -178,14 +187,21 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
     }
 }
 
-// acc[r] += this lane's share of row `row` of w (of type T, or quantized when wq) . x[r], r < m.
+// acc[r] += this lane's share of row `row` of w (of type T, or quantized when wq) . x[r], r < m:
+// the path of rows that are not 16-byte vectors of T. The kernels check one row of a matrix
+// and x (an expert's rows start at multiples of the row length, so all are aligned or none),
+// and come here only when that check fails: no vector loop for T here. Quantized weights
+// come only with f16 activations (weights_ok), so only that type carries their code.
 template <typename T, int R>
 __device__ __forceinline__ void row_dots(const void *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row,
                                          const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
-    if (wq)
-        lane_dots_quant<R>(w, wq == Q4, group, total_rows, row, reinterpret_cast<const __half *const *>(x), m, k, lane, acc);
-    else
-        lane_dots<T, R>(static_cast<const T *>(w) + row * k, x, m, k, lane, acc);
+    if constexpr (std::is_same_v<T, __half>) {
+        if (wq) {
+            lane_dots_quant<R>(w, wq == Q4, group, total_rows, row, x, m, k, lane, acc);
+            return;
+        }
+    }
+    lane_dots_scalar<T, R>(static_cast<const T *>(w) + row * k, x, m, k, lane, acc);
 }
 // One row: this lane's share of row `row` of w . x.
 template <typename T>
@@ -326,8 +342,17 @@ template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate
             for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(xs[r < m ? r : 0]);
             staged_dots<T, 2, R>(wv, xv, m, a.d / (16 / sizeof(T)), lane, gu);
         } else {
-            row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, gu[0]);
-            row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, gu[1]);
+            // The gate row, then the up row: a run-time loop keeps one copy of the (large,
+            // quantized) loop code; the copy into gu keeps its index a constant (registers).
+#pragma unroll 1
+            for (uint32_t h = 0; h < 2; h++) {
+                float part[R];
+#pragma unroll
+                for (int r = 0; r < R; r++) part[r] = 0.0f;
+                row_dots<T, R>(a.w, a.wq, a.group, total, first + h * a.ff + j, xs, m, a.d, lane, part);
+#pragma unroll
+                for (int r = 0; r < R; r++) (h == 0 ? gu[0][r] : gu[1][r]) = part[r];
+            }
         }
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -377,7 +402,12 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
             staged_dots<T, kDownColumns, 1, true>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
         } else {
             wait_once();
-            for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
+            // A run-time loop: one copy of the loop code for both columns (as in gate_up).
+#pragma unroll 1
+            for (uint32_t c = 0; c < kDownColumns; c++) {
+                const float v = row_dot<T>(a.w, a.wq, a.group, total, c == 0 ? rows[0] : rows[1], x, a.ff, lane);
+                (c == 0 ? acc[0][0] : acc[1][0]) = v;
+            }
         }
         for (uint32_t c = 0; c < kDownColumns; c++) {
             const float v = warp_sum(acc[c][0]);
