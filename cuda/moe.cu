@@ -4,7 +4,9 @@
 // order). The weight loops take 16-byte vectors when the rows are 16-byte aligned (the usual
 // case), several loads in flight per lane before any is used, and single elements otherwise;
 // the quantized ones walk 16-byte chunks of the packed row as gemv.cu does. Variants: the
-// activation type (three), and for gate_up one row or up to eight.
+// activation type (three; only f16 carries the quantized loops), and for gate_up one row or
+// up to eight. Size (issue 16): the library ships this device code, so only the float vector
+// loops, the hot path, are unrolled over rows; rarer paths run a loop where registers allow.
 #include "moe.cuh"
 #include "common.cuh"
 
