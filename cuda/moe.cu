@@ -4,9 +4,13 @@
 // order). The weight loops take 16-byte vectors when the rows are 16-byte aligned (the usual
 // case), several loads in flight per lane before any is used, and single elements otherwise;
 // the quantized ones walk 16-byte chunks of the packed row as gemv.cu does. Variants: the
-// activation type (three), and for gate_up one row or up to eight.
+// activation type (three; only f16 carries the quantized loops), and for gate_up one row or
+// up to eight. Size (issue 16): the library ships this device code, so only the float vector
+// loops, the hot path, are unrolled over rows; rarer paths run a loop where registers allow.
 #include "moe.cuh"
 #include "common.cuh"
+
+#include <type_traits>
 
 using namespace gpt_cuda;
 
@@ -92,6 +96,18 @@ __device__ __forceinline__ bool vectors_ok(const void *w, const T *const *x, int
     return ok;
 }
 
+// acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R, element by element
+// (rows that are not 16-byte vectors).
+template <typename T, int R>
+__device__ void lane_dots_scalar(const T *w, const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
+    for (uint32_t i = lane; i < k; i += 32) {
+        const float wf = to_f32(w[i]);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (r < m) acc[r] += wf * to_f32(x[r][i]);
+    }
+}
+
 // acc[r] += this lane's share of w[0..k) . x[r][0..k) for r < m <= R (the caller sums the
 // warp): each weight vector is loaded once for the m rows. before_x as in staged_dots (the
 // element-wise path runs it first).
@@ -105,12 +121,7 @@ __device__ void lane_dots(const T *w, const T *const *x, int m, uint32_t k, uint
         staged_dots<T, 1, R, false>(&wv, xv, m, k / (16 / sizeof(T)), lane, reinterpret_cast<float(*)[R]>(acc), before_x);
     } else {
         before_x();
-        for (uint32_t i = lane; i < k; i += 32) {
-            const float wf = to_f32(w[i]);
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                if (r < m) acc[r] += wf * to_f32(x[r][i]);
-        }
+        lane_dots_scalar<T, R>(w, x, m, k, lane, acc);
     }
 }
 
@@ -125,7 +136,10 @@ __device__ __forceinline__ float byte_at(uint32_t flipped, int e) {
 
 // acc[r] += this lane's share of row `row` of a quantized [total_rows][k] matrix . x[r] for
 // r < m <= R (x f16, 16-byte aligned; k a multiple of 32 and of group, group of 32). As
-// staged_dots: kUnroll chunks and their scales are loaded before any is used.
+// staged_dots: kUnroll chunks and their scales are loaded before any is used. The rows of x
+// take turns in a run-time loop (one copy of the dequantizing code, not R: most of the
+// kernels' size), each row's sum moved out of acc and back by constant indices, so acc stays
+// in registers; a row adds its chunks in the same order as an unrolled loop would.
 template <int R>
 __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t total_rows, uint64_t row, const __half *const *x,
                                 int m, uint32_t k, uint32_t lane, float *acc) {
@@ -134,6 +148,7 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
     const uint8_t *base = static_cast<const uint8_t *>(w);
     const uint4 *wrow = reinterpret_cast<const uint4 *>(base + row * row_bytes);
     const __half *srow = reinterpret_cast<const __half *>(base + total_rows * row_bytes) + row * (k / group);
+    const int rows = R == 1 ? 1 : m;
     for (uint32_t i0 = lane; i0 < chunks; i0 += 32 * kUnroll) {
         uint4 cv[kUnroll];
         float sv[kUnroll];
@@ -143,15 +158,18 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
             cv[u] = i < chunks ? __ldcs(wrow + i) : make_uint4(0, 0, 0, 0);
             sv[u] = i < chunks ? __half2float(srow[i * per_chunk / group]) : 0.0f;
         }
+#pragma unroll 1
+        for (int r = 0; r < rows; r++) {
+            float sum = acc[0];
 #pragma unroll
-        for (int u = 0; u < kUnroll; u++) {
-            const uint32_t i = i0 + 32 * u;
-            if (i >= chunks) break;
-            const uint32_t e0 = i * per_chunk;
-            const uint32_t words[4] = {cv[u].x, cv[u].y, cv[u].z, cv[u].w};
+            for (int c = 1; c < R; c++)
+                if (c == r) sum = acc[c];
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                if (r >= m) break;
+            for (int u = 0; u < kUnroll; u++) {
+                const uint32_t i = i0 + 32 * u;
+                if (i >= chunks) break;
+                const uint32_t e0 = i * per_chunk;
+                const uint32_t words[4] = {cv[u].x, cv[u].y, cv[u].z, cv[u].w};
                 const uint4 *xv = reinterpret_cast<const uint4 *>(x[r] + e0);
                 float part = 0.0f;
                 if (q4) { // word v: elements 8v .. 8v + 7
@@ -172,20 +190,30 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
                         for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
                     }
                 }
-                acc[r] += sv[u] * part;
+                sum += sv[u] * part;
             }
+#pragma unroll
+            for (int c = 0; c < R; c++)
+                if (c == r) acc[c] = sum;
         }
     }
 }
 
-// acc[r] += this lane's share of row `row` of w (of type T, or quantized when wq) . x[r], r < m.
+// acc[r] += this lane's share of row `row` of w (of type T, or quantized when wq) . x[r], r < m:
+// the path of rows that are not 16-byte vectors of T. The kernels check one row of a matrix
+// and x (an expert's rows start at multiples of the row length, so all are aligned or none),
+// and come here only when that check fails: no vector loop for T here. Quantized weights
+// come only with f16 activations (weights_ok), so only that type carries their code.
 template <typename T, int R>
 __device__ __forceinline__ void row_dots(const void *w, int wq, uint32_t group, uint64_t total_rows, uint64_t row,
                                          const T *const *x, int m, uint32_t k, uint32_t lane, float *acc) {
-    if (wq)
-        lane_dots_quant<R>(w, wq == Q4, group, total_rows, row, reinterpret_cast<const __half *const *>(x), m, k, lane, acc);
-    else
-        lane_dots<T, R>(static_cast<const T *>(w) + row * k, x, m, k, lane, acc);
+    if constexpr (std::is_same_v<T, __half>) {
+        if (wq) {
+            lane_dots_quant<R>(w, wq == Q4, group, total_rows, row, x, m, k, lane, acc);
+            return;
+        }
+    }
+    lane_dots_scalar<T, R>(static_cast<const T *>(w) + row * k, x, m, k, lane, acc);
 }
 // One row: this lane's share of row `row` of w . x.
 template <typename T>
@@ -326,8 +354,17 @@ template <typename T, int R> __global__ void __launch_bounds__(kWarps * 32) gate
             for (int r = 0; r < R; r++) xv[r] = reinterpret_cast<const uint4 *>(xs[r < m ? r : 0]);
             staged_dots<T, 2, R>(wv, xv, m, a.d / (16 / sizeof(T)), lane, gu);
         } else {
-            row_dots<T, R>(a.w, a.wq, a.group, total, first + j, xs, m, a.d, lane, gu[0]);
-            row_dots<T, R>(a.w, a.wq, a.group, total, first + a.ff + j, xs, m, a.d, lane, gu[1]);
+            // The gate row, then the up row: a run-time loop keeps one copy of the (large,
+            // quantized) loop code; the copy into gu keeps its index a constant (registers).
+#pragma unroll 1
+            for (uint32_t h = 0; h < 2; h++) {
+                float part[R];
+#pragma unroll
+                for (int r = 0; r < R; r++) part[r] = 0.0f;
+                row_dots<T, R>(a.w, a.wq, a.group, total, first + h * a.ff + j, xs, m, a.d, lane, part);
+#pragma unroll
+                for (int r = 0; r < R; r++) (h == 0 ? gu[0][r] : gu[1][r]) = part[r];
+            }
         }
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -377,7 +414,12 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) down_kernel
             staged_dots<T, kDownColumns, 1, true>(wv, &xv, 1, a.ff / (16 / sizeof(T)), lane, acc, wait_once);
         } else {
             wait_once();
-            for (uint32_t c = 0; c < kDownColumns; c++) acc[c][0] = row_dot<T>(a.w, a.wq, a.group, total, rows[c], x, a.ff, lane);
+            // A run-time loop: one copy of the loop code for both columns (as in gate_up).
+#pragma unroll 1
+            for (uint32_t c = 0; c < kDownColumns; c++) {
+                const float v = row_dot<T>(a.w, a.wq, a.group, total, c == 0 ? rows[0] : rows[1], x, a.ff, lane);
+                (c == 0 ? acc[0][0] : acc[1][0]) = v;
+            }
         }
         for (uint32_t c = 0; c < kDownColumns; c++) {
             const float v = warp_sum(acc[c][0]);

@@ -1638,7 +1638,8 @@ void test_gpu_moe_topk(void **) {
 
 // The decode expert kernels alone (gate_up, then down into the residual) against naive double
 // dot products over the same rounded inputs, on random routings (k distinct experts a row, as
-// top-k gives): odd d (element-wise loads; down's last column pair half used), top-k above
+// top-k gives): odd d (element-wise loads; down's last column pair half used; at one row and
+// eight), ff not a multiple of four (down's element-wise loads in every dtype), top-k above
 // eight (down's warps take several slots), eight rows sharing four experts (one expert row
 // serving every row), one row of 64 experts. Two runs give the same bits.
 void test_gpu_moe_experts(void **) {
@@ -1646,7 +1647,8 @@ void test_gpu_moe_experts(void **) {
     struct Case { uint32_t d, ff, E, k, rows; gpt::Activation act; };
     const Case cases[] = {{64, 48, 8, 2, 1, gpt::Activation::SILU},      {72, 40, 16, 12, 3, gpt::Activation::SILU},
                           {37, 24, 4, 4, 8, gpt::Activation::GELU_TANH}, {256, 64, 64, 8, 1, gpt::Activation::SILU},
-                          {128, 64, 4, 1, 5, gpt::Activation::SILU},     {2048, 1024, 10, 8, 4, gpt::Activation::SILU}};
+                          {128, 64, 4, 1, 5, gpt::Activation::SILU},     {2048, 1024, 10, 8, 4, gpt::Activation::SILU},
+                          {37, 30, 6, 2, 1, gpt::Activation::SILU}};
     for (DType t : {DType::F32, DType::F16, DType::BF16})
         for (const Case &c : cases) {
             const uint32_t pairs = c.rows * c.k;
