@@ -136,10 +136,7 @@ __device__ __forceinline__ float byte_at(uint32_t flipped, int e) {
 
 // acc[r] += this lane's share of row `row` of a quantized [total_rows][k] matrix . x[r] for
 // r < m <= R (x f16, 16-byte aligned; k a multiple of 32 and of group, group of 32). As
-// staged_dots: kUnroll chunks and their scales are loaded before any is used. The rows of x
-// take turns in a run-time loop (one copy of the dequantizing code, not R: most of the
-// kernels' size), each row's sum moved out of acc and back by constant indices, so acc stays
-// in registers; a row adds its chunks in the same order as an unrolled loop would.
+// staged_dots: kUnroll chunks and their scales are loaded before any is used.
 template <int R>
 __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t total_rows, uint64_t row, const __half *const *x,
                                 int m, uint32_t k, uint32_t lane, float *acc) {
@@ -148,7 +145,6 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
     const uint8_t *base = static_cast<const uint8_t *>(w);
     const uint4 *wrow = reinterpret_cast<const uint4 *>(base + row * row_bytes);
     const __half *srow = reinterpret_cast<const __half *>(base + total_rows * row_bytes) + row * (k / group);
-    const int rows = R == 1 ? 1 : m;
     for (uint32_t i0 = lane; i0 < chunks; i0 += 32 * kUnroll) {
         uint4 cv[kUnroll];
         float sv[kUnroll];
@@ -158,18 +154,15 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
             cv[u] = i < chunks ? __ldcs(wrow + i) : make_uint4(0, 0, 0, 0);
             sv[u] = i < chunks ? __half2float(srow[i * per_chunk / group]) : 0.0f;
         }
-#pragma unroll 1
-        for (int r = 0; r < rows; r++) {
-            float sum = acc[0];
 #pragma unroll
-            for (int c = 1; c < R; c++)
-                if (c == r) sum = acc[c];
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t i = i0 + 32 * u;
+            if (i >= chunks) break;
+            const uint32_t e0 = i * per_chunk;
+            const uint32_t words[4] = {cv[u].x, cv[u].y, cv[u].z, cv[u].w};
 #pragma unroll
-            for (int u = 0; u < kUnroll; u++) {
-                const uint32_t i = i0 + 32 * u;
-                if (i >= chunks) break;
-                const uint32_t e0 = i * per_chunk;
-                const uint32_t words[4] = {cv[u].x, cv[u].y, cv[u].z, cv[u].w};
+            for (int r = 0; r < R; r++) {
+                if (r >= m) break;
                 const uint4 *xv = reinterpret_cast<const uint4 *>(x[r] + e0);
                 float part = 0.0f;
                 if (q4) { // word v: elements 8v .. 8v + 7
@@ -190,11 +183,8 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
                         for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
                     }
                 }
-                sum += sv[u] * part;
+                acc[r] += sv[u] * part;
             }
-#pragma unroll
-            for (int c = 0; c < R; c++)
-                if (c == r) acc[c] = sum;
         }
     }
 }
