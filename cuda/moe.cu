@@ -5,8 +5,10 @@
 // case), several loads in flight per lane before any is used, and single elements otherwise;
 // the quantized ones walk 16-byte chunks of the packed row as gemv.cu does. Variants: the
 // activation type (three; only f16 carries the quantized loops), and for gate_up one row or
-// up to eight. Size (issue 16): the library ships this device code, so only the float vector
-// loops, the hot path, are unrolled over rows; rarer paths run a loop where registers allow.
+// up to eight. Size (issue 16): the library ships this device code, so only the decode paths
+// (the float vector loops and the quantized chunk loops) are unrolled over rows; the rarer
+// fallbacks run a loop where registers allow (PERFORMANCE entry 31: rolling the quantized loops
+// too saved 20 KB and cost 1-3% of quantized batch-8 decode, so they stay unrolled).
 #include "moe.cuh"
 #include "common.cuh"
 
