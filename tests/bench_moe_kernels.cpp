@@ -17,6 +17,7 @@
 #include "gemv.cuh"
 #include "moe.cuh"
 #include "moe_grouped_gemm.cuh"
+#include "cuda_ck.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -36,15 +37,6 @@ namespace {
 constexpr int kIdSets = 32;       // routings cycled through
 constexpr int kDenseCopies = 16;  // 2048 x 2048 f16 matrices cycled through (128 MiB)
 constexpr int kF16 = 2, kActSilu = 4; // cuda/dtype.cuh's F16 and ACT_SILU
-
-#define CK(call)                                                                                      \
-    do {                                                                                              \
-        const cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess) {                                                                      \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                             \
-        }                                                                                             \
-    } while (0)
 
 // n random f16 values in [-scale, scale] on the device.
 void *random_f16(uint64_t n, float scale, std::mt19937 &rng) {

@@ -19,6 +19,7 @@
 #include "core/half.h"
 #include "core/quant.h"
 #include "gemv.cuh"
+#include "cuda_ck.h"
 
 #include <cuda_runtime.h>
 
@@ -37,15 +38,6 @@ namespace {
 
 constexpr int kF16 = 2, kQ8 = 4, kQ4 = 5, kActSilu = 4; // cuda/dtype.cuh's codes
 constexpr int kBatches = 5;
-
-#define CK(call)                                                                                      \
-    do {                                                                                              \
-        const cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess) {                                                                      \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                             \
-        }                                                                                             \
-    } while (0)
 
 // A decode matrix: y = x . W^T with the epilogue the executor fuses into it.
 struct Shape {

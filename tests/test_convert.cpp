@@ -29,6 +29,7 @@
 #include "format/quantize.h"
 #include "format/reader.h"
 #include "dtype_values.h"
+#include "engine.h"
 #include "files.h"
 #include "hf_fixture.h"
 #include "hf_moe_fixture.h"
@@ -484,26 +485,6 @@ gpt::ModelConfig read_config(const std::string &path) {
     return gpt::ModelConfig::from_metadata(f->metadata(), path);
 }
 
-std::vector<float> engine_logits(const std::string &path, const std::vector<int32_t> &toks, uint32_t vocab) {
-    gpt_model_params mp;
-    gpt_model_params_init(&mp);
-    mp.device = GPT_DEVICE_CPU;
-    gpt_model *m = nullptr;
-    if (gpt_model_load(path.c_str(), &mp, &m) != GPT_OK) fail_msg("load %s: %s", path.c_str(), gpt_last_error());
-    gpt_ctx_params cp;
-    gpt_ctx_params_init(&cp);
-    cp.max_seq = (uint32_t)toks.size();
-    cp.n_threads = 2;
-    gpt_ctx *c = nullptr;
-    if (gpt_ctx_create(m, &cp, &c) != GPT_OK) fail_msg("ctx: %s", gpt_last_error());
-    std::vector<float> logits(toks.size() * vocab, NAN);
-    if (gpt_forward(c, toks.data(), 1, (uint32_t)toks.size(), GPT_FORWARD_ALL_LOGITS, logits.data()) != GPT_OK)
-        fail_msg("forward: %s", gpt_ctx_last_error(c));
-    gpt_ctx_free(c);
-    gpt_model_free(m);
-    return logits;
-}
-
 void expect_logits_close(const std::vector<float> &out, const std::vector<double> &ref, const char *what) {
     assert_int_equal(out.size(), ref.size());
     double max_diff = 0, max_ref = 0;
@@ -611,7 +592,7 @@ void check_hf(const HfSpec &spec, const char *label) {
                 assert_null(ids);
             }
         }
-        const std::vector<float> got = engine_logits(path, toks, spec.vocab);
+        const std::vector<float> got = engine::cpu_logits(path, toks, spec.vocab);
         ref.layout.max_seq = (uint32_t)toks.size(); // engine_logits' context
         expect_logits_close(got, ref.forward(toks), what);
     }
@@ -653,7 +634,7 @@ void check_l2c(const L2cSpec &spec, const char *label) {
         assert_int_equal(c.eos_ids[1], 1);
         // The point of the whole test: the engine (rotate-half RoPE) on the permuted weights
         // reproduces llama2.c (interleaved RoPE) on the original ones.
-        expect_logits_close(engine_logits(path, toks, spec.vocab), reference_input(m, out).forward(toks), what);
+        expect_logits_close(engine::cpu_logits(path, toks, spec.vocab), reference_input(m, out).forward(toks), what);
     }
 }
 
@@ -1793,7 +1774,7 @@ void check_moe(const HfMoeSpec &spec, const char *label) {
         char experts[96];
         std::snprintf(experts, sizeof experts, "experts     %u a layer, top-%u", spec.experts, spec.top_k);
         if (!contains(cv::format_summary(r.result), experts)) fail_msg("%s: the summary has no \"%s\"", what, experts);
-        const std::vector<float> got = engine_logits(path, toks, spec.vocab);
+        const std::vector<float> got = engine::cpu_logits(path, toks, spec.vocab);
         if (out != DType::F32) continue;
         RefInput ref = moe_reference_input(m, want);
         ref.layout.max_seq = (uint32_t)toks.size();
@@ -1899,7 +1880,7 @@ void check_moe_as_dense(HfMoeSpec s, const char *label) {
     if (!s.tied) t["lm_head.weight"] = f.v("lm_head.weight");
     const std::vector<int32_t> toks = test_tokens(s.vocab, 8, s.seed + 7);
     ref.layout.max_seq = (uint32_t)toks.size();
-    expect_logits_close(engine_logits(path, toks, s.vocab), ref.forward(toks), label);
+    expect_logits_close(engine::cpu_logits(path, toks, s.vocab), ref.forward(toks), label);
 }
 
 void test_convert_moe_identical_experts(void **) {

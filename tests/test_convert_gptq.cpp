@@ -17,6 +17,7 @@
 #include "core/quant.h"
 #include "format/reader.h"
 #include "dtype_values.h"
+#include "engine.h"
 #include "files.h"
 #include "hf_fixture.h"
 #include "reference.h"
@@ -215,26 +216,6 @@ Run convert(const std::string &src, const std::string &out, uint32_t dtype, uint
 
 bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
 
-std::vector<float> engine_logits(const std::string &path, const std::vector<int32_t> &toks, uint32_t vocab) {
-    gpt_model_params mp;
-    gpt_model_params_init(&mp);
-    mp.device = GPT_DEVICE_CPU;
-    gpt_model *m = nullptr;
-    if (gpt_model_load(path.c_str(), &mp, &m) != GPT_OK) fail_msg("load %s: %s", path.c_str(), gpt_last_error());
-    gpt_ctx_params cp;
-    gpt_ctx_params_init(&cp);
-    cp.max_seq = (uint32_t)toks.size();
-    cp.n_threads = 2;
-    gpt_ctx *c = nullptr;
-    if (gpt_ctx_create(m, &cp, &c) != GPT_OK) fail_msg("ctx: %s", gpt_last_error());
-    std::vector<float> logits(toks.size() * vocab, NAN);
-    if (gpt_forward(c, toks.data(), 1, (uint32_t)toks.size(), GPT_FORWARD_ALL_LOGITS, logits.data()) != GPT_OK)
-        fail_msg("forward: %s", gpt_ctx_last_error(c));
-    gpt_ctx_free(c);
-    gpt_model_free(m);
-    return logits;
-}
-
 // A matrix of the output file widened to f32 by the library's dequantizer.
 std::vector<float> read_matrix(const gpt::format::WeightFile &f, const std::string &name, DType *dtype, uint32_t *group) {
     const gpt::format::TensorEntry *t = f.find(name);
@@ -383,7 +364,7 @@ void check_import(const HfSpec &spec, const QSpec &q, std::initializer_list<Case
             fail_msg("%s: %zu tensors requantized, expected %zu", what, r.result.n_requantized, fused);
         if (c.logit_tol > 0) {
             const std::string ref = write_reference(sc, qm, path);
-            expect_logits_close(engine_logits(path, toks, spec.vocab), engine_logits(ref, toks, spec.vocab), c.logit_tol, what);
+            expect_logits_close(engine::cpu_logits(path, toks, spec.vocab), engine::cpu_logits(ref, toks, spec.vocab), c.logit_tol, what);
         }
     }
 }
