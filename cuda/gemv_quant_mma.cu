@@ -1,0 +1,231 @@
+// gemv_quant_mma.cu - the quantized decode GEMV on tensor cores (gemv.cuh's QGEMV_MMA; issue 17).
+// The CUDA-core kernels (gemv_quant.cu) spend about 3.5 instructions per weight (unpack, exact
+// FFMA dequantization, an FMA per row of x); here the multiply-adds go to mma.sync m16n8k16
+// (f16 inputs, f32 sums) and the weights stay integers until a whole chunk is summed:
+//     y[r][n] = sum over chunks c of s[n][c] * (sum over k in c of (q[n][k] - z) * x[r][k])
+// (q - z) is an integer in [-8, 7] or [-128, 127], exact in f16, and each product with an f16
+// x is exact in f32, so the result differs from the exact one only by the order of the f32
+// additions (the tensor core's inside a chunk, then one FMA per chunk with its group's scale).
+//   - A warp owns a tile of 16 weight rows (16 columns, or 8 GLU columns' gate rows 0-7 and up
+//     rows 8-15, so each lane ends with both halves of its column) = the mma's A; x's rows are
+//     its B columns 0-3 (lanes of columns 4-7 give zeros); 1-8 warps of a block share a tile,
+//     each taking every tw-th step of 4 chunks along k (a fixed split, added in warp order).
+//   - Per step a lane loads one 16-byte chunk of each of its two rows (gid and gid + 8; the
+//     4 lanes of a gid read 64 contiguous bytes) with the chunk's scale: 4 steps, 128 bytes in
+//     flight, the first before waiting on the previous kernel. The 4 lanes of a row then swap
+//     words (4 shuffles a chunk quad) so lane tid holds word tid of each of the 4 chunks: an
+//     mma's 16 k slots of a row come from its 4 lanes and must lie in one chunk (one scale).
+//   - Unpacked with quant_dot.cuh's fragment helpers (one LOP3 and one f16x2 op per 2 weights),
+//     x's B registers read from global memory (L1: the same x serves every tile).
+//   - The epilogue is gemv_quant.cu's (bias, GLU, activation, soft-cap, residual).
+// Kernels: q4 / q8 x GLU or not (4); rows of x 1-4 are a run-time value. sm_80 and newer: on
+// older code the body is empty and quant_gemv_mma_supported() says no (the plan runs tiled).
+#include "gemv.cuh"
+#include "gemv_epilogue.cuh"
+#include "quant_dot.cuh"
+
+using namespace gpt_cuda;
+
+namespace {
+
+constexpr int kThreads = 256, kWarps = kThreads / 32;
+constexpr uint32_t kStepChunks = 4; // chunks of a row per step (one per lane of a gid)
+constexpr int kSteps = 4;           // steps whose loads are issued together
+
+// D += A B, m16n8k16, f16 inputs, f32 accumulation.
+__device__ __forceinline__ void mma_16816(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+// f16x2 p - c and p * m + c, each exact here (integers in f16's [1024, 2048) binade).
+__device__ __forceinline__ uint32_t hsub2_bits(uint32_t p, uint32_t c) {
+    uint32_t r;
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(p), "r"(c));
+    return r;
+}
+__device__ __forceinline__ uint32_t hfma2_bits(uint32_t p, uint32_t m, uint32_t c) {
+    uint32_t r;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(p), "r"(m), "r"(c));
+    return r;
+}
+constexpr uint32_t kHalf1032 = 0x64086408u, kHalf1152 = 0x64806480u, kHalfSixteenth = 0x2C002C00u, kHalfMinus72 = 0xD480D480u;
+
+// The 4 lanes of a gid (tid 0-3) each hold one chunk (4 words); afterwards lane tid holds word
+// tid of the 4 chunks, in chunk order (a 4 x 4 transpose: swap the off-diagonal 2 x 2 blocks
+// across tid ^ 2, then the off-diagonal words of each block across tid ^ 1).
+__device__ __forceinline__ void transpose_words(uint4 &c, uint32_t tid) {
+    uint32_t v[4] = {c.x, c.y, c.z, c.w};
+    const bool upper = tid & 2, odd = tid & 1;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, upper ? v[i] : v[2 + i], 2);
+        if (upper) v[i] = got;
+        else v[2 + i] = got;
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? v[2 * i] : v[2 * i + 1], 1);
+        if (odd) v[2 * i] = got;
+        else v[2 * i + 1] = got;
+    }
+    c = make_uint4(v[0], v[1], v[2], v[3]);
+}
+
+// One output, as gemv_quant.cu's store_output: (PAIR: gate sum and up sum) + bias, epilogue, store.
+__device__ __forceinline__ void store_mma_output(const GemvArgs &a, bool pair, uint32_t col, uint32_t r, float sum, float up) {
+    float v = sum + (a.bias ? a.bias[col] : 0.0f);
+    if (pair) { // gate and up rounded to f16 first, as the unfused path stores them
+        v = gemv_epilogue(__half2float(__float2half_rn(v)), __half2float(__float2half_rn(up)), true, a.act, a.softcap);
+    } else if (a.act || a.softcap > 0.0f) {
+        v = gemv_epilogue(v, 0.0f, false, a.act, a.softcap);
+    }
+    const uint64_t o = (uint64_t)r * a.n + col;
+    if (a.residual) a.residual[o] += v;
+    else if (a.y_f32) static_cast<float *>(a.y)[o] = v;
+    else static_cast<__half *>(a.y)[o] = __float2half_rn(v);
+}
+
+template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads) gemv_quant_mma(GemvArgs a, uint32_t log_tw) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, tid = lane & 3;
+    const uint32_t tw = 1u << log_tw, wk = warp & (tw - 1);
+    const uint32_t tile = blockIdx.x * (kWarps >> log_tw) + (warp >> log_tw);
+    const uint32_t row_bytes = Q4 ? a.k / 2 : a.k, chunks = row_bytes / 16, groups = a.k / a.group;
+    const uint32_t cshift = Q4 ? 5 : 4, gshift = group_shift(a.group);
+    const uint32_t steps = ceil_div(chunks, kStepChunks);
+    const uint8_t *base = static_cast<const uint8_t *>(a.w);
+    const uint64_t total_rows = PAIR ? 2ull * a.n : a.n;
+    const __half *scales = reinterpret_cast<const __half *>(base + total_rows * row_bytes);
+    // The lane's weight rows (A rows gid and gid + 8). Columns past n read row n - 1 and write
+    // nothing (no early return before pdl_wait or the barrier).
+    const uint32_t col_lo = PAIR ? tile * 8 + gid : tile * 16 + gid, col_hi = PAIR ? col_lo : col_lo + 8;
+    const uint64_t row_lo = min(col_lo, a.n - 1), row_hi = PAIR ? row_lo + a.n : min(col_hi, a.n - 1);
+    const uint4 *w_lo = reinterpret_cast<const uint4 *>(base + row_lo * row_bytes), *w_hi = reinterpret_cast<const uint4 *>(base + row_hi * row_bytes);
+    const __half *s_lo = scales + row_lo * groups, *s_hi = scales + row_hi * groups;
+
+    uint4 wv[kSteps][2];
+    __half2 sv[kSteps]; // the scales of the lane's own chunk: (row gid, row gid + 8)
+    auto load = [&](uint32_t s0) {
+#pragma unroll
+        for (int u = 0; u < kSteps; u++) {
+            const uint32_t i = (s0 + u * tw) * kStepChunks + tid;
+            const bool in = i < chunks;
+            const uint32_t g = (i << cshift) >> gshift;
+            wv[u][0] = in ? __ldcs(w_lo + i) : make_uint4(0, 0, 0, 0); // streamed once: evict first
+            wv[u][1] = in ? __ldcs(w_hi + i) : make_uint4(0, 0, 0, 0);
+            sv[u] = in ? __halves2half2(__ldg(s_lo + g), __ldg(s_hi + g)) : __float2half2_rn(0.0f);
+        }
+    };
+    load(wk);
+    pdl_wait();
+    pdl_launch_dependents();
+
+    // x row gid is B column gid; lanes of columns past the rows give zeros.
+    const bool has_x = gid < a.rows;
+    const __half *xr = static_cast<const __half *>(a.x) + (uint64_t)(has_x ? gid : 0) * a.ldx;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; // D's (row gid, x row 2 tid), (gid, 2 tid + 1), (gid + 8, 2 tid), (gid + 8, 2 tid + 1)
+
+    // Step s: chunks 4 s .. 4 s + 3 of both rows, from wv[u] / sv[u].
+    auto compute = [&](int u, uint32_t s) {
+        transpose_words(wv[u][0], tid);
+        transpose_words(wv[u][1], tid);
+        const uint32_t lo[4] = {wv[u][0].x, wv[u][0].y, wv[u][0].z, wv[u][0].w};
+        const uint32_t hi[4] = {wv[u][1].x, wv[u][1].y, wv[u][1].z, wv[u][1].w};
+        const uint32_t own_scales = *reinterpret_cast<const uint32_t *>(&sv[u]);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t c = s * kStepChunks + j;
+            if (c >= chunks) break; // the same for the whole warp
+            const uint32_t sc = __shfl_sync(0xffffffffu, own_scales, (lane & ~3u) | j);
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (Q4) {
+                uint4 xu = make_uint4(0, 0, 0, 0);
+                if (has_x) xu = __ldg(reinterpret_cast<const uint4 *>(xr + (c << 5) + 8 * tid));
+                const uint32_t xw[4] = {xu.x, xu.y, xu.z, xu.w};
+                uint32_t b[4], p[4], q[4];
+                q4_mma_x(xw, b);
+                q4_mma_bits(lo[j], p);
+                q4_mma_bits(hi[j], q);
+#pragma unroll
+                for (int e = 0; e < 4; e += 2) {
+                    p[e] = hsub2_bits(p[e], kHalf1032);
+                    q[e] = hsub2_bits(q[e], kHalf1032);
+                    p[e + 1] = hfma2_bits(p[e + 1], kHalfSixteenth, kHalfMinus72);
+                    q[e + 1] = hfma2_bits(q[e + 1], kHalfSixteenth, kHalfMinus72);
+                }
+                mma_16816(d, p[0], q[0], p[1], q[1], b[0], b[1]);
+                mma_16816(d, p[2], q[2], p[3], q[3], b[2], b[3]);
+            } else {
+                uint2 xu = make_uint2(0, 0);
+                if (has_x) xu = __ldg(reinterpret_cast<const uint2 *>(xr + (c << 4) + 4 * tid));
+                uint32_t p[2], q[2];
+                q8_mma_bits(lo[j], p);
+                q8_mma_bits(hi[j], q);
+                mma_16816(d, hsub2_bits(p[0], kHalf1152), hsub2_bits(q[0], kHalf1152), hsub2_bits(p[1], kHalf1152),
+                          hsub2_bits(q[1], kHalf1152), xu.x, xu.y);
+            }
+            const float2 s2 = __half22float2(*reinterpret_cast<const __half2 *>(&sc));
+            acc[0] = fmaf(s2.x, d[0], acc[0]);
+            acc[1] = fmaf(s2.x, d[1], acc[1]);
+            acc[2] = fmaf(s2.y, d[2], acc[2]);
+            acc[3] = fmaf(s2.y, d[3], acc[3]);
+        }
+    };
+
+    for (uint32_t s0 = wk; s0 < steps; s0 += kSteps * tw) {
+        if (s0 != wk) load(s0);
+#pragma unroll
+        for (int u = 0; u < kSteps; u++) {
+            const uint32_t s = s0 + u * tw;
+            if (s >= steps) break;
+            compute(u, s);
+        }
+    }
+
+    if (tw > 1) { // the tile's warps, added in warp order by its first warp
+        __shared__ float4 partial[kWarps][32];
+        partial[warp][lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+        __syncthreads();
+        if (wk != 0) return;
+        for (uint32_t p = 1; p < tw; p++) {
+            const float4 o = partial[warp + p][lane];
+            acc[0] += o.x;
+            acc[1] += o.y;
+            acc[2] += o.z;
+            acc[3] += o.w;
+        }
+    }
+    if (tid >= 2) return; // x rows 4-7: zeros
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const uint32_t r = 2 * tid + h;
+        if (r >= a.rows) continue;
+        if (PAIR) {
+            if (col_lo < a.n) store_mma_output(a, true, col_lo, r, acc[h], acc[2 + h]);
+        } else {
+            if (col_lo < a.n) store_mma_output(a, false, col_lo, r, acc[h], 0.0f);
+            if (col_hi < a.n) store_mma_output(a, false, col_hi, r, acc[2 + h], 0.0f);
+        }
+    }
+#endif
+}
+
+} // namespace
+
+bool quant_gemv_mma_supported() { return kernel_arch() >= 80; }
+
+uint32_t quant_gemv_mma_tiles(const GemvArgs &a) { return ceil_div(a.n, a.glu ? 8u : 16u); }
+
+cudaError_t launch_gemv_quant_mma(const GemvArgs &a, uint32_t log_tk, uint32_t blocks, cudaStream_t stream) {
+    if (log_tk < 5 || log_tk > 8 || a.rows == 0 || a.rows > kGemvQuantMaxRows) return cudaErrorInvalidValue;
+    if (!quant_gemv_mma_supported()) return cudaErrorNotSupported;
+    const uint32_t log_tw = log_tk - 5;
+    if (blocks != ceil_div(quant_gemv_mma_tiles(a), (uint32_t)kWarps >> log_tw)) return cudaErrorInvalidValue;
+    const bool q4 = a.wq == Q4;
+    void (*kernel)(GemvArgs, uint32_t) = q4 ? (a.glu ? gemv_quant_mma<true, true> : gemv_quant_mma<true, false>)
+                                            : (a.glu ? gemv_quant_mma<false, true> : gemv_quant_mma<false, false>);
+    return launch_pdl(kernel, dim3(blocks), kThreads, 0, stream, a, log_tw);
+}
