@@ -12,9 +12,11 @@
 //     each taking every tw-th step of 4 chunks along k (a fixed split, added in warp order).
 //   - Per step a lane loads one 16-byte chunk of each of its two rows (gid and gid + 8; the
 //     4 lanes of a gid read 64 contiguous bytes) with the chunk's scale: 4 steps, 128 bytes in
-//     flight, the first before waiting on the previous kernel. The 4 lanes of a row then swap
-//     words (4 shuffles a chunk quad) so lane tid holds word tid of each of the 4 chunks: an
-//     mma's 16 k slots of a row come from its 4 lanes and must lie in one chunk (one scale).
+//     flight, the first before waiting on the previous kernel. An mma's 16 k slots of a row
+//     come from the row's 4 lanes and must lie in one group (one scale), so where a group is
+//     under 4 chunks (q4 g32 / g64, q8 g32) the lanes first swap words (2 or 4 shuffles a
+//     chunk; quant_dot.cuh's mma_word_place); the mmas of one group sum into one D before
+//     its scale is applied (once a step where the 4 chunks are one group).
 //   - Unpacked with quant_dot.cuh's fragment helpers (one LOP3 and one f16x2 op per 2 weights),
 //     x's B registers read from global memory (L1: the same x serves every tile).
 //   - The epilogue is gemv_quant.cu's (bias, GLU, activation, soft-cap, residual).
@@ -53,25 +55,20 @@ __device__ __forceinline__ uint32_t hfma2_bits(uint32_t p, uint32_t m, uint32_t 
 }
 constexpr uint32_t kHalf1032 = 0x64086408u, kHalf1152 = 0x64806480u, kHalfSixteenth = 0x2C002C00u, kHalfMinus72 = 0xD480D480u;
 
-// The 4 lanes of a gid (tid 0-3) each hold one chunk (4 words); afterwards lane tid holds word
-// tid of the 4 chunks, in chunk order (a 4 x 4 transpose: swap the off-diagonal 2 x 2 blocks
-// across tid ^ 2, then the off-diagonal words of each block across tid ^ 1).
-__device__ __forceinline__ void transpose_words(uint4 &c, uint32_t tid) {
-    uint32_t v[4] = {c.x, c.y, c.z, c.w};
-    const bool upper = tid & 2, odd = tid & 1;
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const uint32_t got = __shfl_xor_sync(0xffffffffu, upper ? v[i] : v[2 + i], 2);
-        if (upper) v[i] = got;
-        else v[2 + i] = got;
-    }
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? v[2 * i] : v[2 * i + 1], 1);
-        if (odd) v[2 * i] = got;
-        else v[2 * i + 1] = got;
-    }
-    c = make_uint4(v[0], v[1], v[2], v[3]);
+// The swaps of quant_dot.cuh's mma_word_place among the 4 lanes of a gid (tid 0-3): the
+// off-diagonal 2 x 2 blocks of the 4 x 4 (lane, word) matrix across tid ^ 2, then the
+// off-diagonal words of each block across tid ^ 1.
+__device__ __forceinline__ void swap_blocks(uint4 &c, uint32_t tid) {
+    const bool upper = tid & 2;
+    const uint32_t got0 = __shfl_xor_sync(0xffffffffu, upper ? c.x : c.z, 2);
+    const uint32_t got1 = __shfl_xor_sync(0xffffffffu, upper ? c.y : c.w, 2);
+    c = upper ? make_uint4(got0, got1, c.z, c.w) : make_uint4(c.x, c.y, got0, got1);
+}
+__device__ __forceinline__ void swap_words(uint4 &c, uint32_t tid) {
+    const bool odd = tid & 1;
+    const uint32_t got0 = __shfl_xor_sync(0xffffffffu, odd ? c.x : c.y, 1);
+    const uint32_t got1 = __shfl_xor_sync(0xffffffffu, odd ? c.z : c.w, 1);
+    c = odd ? make_uint4(got0, c.y, got1, c.w) : make_uint4(c.x, got0, c.z, got1);
 }
 
 // One output, as gemv_quant.cu's store_output: (PAIR: gate sum and up sum) + bias, epilogue, store.
@@ -128,50 +125,66 @@ template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads) gemv_q
     const __half *xr = static_cast<const __half *>(a.x) + (uint64_t)(has_x ? gid : 0) * a.ldx;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; // D's (row gid, x row 2 tid), (gid, 2 tid + 1), (gid + 8, 2 tid), (gid + 8, 2 tid + 1)
 
-    // Step s: chunks 4 s .. 4 s + 3 of both rows, from wv[u] / sv[u].
+    // Step s: chunks 4 s .. 4 s + 3 of both rows, from wv[u] / sv[u]. Positions p of the
+    // lanes' words (quant_dot.cuh's mma_word_place) in one group sum into d, which is scaled
+    // into acc after the group's last position.
+    const uint32_t cpg = a.group >> cshift; // chunks per group: 1, 2, 4 or 8
     auto compute = [&](int u, uint32_t s) {
-        transpose_words(wv[u][0], tid);
-        transpose_words(wv[u][1], tid);
+        if (cpg <= 2) {
+            swap_blocks(wv[u][0], tid);
+            swap_blocks(wv[u][1], tid);
+        }
+        if (cpg == 1) {
+            swap_words(wv[u][0], tid);
+            swap_words(wv[u][1], tid);
+        }
         const uint32_t lo[4] = {wv[u][0].x, wv[u][0].y, wv[u][0].z, wv[u][0].w};
         const uint32_t hi[4] = {wv[u][1].x, wv[u][1].y, wv[u][1].z, wv[u][1].w};
         const uint32_t own_scales = *reinterpret_cast<const uint32_t *>(&sv[u]);
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint32_t c = s * kStepChunks + j;
-            if (c >= chunks) break; // the same for the whole warp
-            const uint32_t sc = __shfl_sync(0xffffffffu, own_scales, (lane & ~3u) | j);
-            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (uint32_t p = 0; p < 4; p++) {
+            const uint32_t lead = cpg >= 4 ? 0 : cpg == 2 ? (p & 2) : p; // the group's first chunk in the quad
+            if (s * kStepChunks + lead >= chunks) break;                  // the same for the whole warp
+            uint32_t chunk, word;
+            mma_word_place(cpg, tid, p, &chunk, &word);
+            const uint32_t c = s * kStepChunks + chunk;
             if (Q4) {
                 uint4 xu = make_uint4(0, 0, 0, 0);
-                if (has_x) xu = __ldg(reinterpret_cast<const uint4 *>(xr + (c << 5) + 8 * tid));
+                if (has_x) xu = __ldg(reinterpret_cast<const uint4 *>(xr + (c << 5) + 8 * word));
                 const uint32_t xw[4] = {xu.x, xu.y, xu.z, xu.w};
-                uint32_t b[4], p[4], q[4];
+                uint32_t b[4], pl[4], ph[4];
                 q4_mma_x(xw, b);
-                q4_mma_bits(lo[j], p);
-                q4_mma_bits(hi[j], q);
+                q4_mma_bits(lo[p], pl);
+                q4_mma_bits(hi[p], ph);
 #pragma unroll
                 for (int e = 0; e < 4; e += 2) {
-                    p[e] = hsub2_bits(p[e], kHalf1032);
-                    q[e] = hsub2_bits(q[e], kHalf1032);
-                    p[e + 1] = hfma2_bits(p[e + 1], kHalfSixteenth, kHalfMinus72);
-                    q[e + 1] = hfma2_bits(q[e + 1], kHalfSixteenth, kHalfMinus72);
+                    pl[e] = hsub2_bits(pl[e], kHalf1032);
+                    ph[e] = hsub2_bits(ph[e], kHalf1032);
+                    pl[e + 1] = hfma2_bits(pl[e + 1], kHalfSixteenth, kHalfMinus72);
+                    ph[e + 1] = hfma2_bits(ph[e + 1], kHalfSixteenth, kHalfMinus72);
                 }
-                mma_16816(d, p[0], q[0], p[1], q[1], b[0], b[1]);
-                mma_16816(d, p[2], q[2], p[3], q[3], b[2], b[3]);
+                mma_16816(d, pl[0], ph[0], pl[1], ph[1], b[0], b[1]);
+                mma_16816(d, pl[2], ph[2], pl[3], ph[3], b[2], b[3]);
             } else {
                 uint2 xu = make_uint2(0, 0);
-                if (has_x) xu = __ldg(reinterpret_cast<const uint2 *>(xr + (c << 4) + 4 * tid));
-                uint32_t p[2], q[2];
-                q8_mma_bits(lo[j], p);
-                q8_mma_bits(hi[j], q);
-                mma_16816(d, hsub2_bits(p[0], kHalf1152), hsub2_bits(q[0], kHalf1152), hsub2_bits(p[1], kHalf1152),
-                          hsub2_bits(q[1], kHalf1152), xu.x, xu.y);
+                if (has_x) xu = __ldg(reinterpret_cast<const uint2 *>(xr + (c << 4) + 4 * word));
+                uint32_t pl[2], ph[2];
+                q8_mma_bits(lo[p], pl);
+                q8_mma_bits(hi[p], ph);
+                mma_16816(d, hsub2_bits(pl[0], kHalf1152), hsub2_bits(ph[0], kHalf1152), hsub2_bits(pl[1], kHalf1152),
+                          hsub2_bits(ph[1], kHalf1152), xu.x, xu.y);
             }
-            const float2 s2 = __half22float2(*reinterpret_cast<const __half2 *>(&sc));
-            acc[0] = fmaf(s2.x, d[0], acc[0]);
-            acc[1] = fmaf(s2.x, d[1], acc[1]);
-            acc[2] = fmaf(s2.y, d[2], acc[2]);
-            acc[3] = fmaf(s2.y, d[3], acc[3]);
+            if (cpg >= 4 ? p == 3 : cpg == 2 ? (p & 1) != 0 : true) { // the group's last position
+                // The group's scales (rows gid, gid + 8): the lane's own where the quad is one group.
+                const uint32_t sc = cpg >= 4 ? own_scales : __shfl_sync(0xffffffffu, own_scales, (lane & ~3u) | lead);
+                const float2 s2 = __half22float2(*reinterpret_cast<const __half2 *>(&sc));
+                acc[0] = fmaf(s2.x, d[0], acc[0]);
+                acc[1] = fmaf(s2.x, d[1], acc[1]);
+                acc[2] = fmaf(s2.y, d[2], acc[2]);
+                acc[3] = fmaf(s2.y, d[3], acc[3]);
+                d[0] = d[1] = d[2] = d[3] = 0.0f;
+            }
         }
     };
 

@@ -121,6 +121,25 @@ GPT_QUANT_HD void q4_mma_x(const uint32_t *u, uint32_t *b) {
 }
 // (q8: lane tid's x elements 4 tid .. 4 tid + 3, two f16x2 words in memory order, are its B
 // registers as they are.)
+//
+// A step: the 4 lanes of a gid load chunks 0-3 of a quad (4 aligned chunks of their row), one
+// each (16 bytes: words 0-3), then swap words so that each position p (0-3) of the 4 lanes
+// lies in one group: with cpg chunks a group, 4 or more: no swap (lane tid keeps chunk tid,
+// the quad is one group); 2: the off-diagonal 2 x 2 blocks swap across tid ^ 2 (positions 0-1
+// in chunks 0-1, 2-3 in chunks 2-3); 1: then the off-diagonal words of each block across
+// tid ^ 1 (a transpose: position p = chunk p). Where position p of lane tid then lies:
+GPT_QUANT_HD void mma_word_place(uint32_t cpg, uint32_t tid, uint32_t p, uint32_t *chunk, uint32_t *word) {
+    if (cpg >= 4) {
+        *chunk = tid;
+        *word = p;
+    } else if (cpg == 2) {
+        *chunk = (tid & 1) | (p & 2);
+        *word = (p & 1) | (tid & 2);
+    } else {
+        *chunk = p;
+        *word = tid;
+    }
+}
 
 #ifdef __CUDACC__
 // Eight f16 values (16 bytes) widened to f32.

@@ -3,7 +3,8 @@
 // each mma.sync m16n8k16 must hold the same chunk element, and the unpacked values must be
 // exactly q - 8 (q4) or q (q8). The fragment layout (which lane and register half holds which
 // k slot) is written here from the PTX ISA, apart from the kernel's comments, and one mma is
-// emulated on it: the sum over a chunk must equal the chunk's dot product. Runs without a GPU.
+// emulated on it: the sum over a chunk must equal the chunk's dot product. And the word swaps
+// among the 4 lanes of a row (mma_word_place) keep each mma within one group. Runs without a GPU.
 #include "core/half.h"
 #include "quant_dot.cuh"
 
@@ -101,12 +102,60 @@ void test_q8_fragments(void **) {
     }
 }
 
+// The word swaps of a step (gemv_quant_mma.cu: across tid ^ 2, then tid ^ 1), replayed here on
+// 4 lanes' chunks (lane tid loaded chunk tid: word w = 4 chunk + w), must leave position p of
+// lane tid where mma_word_place says, every position's 4 words in one group and every word
+// of the quad exactly once.
+void test_word_places(void **) {
+    for (uint32_t cpg : {1u, 2u, 4u, 8u}) {
+        uint32_t v[4][4];
+        for (uint32_t t = 0; t < 4; t++)
+            for (uint32_t w = 0; w < 4; w++) v[t][w] = 4 * t + w;
+        if (cpg <= 2) { // the off-diagonal 2 x 2 blocks: lanes 0-1 words 2-3 <-> lanes 2-3 words 0-1
+            uint32_t n[4][4];
+            std::memcpy(n, v, sizeof v);
+            for (uint32_t t = 0; t < 4; t++)
+                for (uint32_t i = 0; i < 2; i++) {
+                    if (t & 2) n[t][i] = v[t ^ 2][2 + i];
+                    else n[t][2 + i] = v[t ^ 2][i];
+                }
+            std::memcpy(v, n, sizeof v);
+        }
+        if (cpg == 1) { // the off-diagonal words of each block: odd lanes' 0, 2 <-> even lanes' 1, 3
+            uint32_t n[4][4];
+            std::memcpy(n, v, sizeof v);
+            for (uint32_t t = 0; t < 4; t++)
+                for (uint32_t i = 0; i < 2; i++) {
+                    if (t & 1) n[t][2 * i] = v[t ^ 1][2 * i + 1];
+                    else n[t][2 * i + 1] = v[t ^ 1][2 * i];
+                }
+            std::memcpy(v, n, sizeof v);
+        }
+        bool seen[16] = {};
+        for (uint32_t p = 0; p < 4; p++) {
+            uint32_t group = 0;
+            for (uint32_t t = 0; t < 4; t++) {
+                uint32_t chunk = 99, word = 99;
+                gpt_cuda::mma_word_place(cpg, t, p, &chunk, &word);
+                if (chunk > 3 || word > 3 || v[t][p] != 4 * chunk + word)
+                    fail_msg("cpg %u lane %u position %u: holds chunk %u word %u, mma_word_place says %u, %u", cpg, t, p, v[t][p] / 4,
+                             v[t][p] % 4, chunk, word);
+                if (seen[v[t][p]]) fail_msg("cpg %u: chunk %u word %u twice", cpg, v[t][p] / 4, v[t][p] % 4);
+                seen[v[t][p]] = true;
+                if (t == 0) group = chunk / cpg;
+                else if (chunk / cpg != group) fail_msg("cpg %u position %u: chunks of two groups", cpg, p);
+            }
+        }
+    }
+}
+
 } // namespace
 
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q4_fragments),
         cmocka_unit_test(test_q8_fragments),
+        cmocka_unit_test(test_word_places),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
