@@ -73,10 +73,12 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
 cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &plan, cudaStream_t stream);
 
 // The mma kernel (gemv_quant_mma.cu): whether the code this device runs has it (sm_80+), its
-// tiles (16 weight rows: 16 columns, or 8 GLU columns), and a launch of 1 << log_tk threads a
-// tile in ceil(tiles / (256 >> log_tk)) blocks (launch_gemv_quant_plan checks the rest first).
+// tiles (16 weight rows: 16 columns, or 8 GLU columns), its plan (valid arguments), and a
+// launch of 1 << log_tk threads a tile in ceil(tiles / (256 >> log_tk)) blocks
+// (launch_gemv_quant_plan checks the rest first).
 bool quant_gemv_mma_supported();
 uint32_t quant_gemv_mma_tiles(const GemvArgs &a);
+QuantGemvPlan quant_gemv_mma_plan(const GemvArgs &a);
 cudaError_t launch_gemv_quant_mma(const GemvArgs &a, uint32_t log_tk, uint32_t blocks, cudaStream_t stream);
 
 // Quantized weights (Q8 / Q4, dtype.cuh) to f16: rows [row0, row0 + n_rows) of a [total_rows][k]

@@ -453,19 +453,6 @@ QuantGemvPlan tiled_plan(const GemvArgs &a) {
     return {0, log_tk, blocks(), 0};
 }
 
-// The mma kernel's rule, entry 21's in steps of 4 chunks: warps per tile enough that each
-// takes at most kMmaSteps steps (up to 8), then more while the grid is small and every warp
-// keeps a step.
-constexpr uint32_t kMmaSteps = 4;
-QuantGemvPlan mma_plan(const GemvArgs &a) {
-    const uint32_t steps = ceil_div(chunks_of(a), 4u), tiles = quant_gemv_mma_tiles(a);
-    uint32_t log_tw = 0;
-    while (log_tw < 3 && kMmaSteps << log_tw < steps) log_tw++;
-    auto blocks = [&] { return ceil_div(tiles, 8u >> log_tw); };
-    while (log_tw < 3 && (1u << log_tw) < steps && blocks() < GPT_QGEMV_MIN_BLOCKS) log_tw++;
-    return {2, 5 + log_tw, blocks(), 0};
-}
-
 bool valid_args(const GemvArgs &a) {
     return gemv_supported(a.rows, a.k, a.ldx, a.dtype, a.wq) && (a.group == 32 || a.group == 64 || a.group == 128) &&
            a.k % a.group == 0;
@@ -501,7 +488,7 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
         variant = xs_fits && !(a.rows == 1 && a.wq == Q8 && weight_bytes < (8u << 20)) ? QGEMV_STREAM_XS : QGEMV_TILED;
     }
     if (variant == QGEMV_MMA) {
-        *plan = quant_gemv_mma_supported() ? mma_plan(a) : tiled_plan(a);
+        *plan = quant_gemv_mma_supported() ? quant_gemv_mma_plan(a) : tiled_plan(a);
         return cudaSuccess;
     }
     if (variant == QGEMV_TILED || !xs_fits) {

@@ -11,7 +11,7 @@
 //     its B columns 0-3 (lanes of columns 4-7 give zeros); 1-8 warps of a block share a tile,
 //     each taking every tw-th step of 4 chunks along k (a fixed split, added in warp order).
 //   - Per step a lane loads one 16-byte chunk of each of its two rows (gid and gid + 8; the
-//     4 lanes of a gid read 64 contiguous bytes) with the chunk's scale: 4 steps, 128 bytes in
+//     4 lanes of a gid read 64 contiguous bytes) with the chunk's scale: 3 steps (96 bytes) in
 //     flight, the first before waiting on the previous kernel. An mma's 16 k slots of a row
 //     come from the row's 4 lanes and must lie in one group (one scale), so where a group is
 //     under 4 chunks (q4 g32 / g64, q8 g32) the lanes first swap words (2 or 4 shuffles a
@@ -32,7 +32,16 @@ namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr uint32_t kStepChunks = 4; // chunks of a row per step (one per lane of a gid)
-constexpr int kSteps = 4;           // steps whose loads are issued together
+// Steps whose loads are issued together: 3 (96 bytes in flight a lane) keeps the kernels at 80
+// registers, 3 blocks per SM; 4 takes 95-99 (2 blocks). A build switch for A/B runs.
+#ifndef GPT_QGEMV_MMA_STEPS
+#define GPT_QGEMV_MMA_STEPS 3
+#endif
+constexpr int kSteps = GPT_QGEMV_MMA_STEPS;
+// As gemv_quant.cu's: fewer blocks than this and the plan gives each tile more warps.
+#ifndef GPT_QGEMV_MIN_BLOCKS
+#define GPT_QGEMV_MIN_BLOCKS 256
+#endif
 
 // D += A B, m16n8k16, f16 inputs, f32 accumulation.
 __device__ __forceinline__ void mma_16816(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
@@ -231,6 +240,17 @@ template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads) gemv_q
 bool quant_gemv_mma_supported() { return kernel_arch() >= 80; }
 
 uint32_t quant_gemv_mma_tiles(const GemvArgs &a) { return ceil_div(a.n, a.glu ? 8u : 16u); }
+
+// Entry 21's rule in steps: warps per tile enough that each takes at most kSteps steps (one
+// round of loads; up to 8), then more while the grid is small and every warp keeps a step.
+QuantGemvPlan quant_gemv_mma_plan(const GemvArgs &a) {
+    const uint32_t steps = ceil_div((a.wq == Q4 ? a.k / 2 : a.k) / 16, kStepChunks), tiles = quant_gemv_mma_tiles(a);
+    uint32_t log_tw = 0;
+    while (log_tw < 3 && (uint32_t)kSteps << log_tw < steps) log_tw++;
+    auto blocks = [&] { return ceil_div(tiles, (uint32_t)kWarps >> log_tw); };
+    while (log_tw < 3 && (1u << log_tw) < steps && blocks() < GPT_QGEMV_MIN_BLOCKS) log_tw++;
+    return {2, 5 + log_tw, blocks(), 0};
+}
 
 cudaError_t launch_gemv_quant_mma(const GemvArgs &a, uint32_t log_tk, uint32_t blocks, cudaStream_t stream) {
     if (log_tk < 5 || log_tk > 8 || a.rows == 0 || a.rows > kGemvQuantMaxRows) return cudaErrorInvalidValue;
