@@ -14,9 +14,10 @@
 //     4 lanes of a gid read 64 contiguous bytes) with the chunk's scale: 3 steps (96 bytes) in
 //     flight, the first before waiting on the previous kernel. An mma's 16 k slots of a row
 //     come from the row's 4 lanes and must lie in one group (one scale), so where a group is
-//     under 4 chunks (q4 g32 / g64, q8 g32) the lanes first swap words (2 or 4 shuffles a
-//     chunk; quant_dot.cuh's mma_word_place); the mmas of one group sum into one D before
-//     its scale is applied (once a step where the 4 chunks are one group).
+//     under 4 chunks (q4 g32 / g64, q8 g32) the 4 lanes' chunks are first transposed through
+//     shared memory (a store and an ldmatrix; quant_dot.cuh's mma_word_place); the mmas of
+//     one group sum into one D before its scale is applied (once a step where the 4 chunks
+//     are one group).
 //   - Unpacked with quant_dot.cuh's fragment helpers (one LOP3 and one f16x2 op per 2 weights),
 //     x's B registers read from global memory (L1: the same x serves every tile).
 //   - The epilogue is gemv_quant.cu's (bias, GLU, activation, soft-cap, residual).
@@ -32,8 +33,9 @@ namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr uint32_t kStepChunks = 4; // chunks of a row per step (one per lane of a gid)
-// Steps whose loads are issued together: 3 (96 bytes in flight a lane) keeps the kernels at 80
-// registers, 3 blocks per SM; 4 takes 95-99 (2 blocks). A build switch for A/B runs.
+// Steps whose loads are issued together: 3 (96 bytes in flight a lane) fits the kernels in 80
+// registers without spills (3 blocks per SM, __launch_bounds__); 4 needs 95-99 (2 blocks).
+// A build switch for A/B runs (with 4, drop the launch bound's 3 or it spills).
 #ifndef GPT_QGEMV_MMA_STEPS
 #define GPT_QGEMV_MMA_STEPS 3
 #endif
@@ -64,20 +66,14 @@ __device__ __forceinline__ uint32_t hfma2_bits(uint32_t p, uint32_t m, uint32_t 
 }
 constexpr uint32_t kHalf1032 = 0x64086408u, kHalf1152 = 0x64806480u, kHalfSixteenth = 0x2C002C00u, kHalfMinus72 = 0xD480D480u;
 
-// The swaps of quant_dot.cuh's mma_word_place among the 4 lanes of a gid (tid 0-3): the
-// off-diagonal 2 x 2 blocks of the 4 x 4 (lane, word) matrix across tid ^ 2, then the
-// off-diagonal words of each block across tid ^ 1.
-__device__ __forceinline__ void swap_blocks(uint4 &c, uint32_t tid) {
-    const bool upper = tid & 2;
-    const uint32_t got0 = __shfl_xor_sync(0xffffffffu, upper ? c.x : c.z, 2);
-    const uint32_t got1 = __shfl_xor_sync(0xffffffffu, upper ? c.y : c.w, 2);
-    c = upper ? make_uint4(got0, got1, c.z, c.w) : make_uint4(c.x, c.y, got0, got1);
-}
-__device__ __forceinline__ void swap_words(uint4 &c, uint32_t tid) {
-    const bool odd = tid & 1;
-    const uint32_t got0 = __shfl_xor_sync(0xffffffffu, odd ? c.x : c.y, 1);
-    const uint32_t got1 = __shfl_xor_sync(0xffffffffu, odd ? c.z : c.w, 1);
-    c = odd ? make_uint4(got0, c.y, got1, c.w) : make_uint4(c.x, got0, c.z, got1);
+// Four 8 x 8 b16 matrices from shared memory, lane l giving row l % 8 of matrix l / 8.
+__device__ __forceinline__ uint4 ldmatrix_x4(uint32_t row_address) {
+    uint4 r;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "r"(row_address)
+                 : "memory");
+    return r;
 }
 
 // One output, as gemv_quant.cu's store_output: (PAIR: gate sum and up sum) + bias, epilogue, store.
@@ -94,7 +90,7 @@ __device__ __forceinline__ void store_mma_output(const GemvArgs &a, bool pair, u
     else static_cast<__half *>(a.y)[o] = __float2half_rn(v);
 }
 
-template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads) gemv_quant_mma(GemvArgs a, uint32_t log_tw) {
+template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads, 3) gemv_quant_mma(GemvArgs a, uint32_t log_tw) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, tid = lane & 3;
     const uint32_t tw = 1u << log_tw, wk = warp & (tw - 1);
@@ -138,14 +134,18 @@ template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads) gemv_q
     // lanes' words (quant_dot.cuh's mma_word_place) in one group sum into d, which is scaled
     // into acc after the group's last position.
     const uint32_t cpg = a.group >> cshift; // chunks per group: 1, 2, 4 or 8
+    __shared__ uint4 stage_all[kWarps][2][32]; // per warp: the two rows' chunks, 16 bytes a lane
+    uint4(&stage)[2][32] = stage_all[warp];
+    const uint32_t store_slot = mma_stage_slot(gid, tid);
+    const uint32_t load_address = (uint32_t)__cvta_generic_to_shared(&stage[0][mma_ldmatrix_slot(lane)]);
     auto compute = [&](int u, uint32_t s) {
-        if (cpg <= 2) {
-            swap_blocks(wv[u][0], tid);
-            swap_blocks(wv[u][1], tid);
-        }
-        if (cpg == 1) {
-            swap_words(wv[u][0], tid);
-            swap_words(wv[u][1], tid);
+        if (cpg < 4) { // transposed through the warp's slots (quant_dot.cuh's mma_stage_slot)
+            stage[0][store_slot] = wv[u][0];
+            stage[1][store_slot] = wv[u][1];
+            __syncwarp();
+            wv[u][0] = ldmatrix_x4(load_address);
+            wv[u][1] = ldmatrix_x4(load_address + 32 * 16);
+            __syncwarp(); // read by every lane before the next step's stores
         }
         const uint32_t lo[4] = {wv[u][0].x, wv[u][0].y, wv[u][0].z, wv[u][0].w};
         const uint32_t hi[4] = {wv[u][1].x, wv[u][1].y, wv[u][1].z, wv[u][1].w};

@@ -123,23 +123,21 @@ GPT_QUANT_HD void q4_mma_x(const uint32_t *u, uint32_t *b) {
 // registers as they are.)
 //
 // A step: the 4 lanes of a gid load chunks 0-3 of a quad (4 aligned chunks of their row), one
-// each (16 bytes: words 0-3), then swap words so that each position p (0-3) of the 4 lanes
-// lies in one group: with cpg chunks a group, 4 or more: no swap (lane tid keeps chunk tid,
-// the quad is one group); 2: the off-diagonal 2 x 2 blocks swap across tid ^ 2 (positions 0-1
-// in chunks 0-1, 2-3 in chunks 2-3); 1: then the off-diagonal words of each block across
-// tid ^ 1 (a transpose: position p = chunk p). Where position p of lane tid then lies:
+// each (16 bytes: words 0-3). Each position p (0-3) of the 4 lanes' words must lie in one
+// group: with cpg (chunks a group) 4 or more the quad is one group, so lane tid keeps chunk
+// tid; with 1 or 2 the quad is transposed through shared memory (ldmatrix), so position p is
+// chunk p. Where position p of lane tid lies:
 GPT_QUANT_HD void mma_word_place(uint32_t cpg, uint32_t tid, uint32_t p, uint32_t *chunk, uint32_t *word) {
-    if (cpg >= 4) {
-        *chunk = tid;
-        *word = p;
-    } else if (cpg == 2) {
-        *chunk = (tid & 1) | (p & 2);
-        *word = (p & 1) | (tid & 2);
-    } else {
-        *chunk = p;
-        *word = tid;
-    }
+    *chunk = cpg >= 4 ? tid : p;
+    *word = cpg >= 4 ? p : tid;
 }
+// The transpose: lane (gid, tid) stores its chunk in 16-byte slot mma_stage_slot(gid, tid) of
+// its warp's 32; ldmatrix .x4 (lane l gives the address of row l % 8 of matrix l / 8, and gets
+// word l % 4 of row l / 4 of each matrix i in register i) then reads matrix j row g = chunk j
+// of gid g. The xor puts the 8 slots of each 8-lane phase (of the store and of each matrix)
+// on 8 different 16-byte bank groups.
+GPT_QUANT_HD uint32_t mma_stage_slot(uint32_t gid, uint32_t tid) { return 4 * gid + (tid ^ (gid >> 1)); }
+GPT_QUANT_HD uint32_t mma_ldmatrix_slot(uint32_t lane) { return mma_stage_slot(lane & 7, lane >> 3); }
 
 #ifdef __CUDACC__
 // Eight f16 values (16 bytes) widened to f32.

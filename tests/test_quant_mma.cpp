@@ -3,8 +3,9 @@
 // each mma.sync m16n8k16 must hold the same chunk element, and the unpacked values must be
 // exactly q - 8 (q4) or q (q8). The fragment layout (which lane and register half holds which
 // k slot) is written here from the PTX ISA, apart from the kernel's comments, and one mma is
-// emulated on it: the sum over a chunk must equal the chunk's dot product. And the word swaps
-// among the 4 lanes of a row (mma_word_place) keep each mma within one group. Runs without a GPU.
+// emulated on it: the sum over a chunk must equal the chunk's dot product. And the transpose
+// of a row's 4 chunks through shared memory (ldmatrix, replayed) puts each mma's words in one
+// group, without bank conflicts. Runs without a GPU.
 #include "core/half.h"
 #include "quant_dot.cuh"
 
@@ -102,48 +103,56 @@ void test_q8_fragments(void **) {
     }
 }
 
-// The word swaps of a step (gemv_quant_mma.cu: across tid ^ 2, then tid ^ 1), replayed here on
-// 4 lanes' chunks (lane tid loaded chunk tid: word w = 4 chunk + w), must leave position p of
-// lane tid where mma_word_place says, every position's 4 words in one group and every word
-// of the quad exactly once.
+// A step's words as the kernel places them (gemv_quant_mma.cu), ldmatrix replayed here from
+// the PTX ISA where the quad is transposed: position p of lane tid must hold what
+// mma_word_place says, each position's 4 words must lie in one group and every word of the
+// quad must appear once; the store and each matrix's 8 row reads must touch 8 different
+// 16-byte bank groups (no bank conflicts).
 void test_word_places(void **) {
     for (uint32_t cpg : {1u, 2u, 4u, 8u}) {
-        uint32_t v[4][4];
-        for (uint32_t t = 0; t < 4; t++)
-            for (uint32_t w = 0; w < 4; w++) v[t][w] = 4 * t + w;
-        if (cpg <= 2) { // the off-diagonal 2 x 2 blocks: lanes 0-1 words 2-3 <-> lanes 2-3 words 0-1
-            uint32_t n[4][4];
-            std::memcpy(n, v, sizeof v);
-            for (uint32_t t = 0; t < 4; t++)
-                for (uint32_t i = 0; i < 2; i++) {
-                    if (t & 2) n[t][i] = v[t ^ 2][2 + i];
-                    else n[t][2 + i] = v[t ^ 2][i];
-                }
+        // lane (gid, tid) loaded chunk tid of its gid's row: word w is 16 gid + 4 tid + w
+        uint32_t v[32][4];
+        for (uint32_t l = 0; l < 32; l++)
+            for (uint32_t w = 0; w < 4; w++) v[l][w] = 16 * (l / 4) + 4 * (l % 4) + w;
+        if (cpg < 4) {
+            uint32_t slots[32][4];
+            bool used[32] = {};
+            for (uint32_t l = 0; l < 32; l++) {
+                const uint32_t s = gpt_cuda::mma_stage_slot(l / 4, l % 4);
+                if (s >= 32 || used[s]) fail_msg("lane %u: stage slot %u out of range or taken", l, s);
+                used[s] = true;
+                std::memcpy(slots[s], v[l], 16);
+            }
+            for (uint32_t phase = 0; phase < 4; phase++) { // 128-bit stores: 8 lanes a phase
+                uint32_t banks = 0;
+                for (uint32_t l = 8 * phase; l < 8 * phase + 8; l++) banks |= 1u << (gpt_cuda::mma_stage_slot(l / 4, l % 4) % 8);
+                if (banks != 0xFF) fail_msg("store phase %u: bank conflict", phase);
+            }
+            uint32_t n[32][4];
+            for (uint32_t i = 0; i < 4; i++) { // matrix i: rows from lanes 8 i .. 8 i + 7
+                uint32_t banks = 0;
+                for (uint32_t r = 0; r < 8; r++) banks |= 1u << (gpt_cuda::mma_ldmatrix_slot(8 * i + r) % 8);
+                if (banks != 0xFF) fail_msg("ldmatrix matrix %u: bank conflict", i);
+                for (uint32_t l = 0; l < 32; l++) n[l][i] = slots[gpt_cuda::mma_ldmatrix_slot(8 * i + l / 4)][l % 4];
+            }
             std::memcpy(v, n, sizeof v);
         }
-        if (cpg == 1) { // the off-diagonal words of each block: odd lanes' 0, 2 <-> even lanes' 1, 3
-            uint32_t n[4][4];
-            std::memcpy(n, v, sizeof v);
-            for (uint32_t t = 0; t < 4; t++)
-                for (uint32_t i = 0; i < 2; i++) {
-                    if (t & 1) n[t][2 * i] = v[t ^ 1][2 * i + 1];
-                    else n[t][2 * i + 1] = v[t ^ 1][2 * i];
+        for (uint32_t g = 0; g < 8; g++) {
+            bool seen[16] = {};
+            for (uint32_t p = 0; p < 4; p++) {
+                uint32_t group = 0;
+                for (uint32_t t = 0; t < 4; t++) {
+                    const uint32_t got = v[4 * g + t][p];
+                    uint32_t chunk = 99, word = 99;
+                    gpt_cuda::mma_word_place(cpg, t, p, &chunk, &word);
+                    if (got / 16 != g || chunk > 3 || word > 3 || got % 16 != 4 * chunk + word)
+                        fail_msg("cpg %u lane %u position %u: holds gid %u chunk %u word %u, mma_word_place says chunk %u word %u", cpg,
+                                 4 * g + t, p, got / 16, got % 16 / 4, got % 4, chunk, word);
+                    if (seen[got % 16]) fail_msg("cpg %u gid %u: chunk %u word %u twice", cpg, g, got % 16 / 4, got % 4);
+                    seen[got % 16] = true;
+                    if (t == 0) group = chunk / cpg;
+                    else if (chunk / cpg != group) fail_msg("cpg %u position %u: chunks of two groups", cpg, p);
                 }
-            std::memcpy(v, n, sizeof v);
-        }
-        bool seen[16] = {};
-        for (uint32_t p = 0; p < 4; p++) {
-            uint32_t group = 0;
-            for (uint32_t t = 0; t < 4; t++) {
-                uint32_t chunk = 99, word = 99;
-                gpt_cuda::mma_word_place(cpg, t, p, &chunk, &word);
-                if (chunk > 3 || word > 3 || v[t][p] != 4 * chunk + word)
-                    fail_msg("cpg %u lane %u position %u: holds chunk %u word %u, mma_word_place says %u, %u", cpg, t, p, v[t][p] / 4,
-                             v[t][p] % 4, chunk, word);
-                if (seen[v[t][p]]) fail_msg("cpg %u: chunk %u word %u twice", cpg, v[t][p] / 4, v[t][p] % 4);
-                seen[v[t][p]] = true;
-                if (t == 0) group = chunk / cpg;
-                else if (chunk / cpg != group) fail_msg("cpg %u position %u: chunks of two groups", cpg, p);
             }
         }
     }
