@@ -5,7 +5,7 @@
 //     y[r][n] = sum over chunks c of s[n][c] * (sum over k in c of (q[n][k] - z) * x[r][k])
 // (q - z) is an integer in [-8, 7] or [-128, 127], exact in f16, and each product with an f16
 // x is exact in f32, so the result differs from the exact one only by the order of the f32
-// additions (the tensor core's inside a chunk, then one FMA per chunk with its group's scale).
+// additions (the tensor core's inside a group's part of a step, then one FMA with its scale).
 //   - A warp owns a tile of 16 weight rows (16 columns, or 8 GLU columns' gate rows 0-7 and up
 //     rows 8-15, so each lane ends with both halves of its column) = the mma's A; x's rows are
 //     its B columns 0-3 (lanes of columns 4-7 give zeros); 1-8 warps of a block share a tile,
@@ -64,7 +64,6 @@ __device__ __forceinline__ uint32_t hfma2_bits(uint32_t p, uint32_t m, uint32_t 
     asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(p), "r"(m), "r"(c));
     return r;
 }
-constexpr uint32_t kHalf1032 = 0x64086408u, kHalf1152 = 0x64806480u, kHalfSixteenth = 0x2C002C00u, kHalfMinus72 = 0xD480D480u;
 
 // Four 8 x 8 b16 matrices from shared memory, lane l giving row l % 8 of matrix l / 8.
 __device__ __forceinline__ uint4 ldmatrix_x4(uint32_t row_address) {
@@ -168,10 +167,10 @@ template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads, 3) gem
                 q4_mma_bits(hi[p], ph);
 #pragma unroll
                 for (int e = 0; e < 4; e += 2) {
-                    pl[e] = hsub2_bits(pl[e], kHalf1032);
-                    ph[e] = hsub2_bits(ph[e], kHalf1032);
-                    pl[e + 1] = hfma2_bits(pl[e + 1], kHalfSixteenth, kHalfMinus72);
-                    ph[e + 1] = hfma2_bits(ph[e + 1], kHalfSixteenth, kHalfMinus72);
+                    pl[e] = hsub2_bits(pl[e], kMmaHalf1032);
+                    ph[e] = hsub2_bits(ph[e], kMmaHalf1032);
+                    pl[e + 1] = hfma2_bits(pl[e + 1], kMmaHalfSixteenth, kMmaHalfMinus72);
+                    ph[e + 1] = hfma2_bits(ph[e + 1], kMmaHalfSixteenth, kMmaHalfMinus72);
                 }
                 mma_16816(d, pl[0], ph[0], pl[1], ph[1], b[0], b[1]);
                 mma_16816(d, pl[2], ph[2], pl[3], ph[3], b[2], b[3]);
@@ -181,8 +180,8 @@ template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads, 3) gem
                 uint32_t pl[2], ph[2];
                 q8_mma_bits(lo[p], pl);
                 q8_mma_bits(hi[p], ph);
-                mma_16816(d, hsub2_bits(pl[0], kHalf1152), hsub2_bits(ph[0], kHalf1152), hsub2_bits(pl[1], kHalf1152),
-                          hsub2_bits(ph[1], kHalf1152), xu.x, xu.y);
+                mma_16816(d, hsub2_bits(pl[0], kMmaHalf1152), hsub2_bits(ph[0], kMmaHalf1152), hsub2_bits(pl[1], kMmaHalf1152),
+                          hsub2_bits(ph[1], kMmaHalf1152), xu.x, xu.y);
             }
             if (cpg >= 4 ? p == 3 : cpg == 2 ? (p & 1) != 0 : true) { // the group's last position
                 // The group's scales (rows gid, gid + 8): the lane's own where the quad is one group.

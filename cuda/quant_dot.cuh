@@ -105,6 +105,8 @@ GPT_QUANT_HD void q4_mma_bits(uint32_t w, uint32_t *p) {
     p[2] = (hi & 0x000F000Fu) | 0x64006400u; // elements 2, 6
     p[3] = (hi & 0x00F000F0u) | 0x64006400u; // elements 3, 7 (times 16)
 }
+// The f16x2 constants of those operations (both halves alike): 1032, 1 / 16, -72, 1152.
+constexpr uint32_t kMmaHalf1032 = 0x64086408u, kMmaHalfSixteenth = 0x2C002C00u, kMmaHalfMinus72 = 0xD480D480u, kMmaHalf1152 = 0x64806480u;
 // q8: the patterns of (element 0, 1) and (2, 3): 1024 + (q + 128); q = P - 1152.
 GPT_QUANT_HD void q8_mma_bits(uint32_t w, uint32_t *p) {
     const uint32_t f = w ^ 0x80808080u;

@@ -39,6 +39,18 @@ Slot slot_of(int s) { return {(s % 8) / 2, 2 * (s / 8), s / 8, s % 2}; }
 
 uint32_t pack_halves(float lo, float hi) { return gpt::f32_to_f16(lo) | (uint32_t)gpt::f32_to_f16(hi) << 16; }
 
+// The f16x2 constants the kernel unpacks with: both halves the documented value.
+void test_constants(void **) {
+    const struct {
+        uint32_t bits;
+        float want;
+    } cases[] = {{gpt_cuda::kMmaHalf1032, 1032.0f}, {gpt_cuda::kMmaHalfSixteenth, 0.0625f}, {gpt_cuda::kMmaHalfMinus72, -72.0f},
+                 {gpt_cuda::kMmaHalf1152, 1152.0f}};
+    for (const auto &c : cases)
+        for (int h = 0; h < 2; h++)
+            if (half_of(c.bits, h) != c.want) fail_msg("constant %08x half %d: %g, want %g", c.bits, h, half_of(c.bits, h), c.want);
+}
+
 // q4: a chunk of 32 nibbles (4 words, word tid in lane tid) and x = the element indexes, so
 // every B slot names the element it carries; the A slot beside it must hold that element's q - 8.
 void test_q4_fragments(void **) {
@@ -162,6 +174,7 @@ void test_word_places(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_constants),
         cmocka_unit_test(test_q4_fragments),
         cmocka_unit_test(test_q8_fragments),
         cmocka_unit_test(test_word_places),
