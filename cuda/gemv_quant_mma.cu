@@ -34,12 +34,13 @@ namespace {
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr uint32_t kStepChunks = 4; // chunks of a row per step (one per lane of a gid)
 // Steps whose loads are issued together: 3 (96 bytes in flight a lane) fits the kernels in 80
-// registers without spills (3 blocks per SM, __launch_bounds__); 4 needs 95-99 (2 blocks).
-// A build switch for A/B runs (with 4, drop the launch bound's 3 or it spills).
+// registers without spills, 3 blocks per SM; 4 needs 92-99 (2 blocks), but a 7B matrix's
+// 28 steps a row then take one round of loads, not two. A build switch for A/B runs.
 #ifndef GPT_QGEMV_MMA_STEPS
 #define GPT_QGEMV_MMA_STEPS 3
 #endif
 constexpr int kSteps = GPT_QGEMV_MMA_STEPS;
+constexpr int kMinBlocksPerSm = kSteps <= 3 ? 3 : 2;
 // As gemv_quant.cu's: fewer blocks than this and the plan gives each tile more warps.
 #ifndef GPT_QGEMV_MIN_BLOCKS
 #define GPT_QGEMV_MIN_BLOCKS 256
@@ -89,7 +90,7 @@ __device__ __forceinline__ void store_mma_output(const GemvArgs &a, bool pair, u
     else static_cast<__half *>(a.y)[o] = __float2half_rn(v);
 }
 
-template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads, 3) gemv_quant_mma(GemvArgs a, uint32_t log_tw) {
+template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) gemv_quant_mma(GemvArgs a, uint32_t log_tw) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, tid = lane & 3;
     const uint32_t tw = 1u << log_tw, wk = warp & (tw - 1);
