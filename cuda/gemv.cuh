@@ -53,7 +53,7 @@ cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 //   auto       stream-xs where x fits, except one row of a q8 matrix under 8 MiB (latency-bound:
 //              tiled starts faster); tiled elsewhere. The default.
 //   mma        tensor cores (gemv_quant_mma.cu): tiles of 16 weight rows as mma.sync's A, the
-//              weights unpacked to exact integers in f16, f32 sums scaled per chunk; sm_80 and
+//              weights unpacked to exact integers in f16, f32 sums scaled per group; sm_80 and
 //              newer (elsewhere it runs tiled). Not in auto's rule yet.
 enum QuantGemvVariant : int { QGEMV_TILED, QGEMV_STREAM_XS, QGEMV_MMA, QGEMV_AUTO, QGEMV_VARIANTS };
 const char *quant_gemv_variant_name(int variant);
