@@ -43,7 +43,7 @@ cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);
 // It runs the variant GPT_QGEMV names (read once; default "auto"), a switch for A/B runs.
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 
-// The quantized GEMV's two kernels and the rule between them (tests/bench_quant_gemv times them,
+// The quantized GEMV's kernels and the rule between them (tests/bench_quant_gemv times them,
 // PERFORMANCE entry 29):
 //   tiled      entry 21's kernel: one pass of 1-2 steps per thread, a block per 1-8 sets;
 //   stream-xs  persistent blocks (whole waves from the occupancy API) walking set after set,
@@ -52,10 +52,14 @@ cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 //              elsewhere it runs tiled;
 //   auto       stream-xs where x fits, except one row of a q8 matrix under 8 MiB (latency-bound:
 //              tiled starts faster); tiled elsewhere. The default.
-enum QuantGemvVariant : int { QGEMV_TILED, QGEMV_STREAM_XS, QGEMV_AUTO, QGEMV_VARIANTS };
+//   mma        tensor cores (gemv_quant_mma.cu): tiles of 16 weight rows as mma.sync's A, the
+//              weights unpacked to exact integers in f16, f32 sums scaled per group; sm_80 and
+//              newer (elsewhere it runs tiled). Not in auto's rule yet.
+enum QuantGemvVariant : int { QGEMV_TILED, QGEMV_STREAM_XS, QGEMV_MMA, QGEMV_AUTO, QGEMV_VARIANTS };
 const char *quant_gemv_variant_name(int variant);
-// A launch: which kernel (0 tiled, 1 stream-xs), threads per set (1 << log_tk, 32-256), blocks
-// (stream-xs: any count, each walks every blocks-th group of sets), xs: 1 with the stream kernel.
+// A launch: which kernel (0 tiled, 1 stream-xs, 2 mma), threads per set (1 << log_tk, 32-256;
+// mma: per tile of 16 weight rows), blocks (stream-xs: any count, each walks every blocks-th
+// group of sets; tiled and mma: one per group of sets or tiles), xs: 1 with the stream kernel.
 struct QuantGemvPlan {
     int kernel;
     uint32_t log_tk;
@@ -67,6 +71,15 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
 // Runs a plan (checked: arguments as launch_gemv's, log_tk 5-8, xs only where it fits); tests
 // force plans no heuristic picks (many rounds per block, every thread count).
 cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &plan, cudaStream_t stream);
+
+// The mma kernel (gemv_quant_mma.cu): whether the code this device runs has it (sm_80+), its
+// tiles (16 weight rows: 16 columns, or 8 GLU columns), its plan (valid arguments), and a
+// launch of 1 << log_tk threads a tile in ceil(tiles / (256 >> log_tk)) blocks
+// (launch_gemv_quant_plan checks the rest first).
+bool quant_gemv_mma_supported();
+uint32_t quant_gemv_mma_tiles(const GemvArgs &a);
+QuantGemvPlan quant_gemv_mma_plan(const GemvArgs &a);
+cudaError_t launch_gemv_quant_mma(const GemvArgs &a, uint32_t log_tk, uint32_t blocks, cudaStream_t stream);
 
 // Quantized weights (Q8 / Q4, dtype.cuh) to f16: rows [row0, row0 + n_rows) of a [total_rows][k]
 // matrix with `group` columns per scale into out[n_rows][k]. k a multiple of 32.

@@ -16,6 +16,8 @@
 // Kernels: rows 1, 2 or 4 (3 runs the 4-row kernel, the extra row reading row 0 of x again and
 // writing nothing) x GLU or not: 6 in all; Q8 or Q4 and tk are run-time values.
 //
+// A third kernel, on tensor cores, is gemv_quant_mma.cu's; its plan and launch come through here.
+//
 // A second, streaming kernel (gemv.cuh's QuantGemvVariant; PERFORMANCE entry 29): its blocks
 // stay resident (whole waves) and walk groups of sets, each thread loading the next step's
 // chunks before computing the current one, so loads stay in flight across sets; x is staged in
@@ -472,6 +474,7 @@ const char *quant_gemv_variant_name(int variant) {
     switch (variant) {
     case QGEMV_TILED: return "tiled";
     case QGEMV_STREAM_XS: return "stream-xs";
+    case QGEMV_MMA: return "mma";
     case QGEMV_AUTO: return "auto";
     }
     return "?";
@@ -483,6 +486,10 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
     if (variant == QGEMV_AUTO) { // PERFORMANCE entry 29's measurements
         const uint64_t weight_bytes = (uint64_t)(a.glu ? 2 : 1) * a.n * (a.wq == Q4 ? a.k / 2 : a.k);
         variant = xs_fits && !(a.rows == 1 && a.wq == Q8 && weight_bytes < (8u << 20)) ? QGEMV_STREAM_XS : QGEMV_TILED;
+    }
+    if (variant == QGEMV_MMA) {
+        *plan = quant_gemv_mma_supported() ? quant_gemv_mma_plan(a) : tiled_plan(a);
+        return cudaSuccess;
     }
     if (variant == QGEMV_TILED || !xs_fits) {
         *plan = tiled_plan(a);
@@ -509,7 +516,8 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
 
 cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &p, cudaStream_t stream) {
     if (a.n == 0 || a.rows == 0) return cudaSuccess;
-    if (!valid_args(a) || p.kernel < 0 || p.kernel > 1 || p.log_tk < 5 || p.log_tk > 8 || p.blocks == 0) return cudaErrorInvalidValue;
+    if (!valid_args(a) || p.kernel < 0 || p.kernel > 2 || p.log_tk < 5 || p.log_tk > 8 || p.blocks == 0) return cudaErrorInvalidValue;
+    if (p.kernel == 2) return p.xs ? cudaErrorInvalidValue : launch_gemv_quant_mma(a, p.log_tk, p.blocks, stream);
     const uint32_t groups = ceil_div(sets_of(a), (uint32_t)kThreads >> p.log_tk);
     if (p.kernel == 0) { // one block per group, no staging
         if (p.xs || p.blocks != groups) return cudaErrorInvalidValue;

@@ -82,6 +82,65 @@ GPT_QUANT_HD void q8_word(uint32_t w, const QuantScale &k, float *out) {
     out[3] = fmaf(quant_bits_float(quant_byte_perm(f, 0x47000000u, 0x7434)), k.s, k.c8);
 }
 
+// ---- Tensor-core fragments (gemv_quant_mma.cu): mma.sync m16n8k16, f16 inputs, f32 sums.
+// The PTX ISA's fragment layout (lane = 4 gid + tid): A (16 x 16, row-major) register i of a
+// lane holds row gid + 8 (i & 1), k slots 2 tid + 8 (i >> 1) and + 1 (low, high half); B
+// (16 x 8) register i holds column gid, k slots 2 tid + 8 i and + 1; D holds row gid + 8 (i >> 1),
+// column 2 tid + (i & 1). Here A = 16 weight rows, B = up to 4 rows of x (columns 0-3).
+// The k slots of one weight row come from the 4 lanes of its gid, so lane tid brings word
+// tid of a 16-byte chunk (one group: exactness needs one scale per mma). Which element of
+// the word sits in which slot is free as long as x follows it; the choice below makes each
+// unpack one LOP3 (plus a shift for half of them):
+//   q4, word tid (chunk elements 8 tid .. 8 tid + 7), mma j of 2: register pair (0 | 2) =
+//   elements (8 tid + 2 j, 8 tid + 2 j + 4) | (8 tid + 2 j + 1, 8 tid + 2 j + 5);
+//   q8, word tid (chunk elements 4 tid .. 4 tid + 3), one mma: (4 tid, 4 tid + 1) | (4 tid + 2, 4 tid + 3).
+// The unpacked halves are exact integers offset into f16's [1024, 2048) binade (0x64xx):
+// q4_mma_bits gives, per word, the raw f16x2 bit patterns P[0..3] for (j 0 reg 0, j 0 reg 2,
+// j 1 reg 0, j 1 reg 2); the value q - 8 is P - 1032 for P[0], P[2] and P / 16 - 72 for P[1],
+// P[3] (the nibble sits 4 bits up: 1024 + 16 n), each one exact f16 operation.
+GPT_QUANT_HD void q4_mma_bits(uint32_t w, uint32_t *p) {
+    const uint32_t hi = w >> 8;
+    p[0] = (w & 0x000F000Fu) | 0x64006400u;  // elements 0, 4
+    p[1] = (w & 0x00F000F0u) | 0x64006400u;  // elements 1, 5 (times 16)
+    p[2] = (hi & 0x000F000Fu) | 0x64006400u; // elements 2, 6
+    p[3] = (hi & 0x00F000F0u) | 0x64006400u; // elements 3, 7 (times 16)
+}
+// The f16x2 constants of those operations (both halves alike): 1032, 1 / 16, -72, 1152.
+constexpr uint32_t kMmaHalf1032 = 0x64086408u, kMmaHalfSixteenth = 0x2C002C00u, kMmaHalfMinus72 = 0xD480D480u, kMmaHalf1152 = 0x64806480u;
+// q8: the patterns of (element 0, 1) and (2, 3): 1024 + (q + 128); q = P - 1152.
+GPT_QUANT_HD void q8_mma_bits(uint32_t w, uint32_t *p) {
+    const uint32_t f = w ^ 0x80808080u;
+    p[0] = quant_byte_perm(f, 0x64646464u, 0x4140);
+    p[1] = quant_byte_perm(f, 0x64646464u, 0x4342);
+}
+// x's B registers for a q4 chunk: lane tid holds x elements 8 tid .. 8 tid + 7 of the chunk
+// as four f16x2 words u[0..3] (memory order); b[2 j + i] is register i of mma j.
+GPT_QUANT_HD void q4_mma_x(const uint32_t *u, uint32_t *b) {
+    b[0] = quant_byte_perm(u[0], u[2], 0x5410); // elements 0, 4
+    b[1] = quant_byte_perm(u[0], u[2], 0x7632); // 1, 5
+    b[2] = quant_byte_perm(u[1], u[3], 0x5410); // 2, 6
+    b[3] = quant_byte_perm(u[1], u[3], 0x7632); // 3, 7
+}
+// (q8: lane tid's x elements 4 tid .. 4 tid + 3, two f16x2 words in memory order, are its B
+// registers as they are.)
+//
+// A step: the 4 lanes of a gid load chunks 0-3 of a quad (4 aligned chunks of their row), one
+// each (16 bytes: words 0-3). Each position p (0-3) of the 4 lanes' words must lie in one
+// group: with cpg (chunks a group) 4 or more the quad is one group, so lane tid keeps chunk
+// tid; with 1 or 2 the quad is transposed through shared memory (ldmatrix), so position p is
+// chunk p. Where position p of lane tid lies:
+GPT_QUANT_HD void mma_word_place(uint32_t cpg, uint32_t tid, uint32_t p, uint32_t *chunk, uint32_t *word) {
+    *chunk = cpg >= 4 ? tid : p;
+    *word = cpg >= 4 ? p : tid;
+}
+// The transpose: lane (gid, tid) stores its chunk in 16-byte slot mma_stage_slot(gid, tid) of
+// its warp's 32; ldmatrix .x4 (lane l gives the address of row l % 8 of matrix l / 8, and gets
+// word l % 4 of row l / 4 of each matrix i in register i) then reads matrix j row g = chunk j
+// of gid g. The xor puts the 8 slots of each 8-lane phase (of the store and of each matrix)
+// on 8 different 16-byte bank groups.
+GPT_QUANT_HD uint32_t mma_stage_slot(uint32_t gid, uint32_t tid) { return 4 * gid + (tid ^ (gid >> 1)); }
+GPT_QUANT_HD uint32_t mma_ldmatrix_slot(uint32_t lane) { return mma_stage_slot(lane & 7, lane >> 3); }
+
 #ifdef __CUDACC__
 // Eight f16 values (16 bytes) widened to f32.
 __device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {

@@ -1,6 +1,8 @@
-// bench_quant_gemv - the quantized decode GEMV's variants (cuda/gemv_quant.cu, gemv.cuh's
-// QuantGemvVariant) timed one by one at the Qwen2-7B and TinyLlama-1.1B shapes, so one GPU
-// run compares them all. Not a test (no pass or fail); built only with CUDA.
+// bench_quant_gemv - the quantized decode GEMV's variants (cuda/gemv_quant.cu and, on tensor
+// cores, gemv_quant_mma.cu; gemv.cuh's QuantGemvVariant) timed one by one at the Qwen2-7B and
+// TinyLlama-1.1B shapes, so one GPU run compares them all. Not a test (no pass or fail, but
+// exit status 2 on a mismatch with tiled); built only with CUDA. ("tk": threads per set of 4
+// weight rows, for mma per tile of 16.)
 // Usage: bench_quant_gemv [launches per batch, default 200] [shape filter, e.g. qwen7b]
 //
 // Each case (shape x q8 g32 / q4 g32 / q4 g128 x rows 1, 2, 4 x variant) is timed as the

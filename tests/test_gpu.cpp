@@ -1240,7 +1240,8 @@ void test_quant_dequant_exact_host(void **) {
 // variant), each QuantGemvVariant's own plan, and plans no heuristic picks on small matrices -
 // the tiled kernel at every thread count, the streaming one at every thread count with 1 or 3
 // blocks (so blocks walk many groups of sets, and a thread's loads run ahead across sets)
-// where x fits its shared memory.
+// where x fits its shared memory, and the tensor-core kernel at every thread count where the
+// device runs it.
 struct QuantLaunch {
     std::string name;
     bool plain; // launch_gemv
@@ -1262,6 +1263,10 @@ std::vector<QuantLaunch> quant_launches(const GemvArgs &a) {
             if (xs_fits) // the stream kernel stages x in shared memory
                 out.push_back({"stream-xs tk " + std::to_string(1u << log_tk) + " blocks " + std::to_string(blocks), false,
                                {1, log_tk, blocks, 1}});
+        if (quant_gemv_mma_supported()) { // the tensor-core kernel: 1-8 warps a tile of 16 weight rows
+            const uint32_t tiles = (a.n + (a.glu ? 7 : 15)) / (a.glu ? 8 : 16);
+            out.push_back({"mma tk " + std::to_string(1u << log_tk), false, {2, log_tk, (tiles + (256u >> log_tk) - 1) / (256u >> log_tk), 0}});
+        }
     }
     return out;
 }
