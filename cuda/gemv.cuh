@@ -44,17 +44,19 @@ cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 
 // The quantized GEMV's kernels and the rule between them (tests/bench_quant_gemv times them,
-// PERFORMANCE entry 29):
-//   tiled      entry 21's kernel: one pass of 1-2 steps per thread, a block per 1-8 sets;
+// PERFORMANCE entries 29 and 32):
+//   tiled      entry 21's kernel: one pass of 1-2 steps per thread, a block per 1-8 sets; every
+//              arch, every row count (the fallback);
 //   stream-xs  persistent blocks (whole waves from the occupancy API) walking set after set,
 //              the next step's weights loaded while the current one is computed, x staged once
-//              per block in shared memory as f32 - only where that fits (rows x k x 4 <= 48 KB);
-//              elsewhere it runs tiled;
-//   auto       stream-xs where x fits, except one row of a q8 matrix under 8 MiB (latency-bound:
-//              tiled starts faster); tiled elsewhere. The default.
+//              per block in shared memory as f32 - for 1-2 rows where that fits (rows x k x 4
+//              <= 48 KB); elsewhere it runs tiled;
 //   mma        tensor cores (gemv_quant_mma.cu): tiles of 16 weight rows as mma.sync's A, the
 //              weights unpacked to exact integers in f16, f32 sums scaled per group; sm_80 and
-//              newer (elsewhere it runs tiled). Not in auto's rule yet.
+//              newer (elsewhere it runs tiled);
+//   auto       the default: mma for 3-4 rows, and for 2 rows of q4 with groups of 64 or more
+//              or where x does not fit; else stream-xs where x fits, except one row of a q8
+//              matrix under 8 MiB (latency-bound: tiled starts faster); else tiled.
 enum QuantGemvVariant : int { QGEMV_TILED, QGEMV_STREAM_XS, QGEMV_MMA, QGEMV_AUTO, QGEMV_VARIANTS };
 const char *quant_gemv_variant_name(int variant);
 // A launch: which kernel (0 tiled, 1 stream-xs, 2 mma), threads per set (1 << log_tk, 32-256;

@@ -394,8 +394,8 @@ uint32_t kernel_rows(uint32_t rows) { return rows == 1 ? 1 : rows == 2 ? 2 : 4; 
 template <bool PAIR> QuantKernel tiled_kernel(uint32_t rows) {
     return rows == 1 ? gemv_quant_tiled<1, PAIR> : rows == 2 ? gemv_quant_tiled<2, PAIR> : gemv_quant_tiled<4, PAIR>;
 }
-template <bool PAIR> QuantKernel stream_kernel(uint32_t rows) {
-    return rows == 1 ? gemv_quant_stream<1, PAIR> : rows == 2 ? gemv_quant_stream<2, PAIR> : gemv_quant_stream<4, PAIR>;
+template <bool PAIR> QuantKernel stream_kernel(uint32_t rows) { // rows 1 or 2 (stream_fits)
+    return rows == 1 ? gemv_quant_stream<1, PAIR> : gemv_quant_stream<2, PAIR>;
 }
 QuantKernel kernel_of(const GemvArgs &a, const QuantGemvPlan &p) {
     if (p.kernel == 0) return a.glu ? tiled_kernel<true>(a.rows) : tiled_kernel<false>(a.rows);
@@ -405,6 +405,9 @@ QuantKernel kernel_of(const GemvArgs &a, const QuantGemvPlan &p) {
 // x staged as f32 for every row of the kernel: within the default 48 KB of dynamic shared memory.
 constexpr uint64_t kMaxStagedBytes = 48 << 10;
 uint64_t staged_bytes(const GemvArgs &a) { return (uint64_t)kernel_rows(a.rows) * a.k * 4; }
+// The stream kernel exists for 1 and 2 rows of x (more run mma or tiled: entry 32) and needs x
+// in its shared memory.
+bool stream_fits(const GemvArgs &a) { return a.rows <= 2 && staged_bytes(a) <= kMaxStagedBytes; }
 
 uint32_t chunks_of(const GemvArgs &a) { return (a.wq == Q4 ? a.k / 2 : a.k) / 16; }
 uint32_t sets_of(const GemvArgs &a) { return ceil_div(a.n, a.glu ? 2u : 4u); }
@@ -482,10 +485,14 @@ const char *quant_gemv_variant_name(int variant) {
 
 cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan) {
     if (variant < 0 || variant >= QGEMV_VARIANTS || a.rows == 0 || a.rows > kGemvQuantMaxRows || a.n == 0) return cudaErrorInvalidValue;
-    const bool xs_fits = staged_bytes(a) <= kMaxStagedBytes;
-    if (variant == QGEMV_AUTO) { // PERFORMANCE entry 29's measurements
+    const bool xs_fits = stream_fits(a);
+    if (variant == QGEMV_AUTO) { // PERFORMANCE entries 29 and 32: the per-matrix measurements
         const uint64_t weight_bytes = (uint64_t)(a.glu ? 2 : 1) * a.n * (a.wq == Q4 ? a.k / 2 : a.k);
-        variant = xs_fits && !(a.rows == 1 && a.wq == Q8 && weight_bytes < (8u << 20)) ? QGEMV_STREAM_XS : QGEMV_TILED;
+        const bool mma = quant_gemv_mma_supported();
+        if (mma && a.rows >= 3) variant = QGEMV_MMA; // 2-4x the others at 3-4 rows (q8 of small widths: 14% behind stream-xs)
+        else if (mma && a.rows == 2 && a.wq == Q4 && (a.group >= 64 || !xs_fits)) variant = QGEMV_MMA;
+        else if (xs_fits && !(a.rows == 1 && a.wq == Q8 && weight_bytes < (8u << 20))) variant = QGEMV_STREAM_XS;
+        else variant = QGEMV_TILED;
     }
     if (variant == QGEMV_MMA) {
         *plan = quant_gemv_mma_supported() ? quant_gemv_mma_plan(a) : tiled_plan(a);
@@ -523,7 +530,7 @@ cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &p, cu
         if (p.xs || p.blocks != groups) return cudaErrorInvalidValue;
         return launch_pdl(kernel_of(a, p), dim3(groups), kThreads, 0, stream, a, p.log_tk);
     }
-    if (!p.xs || staged_bytes(a) > kMaxStagedBytes) return cudaErrorInvalidValue; // the stream kernel stages x
+    if (!p.xs || !stream_fits(a)) return cudaErrorInvalidValue; // the stream kernel stages x, 1-2 rows
     return launch_pdl(kernel_of(a, p), dim3(std::min(p.blocks, groups)), kThreads, staged_bytes(a), stream, a, p.log_tk);
 }
 

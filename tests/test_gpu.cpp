@@ -1255,7 +1255,7 @@ std::vector<QuantLaunch> quant_launches(const GemvArgs &a) {
         out.push_back({std::string("variant ") + quant_gemv_variant_name(v), false, p});
     }
     const uint32_t sets = (a.n + (a.glu ? 1 : 3)) / (a.glu ? 2 : 4);
-    const bool xs_fits = (uint64_t)(a.rows == 1 ? 1 : a.rows == 2 ? 2 : 4) * a.k * 4 <= (48u << 10);
+    const bool xs_fits = a.rows <= 2 && (uint64_t)a.rows * a.k * 4 <= (48u << 10); // the stream kernel's reach
     for (uint32_t log_tk = 5; log_tk <= 8; log_tk++) {
         const uint32_t groups = (sets + (256u >> log_tk) - 1) / (256u >> log_tk);
         out.push_back({"tiled tk " + std::to_string(1u << log_tk), false, {0, log_tk, groups, 0}});
