@@ -75,16 +75,7 @@ template <int R, bool PAIR> __device__ __forceinline__ void store_output(const G
     if (lane >= (uint32_t)(C * R)) return;
     const uint32_t c = lane / R, r = lane % R, col = set * C + c;
     if (col >= a.n || r >= a.rows) return;
-    float v = sum + (a.bias ? a.bias[col] : 0.0f);
-    if (PAIR) { // gate and up rounded to f16 first, as the unfused path stores them
-        v = gemv_epilogue(__half2float(__float2half_rn(v)), __half2float(__float2half_rn(up)), true, a.act, a.softcap);
-    } else if (a.act || a.softcap > 0.0f) {
-        v = gemv_epilogue(v, 0.0f, false, a.act, a.softcap);
-    }
-    const uint64_t o = (uint64_t)r * a.n + col;
-    if (a.residual) a.residual[o] += v;
-    else if (a.y_f32) static_cast<float *>(a.y)[o] = v;
-    else static_cast<__half *>(a.y)[o] = __float2half_rn(v);
+    store_quant_output(a, PAIR, col, r, sum, up);
 }
 
 template <int R, bool PAIR> __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : R == 2 ? 2 : 1) gemv_quant_tiled(GemvArgs a, uint32_t log_tk) {

@@ -76,20 +76,6 @@ __device__ __forceinline__ uint4 ldmatrix_x4(uint32_t row_address) {
     return r;
 }
 
-// One output, as gemv_quant.cu's store_output: (PAIR: gate sum and up sum) + bias, epilogue, store.
-__device__ __forceinline__ void store_mma_output(const GemvArgs &a, bool pair, uint32_t col, uint32_t r, float sum, float up) {
-    float v = sum + (a.bias ? a.bias[col] : 0.0f);
-    if (pair) { // gate and up rounded to f16 first, as the unfused path stores them
-        v = gemv_epilogue(__half2float(__float2half_rn(v)), __half2float(__float2half_rn(up)), true, a.act, a.softcap);
-    } else if (a.act || a.softcap > 0.0f) {
-        v = gemv_epilogue(v, 0.0f, false, a.act, a.softcap);
-    }
-    const uint64_t o = (uint64_t)r * a.n + col;
-    if (a.residual) a.residual[o] += v;
-    else if (a.y_f32) static_cast<float *>(a.y)[o] = v;
-    else static_cast<__half *>(a.y)[o] = __float2half_rn(v);
-}
-
 template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) gemv_quant_mma(GemvArgs a, uint32_t log_tw) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, tid = lane & 3;
@@ -226,10 +212,10 @@ template <bool Q4, bool PAIR> __global__ void __launch_bounds__(kThreads, kMinBl
         const uint32_t r = 2 * tid + h;
         if (r >= a.rows) continue;
         if (PAIR) {
-            if (col_lo < a.n) store_mma_output(a, true, col_lo, r, acc[h], acc[2 + h]);
+            if (col_lo < a.n) store_quant_output(a, true, col_lo, r, acc[h], acc[2 + h]);
         } else {
-            if (col_lo < a.n) store_mma_output(a, false, col_lo, r, acc[h], 0.0f);
-            if (col_hi < a.n) store_mma_output(a, false, col_hi, r, acc[2 + h], 0.0f);
+            if (col_lo < a.n) store_quant_output(a, false, col_lo, r, acc[h], 0.0f);
+            if (col_hi < a.n) store_quant_output(a, false, col_hi, r, acc[2 + h], 0.0f);
         }
     }
 #endif
