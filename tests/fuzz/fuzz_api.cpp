@@ -386,9 +386,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case 10: {
             gpt_model_info info;
             std::memset(&info, 0, sizeof info);
-            info.struct_size = in.flip() ? (uint32_t)sizeof info : in.below(sizeof info + 8);
+            // Valid: today's size, or the one gpt.h had before 0.6.0 (filled up to its end).
+            const uint32_t old_size = offsetof(gpt_model_info, name) + sizeof info.name;
+            const uint32_t want = in.flip() ? (uint32_t)sizeof info : in.flip() ? old_size : in.below(sizeof info + 8);
+            info.struct_size = want;
             const gpt_status st = gpt_model_get_info(models().m[in.below(2)], &info);
-            expect(st, info.struct_size != sizeof info ? GPT_ERR_INVALID_ARG : GPT_OK, "gpt_model_get_info");
+            const bool valid = want == sizeof info || want == old_size;
+            expect(st, valid ? GPT_OK : GPT_ERR_INVALID_ARG, "gpt_model_get_info");
+            FUZZ_CHECK(!valid || info.struct_size == want, "gpt_model_get_info filled %u bytes of a %u-byte struct", info.struct_size, want);
             break;
         }
         default:
