@@ -58,8 +58,10 @@ template <> constexpr uint32_t older_size<gpt_sampling_params>() {
     return offsetof(gpt_sampling_params, reserved) + sizeof(uint32_t);
 }
 // gpt_model_info before 0.6.0 ended at `name`.
-template <> constexpr uint32_t older_size<gpt_model_info>() { return offsetof(gpt_model_info, name) + 64; }
-static_assert(offsetof(gpt_model_info, n_experts) == offsetof(gpt_model_info, name) + 64,
+template <> constexpr uint32_t older_size<gpt_model_info>() {
+    return offsetof(gpt_model_info, name) + sizeof(gpt_model_info::name);
+}
+static_assert(offsetof(gpt_model_info, n_experts) == older_size<gpt_model_info>(),
               "the fields added in 0.6.0 come after the old struct's end");
 static_assert(offsetof(gpt_sampling_params, stop_strings) >= offsetof(gpt_sampling_params, reserved) + sizeof(uint32_t),
               "the fields added by issue #18 come after the old struct's end");
