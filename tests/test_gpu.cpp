@@ -1089,6 +1089,25 @@ void test_gpu_model_logits(void **) {
             std::snprintf(what, sizeof what, "%s file=%s weights=%s flags=%u prefill", gpt_arch_name(s.arch),
                           gpt_dtype_name(mode.file), gpt_dtype_name(mode.weights), mode.flags);
             expect_close(what, b, a, mode.tol);
+            // The same prompt asking for the last row's logits only: the last layer then runs
+            // on that row alone after its attention (keep_last_rows). It rewrites the same
+            // cache entries, so the decode steps below continue from either.
+            gpt_ctx_reset(gpu.c);
+            std::vector<float> last(V, NAN), want_last(a.end() - V, a.end());
+            if (gpt_forward(gpu.c, toks.data(), 1, T, 0, last.data()) != GPT_OK) fail_msg("gpu forward: %s", gpt_ctx_last_error(gpu.c));
+            expect_close((std::string(what) + " last row only").c_str(), last, want_last, mode.tol);
+            if (mode.file == 1 && mode.weights == GPT_DTYPE_F32 && !mode.flags) {
+                // Two sequences of one step (rows 22 and 45 kept), against the CPU's.
+                Loaded cpu2, gpu2;
+                load(cpu2, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0, 2);
+                load(gpu2, fx, 0, mode.weights, mode.flags, 2);
+                std::vector<int32_t> two(2 * T);
+                for (auto &t : two) t = (int32_t)(g_rng() % V);
+                std::vector<float> c2(2 * V, NAN), g2(2 * V, NAN);
+                assert_int_equal(gpt_forward(cpu2.c, two.data(), 2, T, 0, c2.data()), GPT_OK);
+                if (gpt_forward(gpu2.c, two.data(), 2, T, 0, g2.data()) != GPT_OK) fail_msg("gpu forward: %s", gpt_ctx_last_error(gpu2.c));
+                expect_close((std::string(what) + " batch 2 last rows").c_str(), g2, c2, mode.tol);
+            }
             // Decode steps (graph path on the GPU) continue identically.
             for (uint32_t i = 0; i < 6; i++) {
                 std::vector<float> la(V, NAN), lb(V, NAN);

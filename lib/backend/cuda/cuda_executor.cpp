@@ -32,6 +32,7 @@
 #include "dtype.cuh"
 #include "embed.cuh"
 #include "gemv.cuh"
+#include "last_rows.cuh"
 #include "moe.cuh"
 #include "moe_grouped_gemm.cuh"
 #include "norm_add.cuh"
@@ -100,6 +101,7 @@ public:
         in_ = in;
         rows_ = in.batch * in.n_tokens;
         pending_delta_ = false;
+        last_rows_only_ = false;
         int32_t *tok = host<int32_t>(plan_.h_tokens), *pos = host<int32_t>(plan_.h_positions), *seq = host<int32_t>(plan_.h_seqs);
         for (uint32_t b = 0; b < in.batch; b++)
             for (uint32_t t = 0; t < in.n_tokens; t++) {
@@ -261,6 +263,9 @@ public:
         r.act_dtype = (int)p_.compute;
         r.kv_dtype = (int)p_.kv;
         GPT_CUDA_CHECK(launch_rope_append(r, stream_));
+        // Every row's k and v are cached now. In the last layer of a step that reads only each
+        // sequence's last-row logits, nothing reads the other rows again: keep the last rows.
+        if (s.layer + 1 == shape_.n_layers && !in_.all_logits && in_.n_tokens > 1) keep_last_rows();
 
         AttentionArgs a{};
         a.qkv = dev(plan_.qkv);
@@ -272,7 +277,7 @@ public:
         a.partial_o = dev<float>(plan_.attn_o);
         a.partial_ml = dev<float>(plan_.attn_ml);
         a.rows = rows_;
-        a.rows_per_seq = in_.n_tokens;
+        a.rows_per_seq = last_rows_only_ ? 1 : in_.n_tokens;
         a.n_heads = shape_.n_heads;
         a.n_kv_heads = shape_.n_kv_heads;
         a.head_dim = shape_.head_dim;
@@ -305,9 +310,11 @@ public:
             return;
         }
         flush_delta();
-        // Each sequence's last row: every n_tokens-th row of H, starting at row n_tokens - 1.
-        const void *last = h + (uint64_t)(in_.n_tokens - 1) * d * a;
-        const uint64_t ld = (uint64_t)in_.n_tokens * d;
+        // Each sequence's last row: every n_tokens-th row of H, starting at row n_tokens - 1
+        // (or rows 0..batch-1 once keep_last_rows moved them there).
+        const uint32_t per_seq = last_rows_only_ ? 1 : in_.n_tokens;
+        const void *last = h + (uint64_t)(per_seq - 1) * d * a;
+        const uint64_t ld = (uint64_t)per_seq * d;
         const int wq = is_quantized(head.dtype) ? (int)head.dtype : 0;
         if ((wq || in_.batch <= kGemvRows) && gemv_supported(in_.batch, (uint32_t)d, ld, (int)p_.compute, wq)) {
             GemvArgs g{};
@@ -778,6 +785,25 @@ private:
                                              dev<float>(plan_.x), stream_));
     }
 
+    // Moves each sequence's last row of X, H, QKV, the positions and the sequence ids to rows
+    // 0..batch-1 (after flush_delta: X is whole); the step's later ops run on those rows only.
+    void keep_last_rows() {
+        LastRowsArgs l{};
+        const uint64_t a = dtype_bytes(p_.compute);
+        void *bufs[] = {dev(plan_.x), dev(plan_.h), dev(plan_.qkv), dev(plan_.positions), dev(plan_.seqs)};
+        const uint64_t bytes[] = {4ull * shape_.d_model, a * shape_.d_model, a * shape_.qkv_dim(), 4, 4};
+        for (uint32_t i = 0; i < 5; i++) {
+            l.buf[i] = bufs[i];
+            l.row_bytes[i] = (uint32_t)bytes[i];
+        }
+        l.n_buffers = 5;
+        l.n_seqs = in_.batch;
+        l.n_tokens = in_.n_tokens;
+        GPT_CUDA_CHECK(launch_last_rows(l, stream_));
+        rows_ = in_.batch;
+        last_rows_only_ = true;
+    }
+
     // Adds a residual delta left by a GEMM when no norm follows to absorb it.
     void flush_delta() {
         if (!pending_delta_) return;
@@ -849,6 +875,7 @@ private:
     uint32_t rows_ = 0;
     bool have_last_ = false;
     bool pending_delta_ = false; // DELTA holds a residual update not yet added to X
+    bool last_rows_only_ = false; // keep_last_rows ran: rows_ is the batch, one row a sequence
 
 };
 
