@@ -386,6 +386,19 @@ void test_incremental_equals_full(void **) {
         }
         assert_int_equal(gpt_ctx_seq_len(ctx, 0), n);
 
+        // A prompt asking for its last row only (its final layer then runs on that row alone
+        // after the attention) leaves the same cache: the decode steps after it agree too.
+        gpt_ctx_reset(ctx);
+        const size_t longer = std::max<size_t>(prompt, 2);
+        const auto last = forward_last(ctx, std::vector<int32_t>(tokens.begin(), tokens.begin() + longer), 1, V);
+        expect_close(reference::compare(last.data(), full.data() + (longer - 1) * V, 1, V), kSelfTolerance,
+                     m.name + " last-row-only prompt");
+        for (size_t i = longer; i < std::min(n, longer + 4); i++) {
+            const auto step = forward_last(ctx, {tokens[i]}, 1, V);
+            expect_close(reference::compare(step.data(), full.data() + i * V, 1, V), kSelfTolerance,
+                         m.name + " decode after a last-row-only prompt, position " + std::to_string(i));
+        }
+
         // Uneven chunks with all logits.
         gpt_ctx_reset(ctx);
         size_t pos = 0;

@@ -122,6 +122,7 @@ public:
     void begin_step(const StepInput &in) override {
         in_ = in;
         rows_ = in.batch * in.n_tokens;
+        last_rows_only_ = false;
         for (uint32_t b = 0; b < in.batch; b++)
             for (uint32_t t = 0; t < in.n_tokens; t++) {
                 const uint32_t r = b * in.n_tokens + t;
@@ -225,6 +226,9 @@ public:
                 }
             }
         });
+        // Every row's k and v are cached now. In the last layer of a step that reads only each
+        // sequence's last-row logits, nothing reads the other rows again: keep the last rows.
+        if (s.layer + 1 == shape_.n_layers && !in_.all_logits && in_.n_tokens > 1) keep_last_rows();
         // 2. Each (row, head) attends to its sequence's keys [0, pos], or the last `window`.
         const float scale = s.scale > 0 ? s.scale : 1.0f / std::sqrt((float)hd);
         pool_.run((uint64_t)rows_ * nh, [&](uint64_t i0, uint64_t i1, uint32_t t) {
@@ -279,14 +283,32 @@ public:
             return;
         }
         // Each sequence's last row, gathered into the first rows of X (no longer needed).
+        const uint32_t per_seq = last_rows_only_ ? 1 : in_.n_tokens;
         for (uint32_t b = 0; b < in_.batch; b++)
-            std::memmove(x_ + (uint64_t)b * d, h_ + (uint64_t)(b * in_.n_tokens + in_.n_tokens - 1) * d, d * sizeof(float));
+            std::memmove(x_ + (uint64_t)b * d, h_ + (uint64_t)(b * per_seq + per_seq - 1) * d, d * sizeof(float));
         const uint32_t n = in_.batch;
         pool_.run(v, [&](uint64_t o0, uint64_t o1, uint32_t t) {
             cpu::matmul_block(x_, n, head, bias, o0, o1, logits_, v, thread_scratch(t) + p_.max_seq);
             soft_cap(logits_, n, v, o0, o1, softcap);
         });
         have_last_ = true;
+    }
+
+    // Moves each sequence's last row of X, H, QKV, the positions and the sequence ids to rows
+    // 0..batch-1 (in order: a row is written only after every row before it, and the rows
+    // still to read lie past it); the step's later ops run on those rows only.
+    void keep_last_rows() {
+        const uint32_t n = in_.n_tokens, d = shape_.d_model, qkv_dim = shape_.qkv_dim();
+        for (uint32_t b = 0; b < in_.batch; b++) {
+            const uint64_t from = (uint64_t)b * n + n - 1;
+            std::memmove(x_ + (uint64_t)b * d, x_ + from * d, d * sizeof(float));
+            std::memmove(h_ + (uint64_t)b * d, h_ + from * d, d * sizeof(float));
+            std::memmove(qkv_ + (uint64_t)b * qkv_dim, qkv_ + from * qkv_dim, qkv_dim * sizeof(float));
+            positions_[b] = positions_[from];
+            seqs_[b] = seqs_[from];
+        }
+        rows_ = in_.batch;
+        last_rows_only_ = true;
     }
 
     void read_logits(float *host) override {
@@ -341,6 +363,7 @@ private:
     SamplerScratch sampler_;
     StepInput in_{};
     uint32_t rows_ = 0;
+    bool last_rows_only_ = false; // keep_last_rows ran: rows_ is the batch, one row a sequence
     bool have_last_ = false;
 };
 
