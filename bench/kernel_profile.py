@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Per-kernel GPU time of decode steps, without nsys: torch's profiler (CUPTI) records every
+kernel of the process, libgpt's included, so this loads libgpt through bindings/python in a
+process that has imported torch and profiles gpt_forward calls.
+
+    python3 bench/kernel_profile.py build/tools/gpt nanogpt-shakespeare-char --dtype bf16
+
+Writes a synthetic model with `gpt synth`, runs a prompt, warms up, then profiles --steps
+one-token steps (eager, no CUDA graphs, so every kernel shows) and prints the kernels by
+total time. Kernel times under programmatic dependent launch include the wait for the kernel
+before them, so they add up to the step. Needs torch with CUDA (the GPU machine has it).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("gpt", help="the built gpt tool; its libgpt.so is found beside it (../lib)")
+    p.add_argument("shape", help="a `gpt bench --synthetic` name")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--prompt", type=int, default=16, help="prompt tokens before the steps")
+    p.add_argument("--warmup", type=int, default=100, help="steps before profiling")
+    p.add_argument("--steps", type=int, default=50, help="profiled steps")
+    p.add_argument("--rows", type=int, default=14, help="kernels listed")
+    a = p.parse_args()
+
+    build = os.path.dirname(os.path.dirname(os.path.abspath(a.gpt)))
+    libdir = os.path.join(build, "lib")
+    libs = sorted(f for f in os.listdir(libdir) if f.startswith("libgpt.so.") and os.path.isfile(os.path.join(libdir, f)))
+    if not libs:
+        sys.exit(f"no libgpt.so.* in {build}/lib (build it: ninja -C {build})")
+    os.environ["GPT_LIBRARY"] = os.path.join(libdir, max(libs, key=len))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bindings", "python"))
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    import libgpt
+
+    torch.zeros(1, device="cuda")  # CUPTI attaches to this process's CUDA
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.gpt")
+        subprocess.run([a.gpt, "synth", a.shape, path, "--dtype", a.dtype], check=True, stdout=subprocess.DEVNULL)
+        with libgpt.Model(path, device=0) as m, libgpt.Context(m, cuda_graphs=False) as c:
+            c.forward([1] * a.prompt)
+            for _ in range(a.warmup):
+                c.forward([5])
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(a.steps):
+                    c.forward([5])
+                torch.cuda.synchronize()
+    pos = a.prompt + a.warmup
+    print(f"{a.shape} {a.dtype}: {a.steps} eager one-token steps from position {pos}; divide totals by {a.steps} for a step")
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=a.rows, max_name_column_width=70))
+
+
+if __name__ == "__main__":
+    main()
