@@ -7,7 +7,8 @@ process that has imported torch and profiles gpt_forward calls.
 
 Writes a synthetic model with `gpt synth`, runs a prompt, warms up, then profiles --steps
 one-token steps (eager, no CUDA graphs, so every kernel shows) and prints the kernels by
-total time. Kernel times under programmatic dependent launch include the wait for the kernel
+total time; with --prefill N, steps that each encode an N-token prompt afresh instead (the
+last-row logits only, as a prompt or a --context-shift re-encode asks). Kernel times under programmatic dependent launch include the wait for the kernel
 before them, so they add up to the step. Needs torch with CUDA (the GPU machine has it).
 """
 import argparse
@@ -26,6 +27,7 @@ def main():
     p.add_argument("--warmup", type=int, default=100, help="steps before profiling")
     p.add_argument("--steps", type=int, default=50, help="profiled steps")
     p.add_argument("--rows", type=int, default=14, help="kernels listed")
+    p.add_argument("--prefill", type=int, default=0, help="profile N-token prompts instead of one-token steps")
     a = p.parse_args()
 
     build = os.path.dirname(os.path.dirname(os.path.abspath(a.gpt)))
@@ -44,16 +46,23 @@ def main():
         path = os.path.join(tmp, "model.gpt")
         subprocess.run([a.gpt, "synth", a.shape, path, "--dtype", a.dtype], check=True, stdout=subprocess.DEVNULL)
         with libgpt.Model(path, device=0) as m, libgpt.Context(m, cuda_graphs=False) as c:
+            def step():
+                if a.prefill:
+                    c.reset()
+                    c.forward([5] * a.prefill)
+                else:
+                    c.forward([5])
+
             c.forward([1] * a.prompt)
-            for _ in range(a.warmup):
-                c.forward([5])
+            for _ in range(a.warmup if not a.prefill else 5):
+                step()
             torch.cuda.synchronize()
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(a.steps):
-                    c.forward([5])
+                    step()
                 torch.cuda.synchronize()
-    pos = a.prompt + a.warmup
-    print(f"{a.shape} {a.dtype}: {a.steps} eager one-token steps from position {pos}; divide totals by {a.steps} for a step")
+    what = f"{a.prefill}-token prompts" if a.prefill else f"one-token steps from position {a.prompt + a.warmup}"
+    print(f"{a.shape} {a.dtype}: {a.steps} eager {what}; divide totals by {a.steps} for a step")
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=a.rows, max_name_column_width=70))
 
 
