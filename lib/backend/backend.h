@@ -98,6 +98,13 @@ struct StepInput {
     float *host_all_logits = nullptr;   // all_logits: this step's first row in the caller's buffer
 };
 
+// Whether, once layer `layer`'s attention has cached every row's k and v, the rest of the step
+// may run on each sequence's last row alone: it is the last layer and the step returns only
+// those rows' logits. Both executors then move those rows to the front (keep_last_rows).
+inline bool last_rows_suffice(const StepInput &in, const ModelShape &s, uint32_t layer) {
+    return layer + 1 == s.n_layers && !in.all_logits && in.n_tokens > 1;
+}
+
 // One layer's attention. The defaults are plain causal attention over every cached key.
 struct AttentionSpec {
     uint32_t layer = 0;

@@ -226,9 +226,8 @@ public:
                 }
             }
         });
-        // Every row's k and v are cached now. In the last layer of a step that reads only each
-        // sequence's last-row logits, nothing reads the other rows again: keep the last rows.
-        if (s.layer + 1 == shape_.n_layers && !in_.all_logits && in_.n_tokens > 1) keep_last_rows();
+        // Every row's k and v are cached now; nothing may read the other rows again.
+        if (last_rows_suffice(in_, shape_, s.layer)) keep_last_rows();
         // 2. Each (row, head) attends to its sequence's keys [0, pos], or the last `window`.
         const float scale = s.scale > 0 ? s.scale : 1.0f / std::sqrt((float)hd);
         pool_.run((uint64_t)rows_ * nh, [&](uint64_t i0, uint64_t i1, uint32_t t) {

@@ -263,9 +263,8 @@ public:
         r.act_dtype = (int)p_.compute;
         r.kv_dtype = (int)p_.kv;
         GPT_CUDA_CHECK(launch_rope_append(r, stream_));
-        // Every row's k and v are cached now. In the last layer of a step that reads only each
-        // sequence's last-row logits, nothing reads the other rows again: keep the last rows.
-        if (s.layer + 1 == shape_.n_layers && !in_.all_logits && in_.n_tokens > 1) keep_last_rows();
+        // Every row's k and v are cached now; nothing may read the other rows again.
+        if (last_rows_suffice(in_, shape_, s.layer)) keep_last_rows();
 
         AttentionArgs a{};
         a.qkv = dev(plan_.qkv);
@@ -792,11 +791,12 @@ private:
         const uint64_t a = dtype_bytes(p_.compute);
         void *bufs[] = {dev(plan_.x), dev(plan_.h), dev(plan_.qkv), dev(plan_.positions), dev(plan_.seqs)};
         const uint64_t bytes[] = {4ull * shape_.d_model, a * shape_.d_model, a * shape_.qkv_dim(), 4, 4};
-        for (uint32_t i = 0; i < 5; i++) {
+        static_assert(sizeof bufs / sizeof bufs[0] == kLastRowsMaxBuffers, "one entry a buffer");
+        for (uint32_t i = 0; i < kLastRowsMaxBuffers; i++) {
             l.buf[i] = bufs[i];
             l.row_bytes[i] = (uint32_t)bytes[i];
         }
-        l.n_buffers = 5;
+        l.n_buffers = kLastRowsMaxBuffers;
         l.n_seqs = in_.batch;
         l.n_tokens = in_.n_tokens;
         GPT_CUDA_CHECK(launch_last_rows(l, stream_));
