@@ -1,10 +1,13 @@
 // sample.cu - penalty and adjustment passes, block argmax, and for stochastic sampling a
-// segmented radix sort (CUB, stable: equal values keep ascending ids, matching the CPU's
-// value-then-id order) followed by one block per row that applies top-k/top-p/min-p with
-// block-wide prefix sums and picks the token.
+// stable descending sort (equal values keep ascending ids, matching the CPU's value-then-id
+// order) followed by one block per row that applies top-k/top-p/min-p with block-wide prefix
+// sums and picks the token. Vocabularies of up to kSmallVocab entries (character-level
+// models) are sorted and picked in one kernel, in shared memory; larger ones go through
+// CUB's segmented radix sort, whose passes are several kernels (~40 us a token on an H100).
 #include "sample.cuh"
 #include "common.cuh"
 
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
@@ -14,6 +17,8 @@ using namespace gpt_cuda;
 namespace {
 
 constexpr int kThreads = 512; // with __launch_bounds__, fits the register file at any occupancy
+constexpr int kSmallItems = 4;  // keys per thread of the one-kernel sort
+constexpr uint32_t kSmallVocab = kThreads * kSmallItems;
 
 struct Workspace {
     float *values, *sorted_values;
@@ -125,18 +130,54 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float *values, u
     if (threadIdx.x == 0) out[blockIdx.x] = best.i == 0x7fffffff ? 0 : best.i;
 }
 
-// One block per row over the sorted candidates.
-__global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace w) {
+// One block per row b, over candidates sorted by descending value: from the device sort in
+// the workspace, or (small: at most kSmallVocab values, read from `values`) sorted here first
+// with CUB's block radix sort (stable, the same key order as the device sort) in shared
+// memory. One kernel for both keeps the pick's code once. Padding keys carry the bit pattern
+// that sorts last in descending order, after every value (NaNs included), so they never
+// displace a real candidate.
+__global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace w, const float *values, int small) {
+    using Sort = cub::BlockRadixSort<float, kThreads, kSmallItems, int32_t>;
     using Scan = cub::BlockScan<double, kThreads>;
     using Reduce = cub::BlockReduce<double, kThreads>;
+    __shared__ union {
+        typename Sort::TempStorage sort;
+        struct {
+            float v[kSmallVocab];
+            int32_t ids[kSmallVocab];
+        } sorted;
+    } s_small;
     __shared__ typename Scan::TempStorage scan_tmp;
     __shared__ typename Reduce::TempStorage red_tmp;
     __shared__ double s_total;
     __shared__ uint32_t s_cut;
     __shared__ int32_t s_pick;
+    pdl_wait();
+    pdl_launch_dependents();
     const uint32_t b = blockIdx.x;
     const float *v = w.sorted_values + (uint64_t)b * a.vocab;
     const int32_t *ids = w.sorted_ids + (uint64_t)b * a.vocab;
+    if (small) {
+        const float *row = values + (uint64_t)b * a.vocab;
+        float key[kSmallItems];
+        int32_t id[kSmallItems];
+#pragma unroll
+        for (int j = 0; j < kSmallItems; j++) { // blocked: thread t holds ids t * items + j
+            const uint32_t i = threadIdx.x * kSmallItems + j;
+            key[j] = i < a.vocab ? row[i] : __uint_as_float(0xffffffffu);
+            id[j] = (int32_t)i;
+        }
+        Sort(s_small.sort).SortDescending(key, id);
+        __syncthreads(); // the sort's storage becomes the sorted arrays
+#pragma unroll
+        for (int j = 0; j < kSmallItems; j++) {
+            s_small.sorted.v[threadIdx.x * kSmallItems + j] = key[j];
+            s_small.sorted.ids[threadIdx.x * kSmallItems + j] = id[j];
+        }
+        __syncthreads();
+        v = s_small.sorted.v;
+        ids = s_small.sorted.ids;
+    }
     const uint32_t k = (a.top_k > 0 && a.top_k < a.vocab) ? a.top_k : a.vocab;
     const float mx = v[0];
     const float t = a.temperature;
@@ -219,16 +260,20 @@ cudaError_t launch_sample(const SampleArgs &a, cudaStream_t stream) {
     cudaError_t e = cudaSuccess;
     if (greedy && !penalty && !adjust) // the logits themselves
         return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, a.logits, a.vocab, a.out);
+    const bool small = !greedy && a.vocab <= kSmallVocab;
+    if (small && !penalty && !adjust) // the logits themselves
+        return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, w, a.logits, 1);
     e = launch_pdl(prepare_kernel, grid, 256, 0, stream, a, w);
     if (e == cudaSuccess && penalty) e = launch_pdl(penalty_kernel, a.batch, 256, 0, stream, a, w);
     if (e == cudaSuccess && adjust) e = launch_pdl(adjust_kernel, a.batch, 256, 0, stream, a, w);
     if (e != cudaSuccess) return e;
     if (greedy) return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, (const float *)w.values, a.vocab, a.out);
+    if (small) return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, w, (const float *)w.values, 1);
     size_t bytes = w.cub_bytes;
     e = cub::DeviceSegmentedRadixSort::SortPairsDescending(
         w.cub_temp, bytes, w.values, w.sorted_values, w.ids, w.sorted_ids, (int)(a.batch * a.vocab), (int)a.batch,
         w.offsets, w.offsets + 1, 0, 32, stream);
     if (e != cudaSuccess) return e;
-    pick_kernel<<<a.batch, kThreads, 0, stream>>>(a, w); // after CUB's kernels: an ordinary launch
+    pick_kernel<<<a.batch, kThreads, 0, stream>>>(a, w, nullptr, 0); // after CUB's kernels: an ordinary launch
     return cudaGetLastError();
 }

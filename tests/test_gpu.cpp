@@ -821,150 +821,158 @@ void test_gpu_executor_features(void **) {
     }
 }
 
+// Vocabularies on both sides of the one-kernel sort's limit (2,048: sample.cu) and a
+// character-level one, so both sorting paths are checked against the CPU sampler.
+const uint32_t kSampleVocabs[] = {65, 1000, 2048, 2049, 5000};
+
 void test_gpu_sample(void **) {
     SKIP_WITHOUT_GPU();
-    const uint32_t B = 3, V = 1000;
-    DevBuf dlog(B * V, DType::F32), duni(B, DType::F32), drec(B * 8, DType::F32), dn(B, DType::F32), dout(B, DType::F32);
-    DevBuf ws(sample_workspace_bytes(B, V) / 4 + 1, DType::F32);
-    std::vector<float> vals(V);
-    std::vector<int32_t> idx(V);
-    gpt::SamplerScratch scratch{vals.data(), idx.data()};
-    int mismatches = 0, trials = 0;
-    for (int trial = 0; trial < 60; trial++) {
-        auto logits = randn(B * V, 2.0f);
-        if (trial % 5 == 0) logits[17] = logits[900] = 50.0f; // a tie: lowest id must win
-        std::vector<int32_t> recent(B * 8), n_recent(B);
-        for (auto &t : recent) t = (int32_t)(g_rng() % V);
-        for (auto &n : n_recent) n = (int32_t)(g_rng() % 9);
-        std::vector<float> uni(B);
-        for (auto &u : uni) u = (float)(g_rng() >> 40) * 0x1p-24f;
-        dlog.upload(logits);
-        duni.upload(uni);
-        drec.upload_raw(recent.data(), 4 * recent.size());
-        dn.upload_raw(n_recent.data(), 4 * B);
-        gpt::SampleSpec spec;
-        // Tiny temperatures (accepted values) overflowed logits / T before: only the maxima
-        // may be drawn, exactly as on the CPU.
-        const bool tiny = trial % 3 != 0 && trial % 7 >= 5;
-        spec.temperature = trial % 3 == 0 ? 0.0f : !tiny ? 0.7f : trial % 7 == 5 ? 1e-38f : 1.4e-45f;
-        spec.top_k = trial % 2 ? 0 : 50;
-        spec.top_p = trial % 4 == 1 ? 0.9f : 1.0f;
-        spec.min_p = trial % 4 == 2 ? 0.05f : 0.0f;
-        spec.repetition_penalty = trial % 3 == 1 ? 1.3f : 1.0f;
-        SampleArgs a{};
-        a.logits = dlog.as<float>();
-        a.batch = B;
-        a.vocab = V;
-        a.temperature = spec.temperature;
-        a.penalty = spec.repetition_penalty;
-        a.recent = drec.as<int32_t>();
-        a.n_recent = dn.as<int32_t>();
-        a.recent_stride = 8;
-        a.top_k = spec.top_k;
-        a.top_p = spec.top_p;
-        a.min_p = spec.min_p;
-        a.uniform = duni.as<float>();
-        a.workspace = ws.p;
-        a.out = dout.as<int32_t>();
-        CK(launch_sample(a, 0));
-        std::vector<int32_t> got(B);
-        CK(cudaMemcpy(got.data(), dout.p, 4 * B, cudaMemcpyDeviceToHost));
-        for (uint32_t b = 0; b < B; b++) {
-            gpt::SampleRow row;
-            row.uniform = uni[b];
-            row.recent = &recent[b * 8];
-            row.n_recent = (uint32_t)n_recent[b];
-            const int32_t want = gpt::sample_row(&logits[b * V], V, spec, row, scratch);
-            trials++;
-            if (got[b] != want) {
-                mismatches++;
-                std::printf("  sample trial %d row %u: gpu %d cpu %d (temperature %g top_k %u top_p %g min_p %g)\n", trial, b,
-                            got[b], want, spec.temperature, spec.top_k, spec.top_p, spec.min_p);
+    for (const uint32_t V : kSampleVocabs) {
+        const uint32_t B = 3;
+        DevBuf dlog(B * V, DType::F32), duni(B, DType::F32), drec(B * 8, DType::F32), dn(B, DType::F32), dout(B, DType::F32);
+        DevBuf ws(sample_workspace_bytes(B, V) / 4 + 1, DType::F32);
+        std::vector<float> vals(V);
+        std::vector<int32_t> idx(V);
+        gpt::SamplerScratch scratch{vals.data(), idx.data()};
+        int mismatches = 0, trials = 0;
+        for (int trial = 0; trial < 60; trial++) {
+            auto logits = randn(B * V, 2.0f);
+            if (trial % 5 == 0) logits[17] = logits[V - 2] = 50.0f; // a tie: lowest id must win
+            std::vector<int32_t> recent(B * 8), n_recent(B);
+            for (auto &t : recent) t = (int32_t)(g_rng() % V);
+            for (auto &n : n_recent) n = (int32_t)(g_rng() % 9);
+            std::vector<float> uni(B);
+            for (auto &u : uni) u = (float)(g_rng() >> 40) * 0x1p-24f;
+            dlog.upload(logits);
+            duni.upload(uni);
+            drec.upload_raw(recent.data(), 4 * recent.size());
+            dn.upload_raw(n_recent.data(), 4 * B);
+            gpt::SampleSpec spec;
+            // Tiny temperatures (accepted values) overflowed logits / T before: only the maxima
+            // may be drawn, exactly as on the CPU.
+            const bool tiny = trial % 3 != 0 && trial % 7 >= 5;
+            spec.temperature = trial % 3 == 0 ? 0.0f : !tiny ? 0.7f : trial % 7 == 5 ? 1e-38f : 1.4e-45f;
+            spec.top_k = trial % 2 ? 0 : 50;
+            spec.top_p = trial % 4 == 1 ? 0.9f : 1.0f;
+            spec.min_p = trial % 4 == 2 ? 0.05f : 0.0f;
+            spec.repetition_penalty = trial % 3 == 1 ? 1.3f : 1.0f;
+            SampleArgs a{};
+            a.logits = dlog.as<float>();
+            a.batch = B;
+            a.vocab = V;
+            a.temperature = spec.temperature;
+            a.penalty = spec.repetition_penalty;
+            a.recent = drec.as<int32_t>();
+            a.n_recent = dn.as<int32_t>();
+            a.recent_stride = 8;
+            a.top_k = spec.top_k;
+            a.top_p = spec.top_p;
+            a.min_p = spec.min_p;
+            a.uniform = duni.as<float>();
+            a.workspace = ws.p;
+            a.out = dout.as<int32_t>();
+            CK(launch_sample(a, 0));
+            std::vector<int32_t> got(B);
+            CK(cudaMemcpy(got.data(), dout.p, 4 * B, cudaMemcpyDeviceToHost));
+            for (uint32_t b = 0; b < B; b++) {
+                gpt::SampleRow row;
+                row.uniform = uni[b];
+                row.recent = &recent[b * 8];
+                row.n_recent = (uint32_t)n_recent[b];
+                const int32_t want = gpt::sample_row(&logits[b * V], V, spec, row, scratch);
+                trials++;
+                if (got[b] != want) {
+                    mismatches++;
+                    std::printf("  sample trial %d row %u: gpu %d cpu %d (temperature %g top_k %u top_p %g min_p %g)\n", trial, b,
+                                got[b], want, spec.temperature, spec.top_k, spec.top_p, spec.min_p);
+                }
+                if (spec.temperature <= 0.0f || tiny) assert_int_equal(got[b], want); // greedy (and its limit) is exact
             }
-            if (spec.temperature <= 0.0f || tiny) assert_int_equal(got[b], want); // greedy (and its limit) is exact
         }
+        // Stochastic picks may differ only where summation order moves a boundary: rare.
+        assert_true(mismatches <= trials / 50);
     }
-    // Stochastic picks may differ only where summation order moves a boundary: rare.
-    assert_true(mismatches <= trials / 50);
 }
 
 // The adjustment pass (frequency/presence penalties and logit bias, sampler.h step 2): the
 // CUDA sampler given per-row lists of distinct tokens and deltas picks as the CPU sampler.
 void test_gpu_sample_adjustments(void **) {
     SKIP_WITHOUT_GPU();
-    const uint32_t B = 3, V = 1000, stride = 64;
-    DevBuf dlog(B * V, DType::F32), duni(B, DType::F32), dn(B, DType::F32), dout(B, DType::F32);
-    DevBuf dtok(B * stride, DType::F32), ddelta(B * stride, DType::F32), dnadj(B, DType::F32);
-    DevBuf ws(sample_workspace_bytes(B, V) / 4 + 1, DType::F32);
-    std::vector<float> vals(V);
-    std::vector<int32_t> idx(V);
-    gpt::SamplerScratch scratch{vals.data(), idx.data()};
-    int mismatches = 0, trials = 0;
-    for (int trial = 0; trial < 60; trial++) {
-        auto logits = randn(B * V, 2.0f);
-        std::vector<int32_t> tok(B * stride, -5), n_adj(B), n_recent(B, 0);
-        std::vector<float> delta(B * stride, 0.0f), uni(B);
-        for (uint32_t b = 0; b < B; b++) {
-            std::set<int32_t> used;
-            n_adj[b] = (int32_t)(g_rng() % (stride + 1));
-            for (int32_t j = 0; j < n_adj[b]; j++) {
-                int32_t t;
-                do t = (int32_t)(g_rng() % (V + 2)) - 1; // -1 and V: skipped by both
-                while (!used.insert(t).second);
-                tok[b * stride + j] = t;
-                delta[b * stride + j] = g_rng() % 4 == 0 ? 60.0f : (float)((double)(g_rng() % 2000) / 100.0 - 10.0);
+    for (const uint32_t V : kSampleVocabs) {
+        const uint32_t B = 3, stride = 64;
+        DevBuf dlog(B * V, DType::F32), duni(B, DType::F32), dn(B, DType::F32), dout(B, DType::F32);
+        DevBuf dtok(B * stride, DType::F32), ddelta(B * stride, DType::F32), dnadj(B, DType::F32);
+        DevBuf ws(sample_workspace_bytes(B, V) / 4 + 1, DType::F32);
+        std::vector<float> vals(V);
+        std::vector<int32_t> idx(V);
+        gpt::SamplerScratch scratch{vals.data(), idx.data()};
+        int mismatches = 0, trials = 0;
+        for (int trial = 0; trial < 60; trial++) {
+            auto logits = randn(B * V, 2.0f);
+            std::vector<int32_t> tok(B * stride, -5), n_adj(B), n_recent(B, 0);
+            std::vector<float> delta(B * stride, 0.0f), uni(B);
+            for (uint32_t b = 0; b < B; b++) {
+                std::set<int32_t> used;
+                n_adj[b] = (int32_t)(g_rng() % (stride + 1));
+                for (int32_t j = 0; j < n_adj[b]; j++) {
+                    int32_t t;
+                    do t = (int32_t)(g_rng() % (V + 2)) - 1; // -1 and V: skipped by both
+                    while (!used.insert(t).second);
+                    tok[b * stride + j] = t;
+                    delta[b * stride + j] = g_rng() % 4 == 0 ? 60.0f : (float)((double)(g_rng() % 2000) / 100.0 - 10.0);
+                }
+            }
+            for (auto &u : uni) u = (float)(g_rng() >> 40) * 0x1p-24f;
+            dlog.upload(logits);
+            duni.upload(uni);
+            dn.upload_raw(n_recent.data(), 4 * B);
+            dtok.upload_raw(tok.data(), 4 * tok.size());
+            ddelta.upload(delta);
+            dnadj.upload_raw(n_adj.data(), 4 * B);
+            gpt::SampleSpec spec;
+            spec.temperature = trial % 2 == 0 ? 0.0f : 0.8f;
+            spec.top_k = trial % 3 == 0 ? 0 : 40;
+            spec.top_p = trial % 4 == 1 ? 0.9f : 1.0f;
+            SampleArgs a{};
+            a.logits = dlog.as<float>();
+            a.batch = B;
+            a.vocab = V;
+            a.temperature = spec.temperature;
+            a.penalty = 1.0f;
+            a.recent = nullptr;
+            a.n_recent = dn.as<int32_t>();
+            a.recent_stride = 0;
+            a.adjust_tokens = dtok.as<int32_t>();
+            a.adjust_deltas = ddelta.as<float>();
+            a.n_adjust = dnadj.as<int32_t>();
+            a.adjust_stride = stride;
+            a.top_k = spec.top_k;
+            a.top_p = spec.top_p;
+            a.min_p = spec.min_p;
+            a.uniform = duni.as<float>();
+            a.workspace = ws.p;
+            a.out = dout.as<int32_t>();
+            CK(launch_sample(a, 0));
+            std::vector<int32_t> got(B);
+            CK(cudaMemcpy(got.data(), dout.p, 4 * B, cudaMemcpyDeviceToHost));
+            for (uint32_t b = 0; b < B; b++) {
+                gpt::SampleRow row;
+                row.uniform = uni[b];
+                row.adjust_tokens = &tok[b * stride];
+                row.adjust_deltas = &delta[b * stride];
+                row.n_adjust = (uint32_t)n_adj[b];
+                const int32_t want = gpt::sample_row(&logits[b * V], V, spec, row, scratch);
+                trials++;
+                if (got[b] != want) {
+                    mismatches++;
+                    std::printf("  adjusted sample trial %d row %u: gpu %d cpu %d (T %g, %d adjustments)\n", trial, b, got[b], want,
+                                spec.temperature, n_adj[b]);
+                }
+                if (spec.temperature <= 0.0f) assert_int_equal(got[b], want); // greedy is exact
             }
         }
-        for (auto &u : uni) u = (float)(g_rng() >> 40) * 0x1p-24f;
-        dlog.upload(logits);
-        duni.upload(uni);
-        dn.upload_raw(n_recent.data(), 4 * B);
-        dtok.upload_raw(tok.data(), 4 * tok.size());
-        ddelta.upload(delta);
-        dnadj.upload_raw(n_adj.data(), 4 * B);
-        gpt::SampleSpec spec;
-        spec.temperature = trial % 2 == 0 ? 0.0f : 0.8f;
-        spec.top_k = trial % 3 == 0 ? 0 : 40;
-        spec.top_p = trial % 4 == 1 ? 0.9f : 1.0f;
-        SampleArgs a{};
-        a.logits = dlog.as<float>();
-        a.batch = B;
-        a.vocab = V;
-        a.temperature = spec.temperature;
-        a.penalty = 1.0f;
-        a.recent = nullptr;
-        a.n_recent = dn.as<int32_t>();
-        a.recent_stride = 0;
-        a.adjust_tokens = dtok.as<int32_t>();
-        a.adjust_deltas = ddelta.as<float>();
-        a.n_adjust = dnadj.as<int32_t>();
-        a.adjust_stride = stride;
-        a.top_k = spec.top_k;
-        a.top_p = spec.top_p;
-        a.min_p = spec.min_p;
-        a.uniform = duni.as<float>();
-        a.workspace = ws.p;
-        a.out = dout.as<int32_t>();
-        CK(launch_sample(a, 0));
-        std::vector<int32_t> got(B);
-        CK(cudaMemcpy(got.data(), dout.p, 4 * B, cudaMemcpyDeviceToHost));
-        for (uint32_t b = 0; b < B; b++) {
-            gpt::SampleRow row;
-            row.uniform = uni[b];
-            row.adjust_tokens = &tok[b * stride];
-            row.adjust_deltas = &delta[b * stride];
-            row.n_adjust = (uint32_t)n_adj[b];
-            const int32_t want = gpt::sample_row(&logits[b * V], V, spec, row, scratch);
-            trials++;
-            if (got[b] != want) {
-                mismatches++;
-                std::printf("  adjusted sample trial %d row %u: gpu %d cpu %d (T %g, %d adjustments)\n", trial, b, got[b], want,
-                            spec.temperature, n_adj[b]);
-            }
-            if (spec.temperature <= 0.0f) assert_int_equal(got[b], want); // greedy is exact
-        }
+        assert_true(mismatches <= trials / 50);
     }
-    assert_true(mismatches <= trials / 50);
 }
 
 // ---------------------------------------------------------------- whole models

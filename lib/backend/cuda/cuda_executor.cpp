@@ -425,9 +425,12 @@ public:
             copy_in(plan_.adjust_deltas, plan_.h_adjust_deltas, span);
             copy_in(plan_.n_adjust, plan_.h_n_adjust, 4ull * B);
         }
-        copy_in(plan_.uniform, plan_.h_uniform, 4ull * B);
-        copy_in(plan_.n_recent, plan_.h_n_recent, 4ull * B);
-        if (penalty) copy_in(plan_.recent, plan_.h_recent, 4ull * B * kMaxRecent);
+        // Only what the kernels will read: each copy is one more step on the stream.
+        if (!(spec.temperature <= 0.0f)) copy_in(plan_.uniform, plan_.h_uniform, 4ull * B);
+        if (penalty) {
+            copy_in(plan_.n_recent, plan_.h_n_recent, 4ull * B);
+            copy_in(plan_.recent, plan_.h_recent, 4ull * B * kMaxRecent);
+        }
         GPT_CUDA_CHECK(cudaEventRecord(staged_, stream_));
         SampleArgs a{};
         a.logits = dev<float>(plan_.logits);
