@@ -2,8 +2,10 @@
 // stable descending sort (equal values keep ascending ids, matching the CPU's value-then-id
 // order) followed by one block per row that applies top-k/top-p/min-p with block-wide prefix
 // sums and picks the token. Vocabularies of up to kSmallVocab entries (character-level
-// models) are sorted and picked in one kernel, in shared memory; larger ones go through
-// CUB's segmented radix sort, whose passes are several kernels (~40 us a token on an H100).
+// models), and the top_k of larger ones when top_k <= kSmallVocab (found by a radix select),
+// are sorted and picked in one kernel, in shared memory; the rest go through CUB's segmented
+// radix sort, whose passes are several kernels (~40 us a token at 65 entries, ~300 us at
+// GPT-2's 50,257, on an H100).
 #include "sample.cuh"
 #include "common.cuh"
 
@@ -130,13 +132,105 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float *values, u
     if (threadIdx.x == 0) out[blockIdx.x] = best.i == 0x7fffffff ? 0 : best.i;
 }
 
+// Larger float, larger key: the order CUB's radix sort gives floats (-0 sorts as +0).
+__device__ __forceinline__ uint32_t order_key(float f) {
+    uint32_t u = __float_as_uint(f);
+    if (u == 0x80000000u) u = 0;
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+constexpr uint32_t kNoBin = 256;
+struct SelectShared {
+    uint32_t hist[256];
+    uint32_t digit, rank, equal;
+};
+
+// Block-wide radix select: the rank-th largest (rank >= 1, at most the count of candidates)
+// of key_of(i) over the candidates i < n (key_of returns false for the others), by 8-bit
+// digits from the top, four passes over the row. Returns that key; *rank becomes how many of
+// the keys equal to it lie within the rank largest, *equal how many equal it in all. A warp
+// adds each digit once, with its count (__match_any_sync), since most floats share a few top
+// digits.
+template <typename KeyOf>
+__device__ uint32_t select_kth(uint32_t n, uint32_t *rank, uint32_t *equal, SelectShared &sh, KeyOf key_of) {
+    const uint32_t lane = threadIdx.x % 32;
+    uint32_t prefix = 0, mask = 0, want = *rank;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (uint32_t i = threadIdx.x; i < 256; i += blockDim.x) sh.hist[i] = 0;
+        __syncthreads();
+        for (uint32_t base = 0; base < n; base += blockDim.x) { // whole warps: __match_any_sync
+            const uint32_t i = base + threadIdx.x;
+            uint32_t key = 0, bin = kNoBin;
+            if (i < n && key_of(i, key) && (key & mask) == prefix) bin = (key >> shift) & 255u;
+            const unsigned peers = __match_any_sync(0xffffffffu, bin);
+            if (bin != kNoBin && lane == (uint32_t)__ffs(peers) - 1) atomicAdd(&sh.hist[bin], (uint32_t)__popc(peers));
+        }
+        __syncthreads();
+        if (threadIdx.x < 32) { // lane l holds digits 255 - 8 l down to 248 - 8 l
+            uint32_t c[8], sum = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++) sum += c[j] = sh.hist[255 - (lane * 8 + j)];
+            uint32_t incl = sum;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const uint32_t up = __shfl_up_sync(0xffffffffu, incl, o);
+                if (lane >= (uint32_t)o) incl += up;
+            }
+            const uint32_t before = incl - sum;
+            if (before < want && incl >= want) {
+                uint32_t cum = before;
+                for (int j = 0; j < 8; j++) {
+                    if (cum + c[j] >= want) {
+                        sh.digit = 255 - (lane * 8 + j);
+                        sh.rank = want - cum;
+                        sh.equal = c[j];
+                        break;
+                    }
+                    cum += c[j];
+                }
+            }
+        }
+        __syncthreads();
+        prefix |= sh.digit << shift;
+        mask |= 255u << shift;
+        want = sh.rank;
+        __syncthreads(); // sh is rewritten by the next pass
+    }
+    *rank = want;
+    *equal = sh.equal;
+    return prefix;
+}
+
+// Block-wide exclusive sum of one count per thread; *total gets the block's sum.
+__device__ uint32_t block_exclusive_sum(uint32_t v, uint32_t *warp_sums, uint32_t *total) {
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    uint32_t incl = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t up = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= (uint32_t)o) incl += up;
+    }
+    if (lane == 31) warp_sums[warp] = incl;
+    __syncthreads();
+    uint32_t before = 0, all = 0;
+    for (uint32_t w = 0; w < warps; w++) {
+        if (w < warp) before += warp_sums[w];
+        all += warp_sums[w];
+    }
+    __syncthreads(); // warp_sums is rewritten by the next call
+    *total = all;
+    return before + incl - v;
+}
+
 // One block per row b, over candidates sorted by descending value: from the device sort in
-// the workspace, or (small: at most kSmallVocab values, read from `values`) sorted here first
-// with CUB's block radix sort (stable, the same key order as the device sort) in shared
-// memory. One kernel for both keeps the pick's code once. Padding keys carry the bit pattern
-// that sorts last in descending order, after every value (NaNs included), so they never
-// displace a real candidate.
-__global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace w, const float *values, int small) {
+// the workspace (mode 0), or sorted here with CUB's block radix sort (stable, the same key
+// order as the device sort) in shared memory: all of a vocabulary of at most kSmallVocab
+// values (mode 1), or of a larger one the top_k (<= kSmallVocab) found first by a radix select
+// and gathered in id order (mode 2), so that no full sort is needed; `values` holds the rows
+// for modes 1 and 2. One kernel for all keeps the pick's code once. Padding keys carry the bit
+// pattern that sorts last in descending order, after every value (NaNs included), so they
+// never displace a real candidate.
+__global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace w, const float *values, int mode) {
     using Sort = cub::BlockRadixSort<float, kThreads, kSmallItems, int32_t>;
     using Scan = cub::BlockScan<double, kThreads>;
     using Reduce = cub::BlockReduce<double, kThreads>;
@@ -147,6 +241,8 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace 
             int32_t ids[kSmallVocab];
         } sorted;
     } s_small;
+    __shared__ SelectShared s_select;
+    __shared__ uint32_t s_warp_sums[kThreads / 32];
     __shared__ typename Scan::TempStorage scan_tmp;
     __shared__ typename Reduce::TempStorage red_tmp;
     __shared__ double s_total;
@@ -157,15 +253,69 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace 
     const uint32_t b = blockIdx.x;
     const float *v = w.sorted_values + (uint64_t)b * a.vocab;
     const int32_t *ids = w.sorted_ids + (uint64_t)b * a.vocab;
-    if (small) {
+    if (mode) {
         const float *row = values + (uint64_t)b * a.vocab;
         float key[kSmallItems];
         int32_t id[kSmallItems];
+        if (mode == 1) {
 #pragma unroll
-        for (int j = 0; j < kSmallItems; j++) { // blocked: thread t holds ids t * items + j
-            const uint32_t i = threadIdx.x * kSmallItems + j;
-            key[j] = i < a.vocab ? row[i] : __uint_as_float(0xffffffffu);
-            id[j] = (int32_t)i;
+            for (int j = 0; j < kSmallItems; j++) { // blocked: thread t holds ids t * items + j
+                const uint32_t i = threadIdx.x * kSmallItems + j;
+                key[j] = i < a.vocab ? row[i] : __uint_as_float(0xffffffffu);
+                id[j] = (int32_t)i;
+            }
+        } else {
+            // The top_k: keys above the k-th largest, and of those equal to it the lowest ids
+            // (the CPU's value-then-id order), found by a second select over the ids.
+            // One select instantiation for both (by_id: the ids of the values equal to kth,
+            // keyed so that the largest key is the lowest id).
+            uint32_t kth = 0;
+            bool by_id = false;
+            const auto key_of = [&](uint32_t i, uint32_t &k) {
+                k = order_key(row[i]);
+                if (!by_id) return true;
+                const bool equal_kth = k == kth;
+                k = ~i;
+                return equal_kth;
+            };
+            uint32_t take_equal = a.top_k, equal = 0;
+            kth = select_kth(a.vocab, &take_equal, &equal, s_select, key_of);
+            uint32_t last_id = 0xffffffffu;
+            if (equal > take_equal) {
+                uint32_t rank = take_equal, unused = 0;
+                by_id = true;
+                last_id = ~select_kth(a.vocab, &rank, &unused, s_select, key_of);
+            }
+            // Gathered in id order (the block sort is stable over its input order).
+            uint32_t taken = 0;
+            for (uint32_t base = 0; base < a.vocab; base += kThreads * kSmallItems) {
+                bool take[kSmallItems];
+                uint32_t count = 0;
+#pragma unroll
+                for (int j = 0; j < kSmallItems; j++) {
+                    const uint32_t i = base + threadIdx.x * kSmallItems + j;
+                    const uint32_t k = i < a.vocab ? order_key(row[i]) : 0;
+                    take[j] = i < a.vocab && (k > kth || (k == kth && i <= last_id));
+                    count += take[j];
+                }
+                uint32_t chunk_total = 0;
+                uint32_t at = taken + block_exclusive_sum(count, s_warp_sums, &chunk_total);
+#pragma unroll
+                for (int j = 0; j < kSmallItems; j++)
+                    if (take[j] && at < kSmallVocab) {
+                        s_small.sorted.v[at] = row[base + threadIdx.x * kSmallItems + j];
+                        s_small.sorted.ids[at++] = (int32_t)(base + threadIdx.x * kSmallItems + j);
+                    }
+                taken += chunk_total;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < kSmallItems; j++) {
+                const uint32_t i = threadIdx.x * kSmallItems + j;
+                key[j] = i < a.top_k ? s_small.sorted.v[i] : __uint_as_float(0xffffffffu);
+                id[j] = i < a.top_k ? s_small.sorted.ids[i] : (int32_t)i;
+            }
+            __syncthreads(); // the staging area is the sort's storage
         }
         Sort(s_small.sort).SortDescending(key, id);
         __syncthreads(); // the sort's storage becomes the sorted arrays
@@ -260,15 +410,19 @@ cudaError_t launch_sample(const SampleArgs &a, cudaStream_t stream) {
     cudaError_t e = cudaSuccess;
     if (greedy && !penalty && !adjust) // the logits themselves
         return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, a.logits, a.vocab, a.out);
-    const bool small = !greedy && a.vocab <= kSmallVocab;
-    if (small && !penalty && !adjust) // the logits themselves
-        return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, w, a.logits, 1);
+    // The pick kernel's own sort: of all values, or of the top_k selected first (mode 1, 2).
+    const int mode = greedy                                                               ? 0
+                     : a.vocab <= kSmallVocab                                             ? 1
+                     : a.top_k > 0 && a.top_k < a.vocab && a.top_k <= kSmallVocab ? 2
+                                                                                          : 0;
+    if (mode && !penalty && !adjust) // the logits themselves
+        return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, w, a.logits, mode);
     e = launch_pdl(prepare_kernel, grid, 256, 0, stream, a, w);
     if (e == cudaSuccess && penalty) e = launch_pdl(penalty_kernel, a.batch, 256, 0, stream, a, w);
     if (e == cudaSuccess && adjust) e = launch_pdl(adjust_kernel, a.batch, 256, 0, stream, a, w);
     if (e != cudaSuccess) return e;
     if (greedy) return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, (const float *)w.values, a.vocab, a.out);
-    if (small) return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, w, (const float *)w.values, 1);
+    if (mode) return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, w, (const float *)w.values, mode);
     size_t bytes = w.cub_bytes;
     e = cub::DeviceSegmentedRadixSort::SortPairsDescending(
         w.cub_temp, bytes, w.values, w.sorted_values, w.ids, w.sorted_ids, (int)(a.batch * a.vocab), (int)a.batch,

@@ -821,9 +821,10 @@ void test_gpu_executor_features(void **) {
     }
 }
 
-// Vocabularies on both sides of the one-kernel sort's limit (2,048: sample.cu) and a
-// character-level one, so both sorting paths are checked against the CPU sampler.
-const uint32_t kSampleVocabs[] = {65, 1000, 2048, 2049, 5000};
+// Vocabularies on both sides of the one-kernel sort's limit (2,048: sample.cu), a
+// character-level one and GPT-2's, so every sorting path (the whole row in shared memory,
+// the top_k selected first, CUB's device sort for top_k 0) is checked against the CPU sampler.
+const uint32_t kSampleVocabs[] = {65, 1000, 2048, 2049, 5000, 50257};
 
 void test_gpu_sample(void **) {
     SKIP_WITHOUT_GPU();
@@ -838,6 +839,9 @@ void test_gpu_sample(void **) {
         for (int trial = 0; trial < 60; trial++) {
             auto logits = randn(B * V, 2.0f);
             if (trial % 5 == 0) logits[17] = logits[V - 2] = 50.0f; // a tie: lowest id must win
+            if (trial % 5 == 2) // 60 equal maxima per row: top_k 50 keeps their 50 lowest ids
+                for (uint32_t b = 0; b < B; b++)
+                    for (int j = 0; j < 60; j++) logits[b * V + (g_rng() % V)] = 20.0f;
             std::vector<int32_t> recent(B * 8), n_recent(B);
             for (auto &t : recent) t = (int32_t)(g_rng() % V);
             for (auto &n : n_recent) n = (int32_t)(g_rng() % 9);
