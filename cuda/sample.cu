@@ -145,25 +145,41 @@ struct SelectShared {
     uint32_t digit, rank, equal;
 };
 
-// Block-wide radix select: the rank-th largest (rank >= 1, at most the count of candidates)
-// of key_of(i) over the candidates i < n (key_of returns false for the others), by 8-bit
-// digits from the top, four passes over the row. Returns that key; *rank becomes how many of
-// the keys equal to it lie within the rank largest, *equal how many equal it in all. A warp
-// adds each digit once, with its count (__match_any_sync), since most floats share a few top
-// digits.
-template <typename KeyOf>
-__device__ uint32_t select_kth(uint32_t n, uint32_t *rank, uint32_t *equal, SelectShared &sh, KeyOf key_of) {
+// Block-wide radix select over row[0, n): the rank-th largest (rank >= 1, at most the count
+// of candidates) of order_key(row[i]), or with by_id of ~i over the i whose key equals kth
+// (the largest of those keys is the lowest id), by 8-bit digits from the top, four passes
+// over the row. Returns that key; *rank becomes how many of the keys equal to it lie within
+// the rank largest, *equal how many equal it in all. Each thread keeps kSelectLoads loads in
+// flight (the pass is latency-bound: one block reads the whole row), and a warp adds each
+// digit once, with its count (__match_any_sync), since most floats share a few top digits.
+constexpr int kSelectLoads = 2;
+__device__ uint32_t select_kth(const float *row, uint32_t n, bool by_id, uint32_t kth, uint32_t *rank, uint32_t *equal,
+                               SelectShared &sh) {
     const uint32_t lane = threadIdx.x % 32;
     uint32_t prefix = 0, mask = 0, want = *rank;
     for (int shift = 24; shift >= 0; shift -= 8) {
         for (uint32_t i = threadIdx.x; i < 256; i += blockDim.x) sh.hist[i] = 0;
         __syncthreads();
-        for (uint32_t base = 0; base < n; base += blockDim.x) { // whole warps: __match_any_sync
-            const uint32_t i = base + threadIdx.x;
-            uint32_t key = 0, bin = kNoBin;
-            if (i < n && key_of(i, key) && (key & mask) == prefix) bin = (key >> shift) & 255u;
-            const unsigned peers = __match_any_sync(0xffffffffu, bin);
-            if (bin != kNoBin && lane == (uint32_t)__ffs(peers) - 1) atomicAdd(&sh.hist[bin], (uint32_t)__popc(peers));
+        for (uint32_t base = 0; base < n; base += blockDim.x * kSelectLoads) { // whole warps: __match_any_sync
+            float value[kSelectLoads];
+#pragma unroll
+            for (int u = 0; u < kSelectLoads; u++) {
+                const uint32_t i = base + u * blockDim.x + threadIdx.x;
+                value[u] = i < n ? row[i] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < kSelectLoads; u++) {
+                const uint32_t i = base + u * blockDim.x + threadIdx.x;
+                uint32_t key = order_key(value[u]), bin = kNoBin;
+                bool candidate = i < n;
+                if (by_id) {
+                    candidate = candidate && key == kth;
+                    key = ~i;
+                }
+                if (candidate && (key & mask) == prefix) bin = (key >> shift) & 255u;
+                const unsigned peers = __match_any_sync(0xffffffffu, bin);
+                if (bin != kNoBin && lane == (uint32_t)__ffs(peers) - 1) atomicAdd(&sh.hist[bin], (uint32_t)__popc(peers));
+            }
         }
         __syncthreads();
         if (threadIdx.x < 32) { // lane l holds digits 255 - 8 l down to 248 - 8 l
@@ -267,24 +283,18 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace 
         } else {
             // The top_k: keys above the k-th largest, and of those equal to it the lowest ids
             // (the CPU's value-then-id order), found by a second select over the ids.
-            // One select instantiation for both (by_id: the ids of the values equal to kth,
-            // keyed so that the largest key is the lowest id).
-            uint32_t kth = 0;
-            bool by_id = false;
-            const auto key_of = [&](uint32_t i, uint32_t &k) {
-                k = order_key(row[i]);
-                if (!by_id) return true;
-                const bool equal_kth = k == kth;
-                k = ~i;
-                return equal_kth;
-            };
-            uint32_t take_equal = a.top_k, equal = 0;
-            kth = select_kth(a.vocab, &take_equal, &equal, s_select, key_of);
-            uint32_t last_id = 0xffffffffu;
-            if (equal > take_equal) {
-                uint32_t rank = take_equal, unused = 0;
-                by_id = true;
-                last_id = ~select_kth(a.vocab, &rank, &unused, s_select, key_of);
+            // (One call site: the select's code is inlined once.)
+            uint32_t kth = 0, take_equal = a.top_k, last_id = 0xffffffffu;
+            for (int by_id = 0; by_id < 2; by_id++) {
+                uint32_t rank = take_equal, equal = 0;
+                const uint32_t key = select_kth(row, a.vocab, by_id, kth, &rank, &equal, s_select);
+                if (by_id) {
+                    last_id = ~key;
+                    break;
+                }
+                kth = key;
+                take_equal = rank;
+                if (equal <= take_equal) break; // no tie beyond the keys taken
             }
             // Gathered in id order (the block sort is stable over its input order).
             uint32_t taken = 0;
