@@ -152,7 +152,7 @@ struct SelectShared {
 // the rank largest, *equal how many equal it in all. Each thread keeps kSelectLoads loads in
 // flight (the pass is latency-bound: one block reads the whole row), and a warp adds each
 // digit once, with its count (__match_any_sync), since most floats share a few top digits.
-constexpr int kSelectLoads = 2;
+constexpr int kSelectLoads = 4;
 __device__ uint32_t select_kth(const float *row, uint32_t n, bool by_id, uint32_t kth, uint32_t *rank, uint32_t *equal,
                                SelectShared &sh) {
     const uint32_t lane = threadIdx.x % 32;
