@@ -1,18 +1,16 @@
-// sample.cu - penalty and adjustment passes, block argmax, and for stochastic sampling a
-// stable descending sort (equal values keep ascending ids, matching the CPU's value-then-id
-// order) followed by one block per row that applies top-k/top-p/min-p with block-wide prefix
-// sums and picks the token. Vocabularies of up to kSmallVocab entries (character-level
-// models), and the top_k of larger ones when top_k <= kSmallVocab (found by a radix select),
-// are sorted and picked in one kernel, in shared memory; the rest go through CUB's segmented
-// radix sort, whose passes are several kernels (~40 us a token at 65 entries, ~300 us at
-// GPT-2's 50,257, on an H100).
+// sample.cu - penalty and adjustment passes, block argmax, and for stochastic sampling the
+// CPU sampler's walk (lib/sampler/sampler.h: candidates in descending value, equal values by
+// ascending id) without a sort of the whole row. Vocabularies of up to kSmallVocab entries
+// (character-level models), and the top_k of larger ones when top_k <= kSmallVocab (found by a
+// radix select by count), are sorted and picked in one kernel, in shared memory (pick_kernel).
+// Larger sets (top_k 0 or above kSmallVocab) are never sorted: draw_kernel finds the token the
+// walk would stop at, and the top_p cut, by a radix select by probability mass.
 #include "sample.cuh"
 #include "common.cuh"
 
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cub/device/device_segmented_radix_sort.cuh>
 
 using namespace gpt_cuda;
 
@@ -22,58 +20,50 @@ constexpr int kThreads = 512; // with __launch_bounds__, fits the register file 
 constexpr int kSmallItems = 4;  // keys per thread of the one-kernel sort
 constexpr uint32_t kSmallVocab = kThreads * kSmallItems;
 
+struct DrawState;
+constexpr int kPassThreads = 256, kPerThread = 8, kSlice = kPassThreads * kPerThread; // draw_pass_kernel
+constexpr int kDigitBits = 4, kDigits = 1 << kDigitBits;
+__host__ __device__ constexpr uint32_t pass_blocks(uint32_t vocab) { return (vocab + kSlice - 1) / kSlice; }
+__host__ __device__ constexpr uint32_t stash_stride(uint32_t vocab) { return (vocab + 1) & ~1u; } // 16-byte rows
+
 struct Workspace {
-    float *values, *sorted_values;
-    int32_t *ids, *sorted_ids;
-    int32_t *offsets;
-    void *cub_temp;
-    size_t cub_bytes;
+    float *values;     // [batch][vocab]: the logits with the penalties and adjustments applied
+    // The radix select by mass (draw_pass_kernel):
+    uint2 *stash;      // [batch][stash_stride(vocab)]: each value's order key and weight
+    DrawState *state;  // [batch]
+    double *partial;   // [batch][pass_blocks(vocab)][kDigits]: each block's sums
+    uint32_t *bits;    // [batch][pass_blocks(vocab)]: each block's digits present, max key or count
+    uint32_t *min_ids; // [batch][pass_blocks(vocab)]: each block's lowest id of a tie
 };
 
 size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
-size_t cub_sort_bytes(uint32_t batch, uint32_t vocab) {
-    size_t bytes = 0;
-    // The same argument types as launch_sample's call: CUB's kernels are templates on the
-    // offset pointers' type, so a const offsets pointer here would compile a second set of
-    // sort kernels (160 KB of sm_90 code) that never run.
-    cub::DeviceSegmentedRadixSort::SortPairsDescending(nullptr, bytes, (const float *)nullptr, (float *)nullptr,
-                                                       (const int32_t *)nullptr, (int32_t *)nullptr, (int)(batch * vocab),
-                                                       (int)batch, (int32_t *)nullptr, (int32_t *)nullptr);
-    return bytes;
+constexpr size_t kStateBytes = 64; // sizeof(DrawState), checked below
+
+// The workspace's parts in order, each 256-byte aligned; `base` null gives the size only.
+size_t carve(void *base, uint32_t batch, uint32_t vocab, Workspace *w) {
+    const uint64_t blocks = (uint64_t)batch * pass_blocks(vocab);
+    const size_t sizes[] = {(size_t)batch * vocab * 4, (size_t)batch * stash_stride(vocab) * 8, batch * kStateBytes,
+                            blocks * kDigits * 8, blocks * 4, blocks * 4};
+    void **parts[] = {(void **)&w->values, (void **)&w->stash, (void **)&w->state,
+                      (void **)&w->partial, (void **)&w->bits, (void **)&w->min_ids};
+    size_t at = 0;
+    for (int i = 0; i < 6; i++) {
+        *parts[i] = base ? (char *)base + at : nullptr;
+        at += align256(sizes[i]);
+    }
+    return at;
 }
 
-Workspace carve(void *base, uint32_t batch, uint32_t vocab) {
-    Workspace w;
-    char *p = (char *)base;
-    const size_t n = align256((size_t)batch * vocab * 4);
-    w.values = (float *)p; p += n;
-    w.sorted_values = (float *)p; p += n;
-    w.ids = (int32_t *)p; p += n;
-    w.sorted_ids = (int32_t *)p; p += n;
-    w.offsets = (int32_t *)p; p += align256((size_t)(batch + 1) * 4);
-    w.cub_temp = p;
-    w.cub_bytes = cub_sort_bytes(batch, vocab);
-    return w;
-}
-
-// values = the logits (penalised next); ids = 0..vocab-1. The temperature is applied in
-// pick_kernel as exp((v - max) / T), after sorting: the order does not depend on it.
+// values = the logits (penalised and adjusted next). The temperature is applied when the
+// weights are taken, as exp((v - max) / T): the order does not depend on it.
 __global__ void prepare_kernel(SampleArgs a, Workspace w) {
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t b = blockIdx.y;
     const float *lg = a.logits + (uint64_t)b * a.vocab;
     float *v = w.values + (uint64_t)b * a.vocab;
-    int32_t *ids = w.ids + (uint64_t)b * a.vocab;
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.vocab; i += gridDim.x * blockDim.x) {
-        v[i] = lg[i];
-        ids[i] = (int32_t)i;
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        w.offsets[b] = (int32_t)(b * a.vocab);
-        if (b == a.batch - 1) w.offsets[a.batch] = (int32_t)(a.batch * a.vocab);
-    }
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.vocab; i += gridDim.x * blockDim.x) v[i] = lg[i];
 }
 
 __global__ void penalty_kernel(SampleArgs a, Workspace w) {
@@ -145,14 +135,45 @@ struct SelectShared {
     uint32_t digit, rank, equal;
 };
 
+// f(i, row[i], valid) for every i < n, called by whole warps (valid is false past the end:
+// callers may use warp-wide intrinsics), kLoads 16-byte loads in flight per thread: one block
+// reads a whole row, so a pass over it is bound by the loads' latency. The at most 3 values
+// before the first 16-byte boundary and 3 after the last are one scalar round.
+constexpr int kLoads = 4;
+template <class F> __device__ __forceinline__ void for_each_value(const float *row, uint32_t n, F f) {
+    const uint32_t head = min(n, (uint32_t)((16 - ((uintptr_t)row & 15)) & 15) / 4);
+    const uint32_t n_vec = (n - head) / 4, tail = head + 4 * n_vec;
+    {
+        const uint32_t j = threadIdx.x, i = j < head ? j : tail + (j - head);
+        const bool valid = j < head + (n - tail);
+        f(i, valid ? row[i] : 0.0f, valid);
+    }
+    const float4 *vec = reinterpret_cast<const float4 *>(row + head);
+    for (uint32_t base = 0; base < n_vec; base += blockDim.x * kLoads) {
+        float4 v[kLoads];
+#pragma unroll
+        for (int u = 0; u < kLoads; u++) {
+            const uint32_t q = base + u * blockDim.x + threadIdx.x;
+            v[u] = q < n_vec ? vec[q] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < kLoads; u++) {
+            const uint32_t q = base + u * blockDim.x + threadIdx.x, i = head + 4 * q;
+            const bool valid = q < n_vec;
+            f(i, v[u].x, valid);
+            f(i + 1, v[u].y, valid);
+            f(i + 2, v[u].z, valid);
+            f(i + 3, v[u].w, valid);
+        }
+    }
+}
+
 // Block-wide radix select over row[0, n): the rank-th largest (rank >= 1, at most the count
 // of candidates) of order_key(row[i]), or with by_id of ~i over the i whose key equals kth
 // (the largest of those keys is the lowest id), by 8-bit digits from the top, four passes
 // over the row. Returns that key; *rank becomes how many of the keys equal to it lie within
-// the rank largest, *equal how many equal it in all. Each thread keeps kSelectLoads loads in
-// flight (the pass is latency-bound: one block reads the whole row), and a warp adds each
-// digit once, with its count (__match_any_sync), since most floats share a few top digits.
-constexpr int kSelectLoads = 4;
+// the rank largest, *equal how many equal it in all. A warp adds each digit once, with its
+// count (__match_any_sync), since most floats share a few top digits.
 __device__ uint32_t select_kth(const float *row, uint32_t n, bool by_id, uint32_t kth, uint32_t *rank, uint32_t *equal,
                                SelectShared &sh) {
     const uint32_t lane = threadIdx.x % 32;
@@ -160,27 +181,17 @@ __device__ uint32_t select_kth(const float *row, uint32_t n, bool by_id, uint32_
     for (int shift = 24; shift >= 0; shift -= 8) {
         for (uint32_t i = threadIdx.x; i < 256; i += blockDim.x) sh.hist[i] = 0;
         __syncthreads();
-        for (uint32_t base = 0; base < n; base += blockDim.x * kSelectLoads) { // whole warps: __match_any_sync
-            float value[kSelectLoads];
-#pragma unroll
-            for (int u = 0; u < kSelectLoads; u++) {
-                const uint32_t i = base + u * blockDim.x + threadIdx.x;
-                value[u] = i < n ? row[i] : 0.0f;
+        for_each_value(row, n, [&](uint32_t i, float x, bool valid) {
+            uint32_t key = order_key(x), bin = kNoBin;
+            bool candidate = valid;
+            if (by_id) {
+                candidate = candidate && key == kth;
+                key = ~i;
             }
-#pragma unroll
-            for (int u = 0; u < kSelectLoads; u++) {
-                const uint32_t i = base + u * blockDim.x + threadIdx.x;
-                uint32_t key = order_key(value[u]), bin = kNoBin;
-                bool candidate = i < n;
-                if (by_id) {
-                    candidate = candidate && key == kth;
-                    key = ~i;
-                }
-                if (candidate && (key & mask) == prefix) bin = (key >> shift) & 255u;
-                const unsigned peers = __match_any_sync(0xffffffffu, bin);
-                if (bin != kNoBin && lane == (uint32_t)__ffs(peers) - 1) atomicAdd(&sh.hist[bin], (uint32_t)__popc(peers));
-            }
-        }
+            if (candidate && (key & mask) == prefix) bin = (key >> shift) & 255u;
+            const unsigned peers = __match_any_sync(0xffffffffu, bin);
+            if (bin != kNoBin && lane == (uint32_t)__ffs(peers) - 1) atomicAdd(&sh.hist[bin], (uint32_t)__popc(peers));
+        });
         __syncthreads();
         if (threadIdx.x < 32) { // lane l holds digits 255 - 8 l down to 248 - 8 l
             uint32_t c[8], sum = 0;
@@ -217,6 +228,29 @@ __device__ uint32_t select_kth(const float *row, uint32_t n, bool by_id, uint32_
     return prefix;
 }
 
+// The last of the top_k largest of row[0, n) in value-then-id order (the CPU's): its key
+// *kth and id *last_id, so the top_k are the keys above *kth and, of those equal to it, the
+// ids up to *last_id (all of them, 0xffffffff, when the tie does not straddle the cut).
+// The ids of the tie come from a second select over ~id. (One call site per kernel: the
+// select's code is inlined once in each.)
+__device__ void top_k_boundary(const float *row, uint32_t n, uint32_t top_k, SelectShared &sh, uint32_t *kth,
+                               uint32_t *last_id) {
+    uint32_t take_equal = top_k;
+    *kth = 0;
+    *last_id = 0xffffffffu;
+    for (int by_id = 0; by_id < 2; by_id++) {
+        uint32_t rank = take_equal, equal = 0;
+        const uint32_t key = select_kth(row, n, by_id, *kth, &rank, &equal, sh);
+        if (by_id) {
+            *last_id = ~key;
+            break;
+        }
+        *kth = key;
+        take_equal = rank;
+        if (equal <= take_equal) break; // no tie beyond the keys taken
+    }
+}
+
 // Block-wide exclusive sum of one count per thread; *total gets the block's sum.
 __device__ uint32_t block_exclusive_sum(uint32_t v, uint32_t *warp_sums, uint32_t *total) {
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -238,15 +272,13 @@ __device__ uint32_t block_exclusive_sum(uint32_t v, uint32_t *warp_sums, uint32_
     return before + incl - v;
 }
 
-// One block per row b, over candidates sorted by descending value: from the device sort in
-// the workspace (mode 0), or sorted here with CUB's block radix sort (stable, the same key
-// order as the device sort) in shared memory: all of a vocabulary of at most kSmallVocab
-// values (mode 1), or of a larger one the top_k (<= kSmallVocab) found first by a radix select
-// and gathered in id order (mode 2), so that no full sort is needed; `values` holds the rows
-// for modes 1 and 2. One kernel for all keeps the pick's code once. Padding keys carry the bit
+// One block per row b, over candidates sorted by descending value here with CUB's block
+// radix sort (stable) in shared memory: all of a vocabulary of at most kSmallVocab values
+// (mode 1), or of a larger one the top_k (<= kSmallVocab) found first by a radix select and
+// gathered in id order (mode 2), so that no full sort is needed. Padding keys carry the bit
 // pattern that sorts last in descending order, after every value (NaNs included), so they
 // never displace a real candidate.
-__global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace w, const float *values, int mode) {
+__global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, const float *values, int mode) {
     using Sort = cub::BlockRadixSort<float, kThreads, kSmallItems, int32_t>;
     using Scan = cub::BlockScan<double, kThreads>;
     using Reduce = cub::BlockReduce<double, kThreads>;
@@ -267,77 +299,60 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace 
     pdl_wait();
     pdl_launch_dependents();
     const uint32_t b = blockIdx.x;
-    const float *v = w.sorted_values + (uint64_t)b * a.vocab;
-    const int32_t *ids = w.sorted_ids + (uint64_t)b * a.vocab;
-    if (mode) {
-        const float *row = values + (uint64_t)b * a.vocab;
-        float key[kSmallItems];
-        int32_t id[kSmallItems];
-        if (mode == 1) {
+    const float *row = values + (uint64_t)b * a.vocab;
+    float key[kSmallItems];
+    int32_t id[kSmallItems];
+    if (mode == 1) {
 #pragma unroll
-            for (int j = 0; j < kSmallItems; j++) { // blocked: thread t holds ids t * items + j
-                const uint32_t i = threadIdx.x * kSmallItems + j;
-                key[j] = i < a.vocab ? row[i] : __uint_as_float(0xffffffffu);
-                id[j] = (int32_t)i;
-            }
-        } else {
-            // The top_k: keys above the k-th largest, and of those equal to it the lowest ids
-            // (the CPU's value-then-id order), found by a second select over the ids.
-            // (One call site: the select's code is inlined once.)
-            uint32_t kth = 0, take_equal = a.top_k, last_id = 0xffffffffu;
-            for (int by_id = 0; by_id < 2; by_id++) {
-                uint32_t rank = take_equal, equal = 0;
-                const uint32_t key = select_kth(row, a.vocab, by_id, kth, &rank, &equal, s_select);
-                if (by_id) {
-                    last_id = ~key;
-                    break;
-                }
-                kth = key;
-                take_equal = rank;
-                if (equal <= take_equal) break; // no tie beyond the keys taken
-            }
-            // Gathered in id order (the block sort is stable over its input order).
-            uint32_t taken = 0;
-            for (uint32_t base = 0; base < a.vocab; base += kThreads * kSmallItems) {
-                bool take[kSmallItems];
-                uint32_t count = 0;
-#pragma unroll
-                for (int j = 0; j < kSmallItems; j++) {
-                    const uint32_t i = base + threadIdx.x * kSmallItems + j;
-                    const uint32_t k = i < a.vocab ? order_key(row[i]) : 0;
-                    take[j] = i < a.vocab && (k > kth || (k == kth && i <= last_id));
-                    count += take[j];
-                }
-                uint32_t chunk_total = 0;
-                uint32_t at = taken + block_exclusive_sum(count, s_warp_sums, &chunk_total);
-#pragma unroll
-                for (int j = 0; j < kSmallItems; j++)
-                    if (take[j] && at < kSmallVocab) {
-                        s_small.sorted.v[at] = row[base + threadIdx.x * kSmallItems + j];
-                        s_small.sorted.ids[at++] = (int32_t)(base + threadIdx.x * kSmallItems + j);
-                    }
-                taken += chunk_total;
-            }
-            __syncthreads();
+        for (int j = 0; j < kSmallItems; j++) { // blocked: thread t holds ids t * items + j
+            const uint32_t i = threadIdx.x * kSmallItems + j;
+            key[j] = i < a.vocab ? row[i] : __uint_as_float(0xffffffffu);
+            id[j] = (int32_t)i;
+        }
+    } else {
+        uint32_t kth = 0, last_id = 0;
+        top_k_boundary(row, a.vocab, a.top_k, s_select, &kth, &last_id);
+        // Gathered in id order (the block sort is stable over its input order).
+        uint32_t taken = 0;
+        for (uint32_t base = 0; base < a.vocab; base += kThreads * kSmallItems) {
+            bool take[kSmallItems];
+            uint32_t count = 0;
 #pragma unroll
             for (int j = 0; j < kSmallItems; j++) {
-                const uint32_t i = threadIdx.x * kSmallItems + j;
-                key[j] = i < a.top_k ? s_small.sorted.v[i] : __uint_as_float(0xffffffffu);
-                id[j] = i < a.top_k ? s_small.sorted.ids[i] : (int32_t)i;
+                const uint32_t i = base + threadIdx.x * kSmallItems + j;
+                const uint32_t k = i < a.vocab ? order_key(row[i]) : 0;
+                take[j] = i < a.vocab && (k > kth || (k == kth && i <= last_id));
+                count += take[j];
             }
-            __syncthreads(); // the staging area is the sort's storage
-        }
-        Sort(s_small.sort).SortDescending(key, id);
-        __syncthreads(); // the sort's storage becomes the sorted arrays
+            uint32_t chunk_total = 0;
+            uint32_t at = taken + block_exclusive_sum(count, s_warp_sums, &chunk_total);
 #pragma unroll
-        for (int j = 0; j < kSmallItems; j++) {
-            s_small.sorted.v[threadIdx.x * kSmallItems + j] = key[j];
-            s_small.sorted.ids[threadIdx.x * kSmallItems + j] = id[j];
+            for (int j = 0; j < kSmallItems; j++)
+                if (take[j] && at < kSmallVocab) {
+                    s_small.sorted.v[at] = row[base + threadIdx.x * kSmallItems + j];
+                    s_small.sorted.ids[at++] = (int32_t)(base + threadIdx.x * kSmallItems + j);
+                }
+            taken += chunk_total;
         }
         __syncthreads();
-        v = s_small.sorted.v;
-        ids = s_small.sorted.ids;
+#pragma unroll
+        for (int j = 0; j < kSmallItems; j++) {
+            const uint32_t i = threadIdx.x * kSmallItems + j;
+            key[j] = i < a.top_k ? s_small.sorted.v[i] : __uint_as_float(0xffffffffu);
+            id[j] = i < a.top_k ? s_small.sorted.ids[i] : (int32_t)i;
+        }
+        __syncthreads(); // the staging area is the sort's storage
     }
+    Sort(s_small.sort).SortDescending(key, id);
+    __syncthreads(); // the sort's storage becomes the sorted arrays
+#pragma unroll
+    for (int j = 0; j < kSmallItems; j++) {
+        s_small.sorted.v[threadIdx.x * kSmallItems + j] = key[j];
+        s_small.sorted.ids[threadIdx.x * kSmallItems + j] = id[j];
+    }
+    __syncthreads();
+    const float *v = s_small.sorted.v;
+    const int32_t *ids = s_small.sorted.ids;
     const uint32_t k = (a.top_k > 0 && a.top_k < a.vocab) ? a.top_k : a.vocab;
     const float mx = v[0];
     const float t = a.temperature;
@@ -404,40 +419,370 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, Workspace 
     if (threadIdx.x == 0) a.out[b] = ids[s_pick >= 0 ? s_pick : n - 1];
 }
 
+// ---- Larger candidate sets (top_k 0 or above kSmallVocab): a radix select by mass ----
+// Walking the candidates in value-then-id order, the CPU stops at the first whose running
+// weight exceeds uniform * total (the draw), reaches top_p * sum (the top_p cut) or, counting
+// each candidate as 1, reaches top_k (the top_k cut). That candidate is found without ordering
+// the row: each select pass splits the candidates under the key prefix found so far by their
+// next 4-bit digit and sums their weights per digit, which gives the stopping candidate's
+// digit and the weight of every candidate above it; eight passes give its key, and a tie at
+// that key (equal values, equal weights) is resolved by id as the CPU orders it.
+//
+// Every pass is one launch of draw_pass_kernel over the whole row, kSlice values a block, so
+// a pass takes many SMs (one block per row spent ~12 us a pass at 50,257 values, instruction
+// bound); the last block to finish a pass (an arrival counter) combines the blocks' sums in
+// block order and leaves the result in the row's DrawState for the next pass. Sums are in
+// double and in a fixed order, so the picks are the same on every run.
+// A row's select in progress, and what earlier passes found.
+struct DrawState {
+    uint32_t arrivals;        // blocks done with the current pass
+    uint32_t max_key;         // order key of the largest value (weight 1)
+    uint32_t key_lo, id_lo;   // the kept prefix of the order: keys above key_lo, and id <= id_lo at key_lo
+    uint32_t prefix, mask;    // the select's key digits found so far
+    double above;             // weight of the kept candidates with keys above the prefix
+    double sum, total;        // softmax sum of the kept (top_k) values; of those after top_p and min_p
+};
+
+enum PassKind : int { kPassMax, kPassWeigh, kPassSum, kPassSelect, kPassTie };
+// What a select (and its tie pass) stops at; a sum pass's target says which sum it makes.
+enum PassTarget : int { kTargetTopK, kTargetTopP, kTargetDraw };
+struct DrawPass {
+    PassKind kind;
+    PassTarget target;
+    int shift; // select passes: the digit's lowest bit, 28 down to 0
+};
+
+static_assert(sizeof(DrawState) <= kStateBytes, "kStateBytes holds a DrawState");
+
+__device__ __forceinline__ bool in_prefix(uint32_t key_lo, uint32_t id_lo, uint32_t key, uint32_t i) {
+    return key > key_lo || (key == key_lo && i <= id_lo);
+}
+
+// The value whose order_key is `key` (-0 comes back as +0, which weighs the same).
+__device__ __forceinline__ float key_value(uint32_t key) {
+    return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Starts each row's state: no select done, every value kept.
+__global__ void draw_init_kernel(Workspace ws, uint32_t batch) {
+    pdl_wait();
+    pdl_launch_dependents();
+    for (uint32_t b = threadIdx.x; b < batch; b += blockDim.x) {
+        DrawState s{};
+        s.id_lo = 0xffffffffu;
+        ws.state[b] = s;
+    }
+}
+
+// Bits of the blocks' shares: digits present (select), the largest key (max), a count (tie).
+__device__ __forceinline__ uint32_t combine_bits(PassKind kind, uint32_t x, uint32_t y) {
+    return kind == kPassSelect ? (x | y) : kind == kPassMax ? max(x, y) : x + y;
+}
+
+// The tie pass's last block (all its threads): which of the candidates tied at the select's
+// key the CPU's walk stops at - the j-th by id, j from the tie's weight and the weight above
+// it - and where the select's result goes (the draw's token, or the kept prefix's end).
+// count and lowest: how many candidates tie, and the lowest id of them.
+__device__ void resolve_tie(const SampleArgs &a, const DrawPass &pass, DrawState &st, const uint2 *stash,
+                            uint32_t count, uint32_t lowest, double target, bool inclusive, bool unit,
+                            uint32_t *scratch /* [warps] */) {
+    __shared__ uint32_t s_pick;
+    const uint32_t n = a.vocab, tie_key = st.prefix;
+    if (threadIdx.x == 0) s_pick = lowest;
+    __syncthreads();
+    if (count > 1) {
+        const double weight = unit ? 1.0 : (double)__uint_as_float(__ldcg(&stash[lowest].y));
+        const double slots = (target - st.above) / weight; // the tied weights before the stop
+        uint32_t j = count - 1;
+        if (weight > 0.0 && slots < (double)count) {
+            const double before = inclusive ? ceil(slots) - 1.0 : floor(slots);
+            j = before <= 0.0 ? 0 : (uint32_t)before;
+        }
+        // The (j + 1)-th tied candidate by id: the block walks the stash in id order, each
+        // thread counting its kPerThread consecutive ids (ties are rare; linear at worst).
+        for (uint32_t base = lowest & ~(uint32_t)(kPerThread - 1); base < n; base += kSlice) {
+            const uint32_t first = base + threadIdx.x * kPerThread;
+            uint32_t mine = 0;
+            for (uint32_t i = first; i < first + kPerThread && i < n; i++) {
+                const uint32_t key = __ldcg(&stash[i].x);
+                mine += key == tie_key && in_prefix(st.key_lo, st.id_lo, key, i);
+            }
+            uint32_t total = 0;
+            const uint32_t before = block_exclusive_sum(mine, scratch, &total);
+            if (j >= before && j < before + mine) {
+                uint32_t left = j - before;
+                for (uint32_t i = first; i < first + kPerThread && i < n; i++) {
+                    const uint32_t key = __ldcg(&stash[i].x);
+                    if (key == tie_key && in_prefix(st.key_lo, st.id_lo, key, i) && left-- == 0) {
+                        s_pick = i;
+                        break;
+                    }
+                }
+            }
+            if (j < total) break;
+            j -= total;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x != 0) return;
+    const uint32_t pick = s_pick < n ? s_pick : n - 1;
+    st.arrivals = 0;
+    if (pass.target == kTargetDraw) {
+        a.out[blockIdx.y] = (int32_t)pick;
+    } else {
+        st.key_lo = tie_key;
+        st.id_lo = pick;
+    }
+}
+
+__global__ void __launch_bounds__(kPassThreads) draw_pass_kernel(SampleArgs a, const float *values, Workspace ws,
+                                                                  DrawPass pass) {
+    constexpr int kWarps = kPassThreads / 32;
+    __shared__ double s_warp[kWarps][kDigits];
+    __shared__ uint32_t s_bits[kWarps], s_min[kWarps];
+    __shared__ bool s_last;
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t b = blockIdx.y, n = a.vocab, blocks = gridDim.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    DrawState &st = ws.state[b];
+    const float *row = values + (uint64_t)b * n;
+    uint2 *stash = ws.stash + (uint64_t)b * stash_stride(n);
+    double *partial = ws.partial + ((uint64_t)b * blocks + blockIdx.x) * kDigits; // [16] of this block
+    uint32_t *bits = ws.bits + (uint64_t)b * blocks, *min_ids = ws.min_ids + (uint64_t)b * blocks;
+    const float t = a.temperature;
+    const uint32_t key_lo = st.key_lo, id_lo = st.id_lo;
+    const bool unit = pass.target == kTargetTopK;                                 // count, not weigh
+    const float min_weight = pass.target == kTargetDraw ? a.min_p : 0.0f; // min_p (p(first) = 1): the draw only
+    const bool inclusive = pass.target != kTargetDraw;
+    const double target = pass.target == kTargetTopK   ? (double)a.top_k
+                          : pass.target == kTargetTopP ? (double)a.top_p * st.sum
+                                                       : (double)a.uniform[b] * st.total;
+    const bool first_pass = pass.shift == 32 - kDigitBits;
+    const uint32_t prefix = first_pass ? 0 : st.prefix, mask = first_pass ? 0 : st.mask;
+
+    // This block's values: from the row (max, weigh) or from the stash of (key, weight) pairs.
+    uint32_t key[kPerThread], id[kPerThread];
+    float w[kPerThread];
+    bool valid[kPerThread];
+    if (pass.kind == kPassMax || pass.kind == kPassWeigh) {
+        const float mx = key_value(st.max_key);
+#pragma unroll
+        for (int u = 0; u < kPerThread; u++) {
+            id[u] = blockIdx.x * kSlice + u * kPassThreads + threadIdx.x;
+            valid[u] = id[u] < n;
+            const float x = valid[u] ? row[id[u]] : 0.0f;
+            key[u] = order_key(x);
+            w[u] = pass.kind == kPassWeigh ? expf((x - mx) / t) : 0.0f; // the CPU's weight, in [0, 1]
+            if (pass.kind == kPassWeigh && valid[u]) stash[id[u]] = make_uint2(key[u], __float_as_uint(w[u]));
+        }
+    } else {
+        const uint4 *pairs = reinterpret_cast<const uint4 *>(stash);
+        const uint32_t n_pairs = (n + 1) / 2;
+#pragma unroll
+        for (int u = 0; u < kPerThread / 2; u++) {
+            const uint32_t q = blockIdx.x * (kSlice / 2) + u * kPassThreads + threadIdx.x;
+            const uint4 p = q < n_pairs ? pairs[q] : make_uint4(0, 0, 0, 0);
+            id[2 * u] = 2 * q;
+            id[2 * u + 1] = 2 * q + 1;
+            valid[2 * u] = q < n_pairs;
+            valid[2 * u + 1] = 2 * q + 1 < n;
+            key[2 * u] = p.x;
+            key[2 * u + 1] = p.z;
+            w[2 * u] = __uint_as_float(p.y);
+            w[2 * u + 1] = __uint_as_float(p.w);
+        }
+    }
+
+    // This block's share: per digit sums (select), one sum (weigh, sum), a max (max), or the
+    // tie's count and lowest id (tie); into partial / bits / min_ids.
+    double acc[kDigits];
+#pragma unroll
+    for (int d = 0; d < kDigits; d++) acc[d] = 0.0;
+    uint32_t flag = 0, min_id = 0xffffffffu;
+    const uint32_t tie_key = st.prefix;
+#pragma unroll
+    for (int u = 0; u < kPerThread; u++) {
+        if (!valid[u]) continue;
+        const bool kept = in_prefix(key_lo, id_lo, key[u], id[u]);
+        if (pass.kind == kPassMax) {
+            flag = max(flag, key[u]);
+        } else if (pass.kind == kPassWeigh || pass.kind == kPassSum) {
+            if (kept && (min_weight <= 0.0f || w[u] >= min_weight)) acc[0] += (double)w[u];
+        } else if (pass.kind == kPassSelect) {
+            if (!kept || (key[u] & mask) != prefix || (min_weight > 0.0f && !(w[u] >= min_weight))) continue;
+            const uint32_t digit = (key[u] >> pass.shift) & (kDigits - 1);
+            const double weight = unit ? 1.0 : (double)w[u];
+#pragma unroll
+            for (int d = 0; d < kDigits; d++) acc[d] += digit == (uint32_t)d ? weight : 0.0;
+            flag |= 1u << digit;
+        } else if (kept && key[u] == tie_key) { // kPassTie (the floor holds for the whole tie)
+            flag++;
+            min_id = min(min_id, id[u]);
+        }
+    }
+    const int digits = pass.kind == kPassSelect ? kDigits : pass.kind == kPassWeigh || pass.kind == kPassSum ? 1 : 0;
+#pragma unroll
+    for (int d = 0; d < kDigits; d++) { // unrolled: acc stays in registers
+        if (d >= digits) break;
+        const double s = warp_sum(acc[d]);
+        if (lane == 0) s_warp[warp][d] = s;
+    }
+    // Bits (select: digits present; max: key; tie: count) and the tie's lowest id, per warp.
+    for (int o = 16; o > 0; o >>= 1) {
+        flag = combine_bits(pass.kind, flag, __shfl_down_sync(0xffffffffu, flag, o));
+        min_id = min(min_id, __shfl_down_sync(0xffffffffu, min_id, o));
+    }
+    if (lane == 0) {
+        s_bits[warp] = flag;
+        s_min[warp] = min_id;
+    }
+    __syncthreads();
+    if (threadIdx.x < (uint32_t)digits) {
+        double s = 0.0;
+        for (int v = 0; v < kWarps; v++) s += s_warp[v][threadIdx.x];
+        partial[threadIdx.x] = s;
+    }
+    if (threadIdx.x == 0) {
+        uint32_t f = s_bits[0], m = s_min[0];
+        for (int v = 1; v < kWarps; v++) {
+            f = combine_bits(pass.kind, f, s_bits[v]);
+            m = min(m, s_min[v]);
+        }
+        bits[blockIdx.x] = f;
+        min_ids[blockIdx.x] = m;
+    }
+
+    // The last block of the row to finish combines the blocks' shares, in a fixed order.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(&st.arrivals, 1u) == blocks - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    const double *row_partial = ws.partial + (uint64_t)b * blocks * kDigits;
+    flag = 0;
+    min_id = 0xffffffffu;
+    for (uint32_t k = threadIdx.x; k < blocks; k += kPassThreads) {
+        flag = combine_bits(pass.kind, flag, __ldcg(&bits[k]));
+        min_id = min(min_id, __ldcg(&min_ids[k]));
+    }
+    __syncthreads(); // s_warp, s_bits and s_min are reused
+    for (int d = warp; d < digits; d += kWarps) { // a warp a digit: its lanes stride over the blocks
+        double sum = 0.0;
+        for (uint32_t k = lane; k < blocks; k += 32) sum += __ldcg(&row_partial[k * kDigits + d]);
+        sum = warp_sum(sum);
+        if (lane == 0) s_warp[0][d] = sum;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        flag = combine_bits(pass.kind, flag, __shfl_down_sync(0xffffffffu, flag, o));
+        min_id = min(min_id, __shfl_down_sync(0xffffffffu, min_id, o));
+    }
+    if (lane == 0) {
+        s_bits[warp] = flag;
+        s_min[warp] = min_id;
+    }
+    __syncthreads();
+    flag = s_bits[0];
+    min_id = s_min[0];
+    for (int v = 1; v < kWarps; v++) {
+        flag = combine_bits(pass.kind, flag, s_bits[v]);
+        min_id = min(min_id, s_min[v]);
+    }
+    if (pass.kind == kPassTie) {
+        __syncthreads(); // s_bits is the walk's scratch
+        resolve_tie(a, pass, st, stash, flag, min_id, target, inclusive, unit, s_bits);
+        return;
+    }
+    if (threadIdx.x != 0) return;
+    st.arrivals = 0;
+    if (pass.kind == kPassMax) {
+        st.max_key = flag;
+    } else if (pass.kind == kPassWeigh || pass.kind == kPassSum) {
+        const double sum = s_warp[0][0];
+        if (pass.kind == kPassWeigh || pass.target == kTargetTopK) st.sum = sum; // the kept values' softmax sum
+        st.total = sum;                                                          // what the draw walks over
+    } else { // kPassSelect: from the largest digit down; the last present one where none
+             // reaches the target (a target at the very end, rounding, NaN)
+        double cum = first_pass ? 0.0 : st.above, above = cum;
+        uint32_t pick = 0;
+        for (int d = kDigits - 1; d >= 0; d--) {
+            if (!((flag >> d) & 1u)) continue;
+            pick = (uint32_t)d;
+            above = cum;
+            cum += s_warp[0][d];
+            if (inclusive ? cum >= target : cum > target) break;
+        }
+        st.prefix = prefix | pick << pass.shift;
+        st.mask = mask | (uint32_t)(kDigits - 1) << pass.shift;
+        st.above = above;
+    }
+}
+
+// The passes of one select: eight digits, then the tie at the key they give.
+cudaError_t launch_select(const SampleArgs &a, const float *values, const Workspace &ws, PassTarget target,
+                          cudaStream_t stream) {
+    const dim3 grid(pass_blocks(a.vocab), a.batch);
+    cudaError_t e = cudaSuccess;
+    for (int shift = 32 - kDigitBits; shift >= 0 && e == cudaSuccess; shift -= kDigitBits)
+        e = launch_pdl(draw_pass_kernel, grid, kPassThreads, 0, stream, a, values, ws, DrawPass{kPassSelect, target, shift});
+    if (e == cudaSuccess) e = launch_pdl(draw_pass_kernel, grid, kPassThreads, 0, stream, a, values, ws, DrawPass{kPassTie, target, 0});
+    return e;
+}
+
+// top_k (above kSmallVocab), the softmax sum, top_p, min_p and the draw, over a row that is
+// never sorted.
+cudaError_t launch_draw(const SampleArgs &a, const float *values, const Workspace &ws, cudaStream_t stream) {
+    const dim3 grid(pass_blocks(a.vocab), a.batch);
+    auto pass = [&](PassKind kind, PassTarget target) {
+        return launch_pdl(draw_pass_kernel, grid, kPassThreads, 0, stream, a, values, ws, DrawPass{kind, target, 0});
+    };
+    cudaError_t e = launch_pdl(draw_init_kernel, 1, 32, 0, stream, ws, a.batch);
+    if (e == cudaSuccess) e = pass(kPassMax, kTargetDraw);
+    if (e == cudaSuccess) e = pass(kPassWeigh, kTargetTopP); // the sum over every value (no min_p)
+    if (e == cudaSuccess && a.top_k > 0 && a.top_k < a.vocab) {
+        e = launch_select(a, values, ws, kTargetTopK, stream);
+        if (e == cudaSuccess) e = pass(kPassSum, kTargetTopK); // the sum over the top_k
+    }
+    if (e == cudaSuccess && a.top_p < 1.0f) e = launch_select(a, values, ws, kTargetTopP, stream);
+    if (e == cudaSuccess && (a.top_p < 1.0f || a.min_p > 0.0f)) e = pass(kPassSum, kTargetDraw);
+    if (e == cudaSuccess) e = launch_select(a, values, ws, kTargetDraw, stream);
+    return e;
+}
+
 } // namespace
 
 size_t sample_workspace_bytes(uint32_t batch, uint32_t vocab) {
-    return 4 * align256((size_t)batch * vocab * 4) + align256((size_t)(batch + 1) * 4) + align256(cub_sort_bytes(batch, vocab));
+    Workspace w;
+    return carve(nullptr, batch, vocab, &w);
 }
 
 cudaError_t launch_sample(const SampleArgs &a, cudaStream_t stream) {
     if (a.batch == 0) return cudaSuccess;
-    Workspace w = carve(a.workspace, a.batch, a.vocab);
+    Workspace w;
+    carve(a.workspace, a.batch, a.vocab, &w);
     const bool greedy = a.temperature <= 0.0f;
     const dim3 grid((a.vocab + 255) / 256 < 64 ? (a.vocab + 255) / 256 : 64, a.batch);
     const bool penalty = a.penalty != 1.0f && a.recent;
     const bool adjust = a.n_adjust != nullptr;
-    cudaError_t e = cudaSuccess;
-    if (greedy && !penalty && !adjust) // the logits themselves
-        return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, a.logits, a.vocab, a.out);
-    // The pick kernel's own sort: of all values, or of the top_k selected first (mode 1, 2).
-    const int mode = greedy                                                               ? 0
-                     : a.vocab <= kSmallVocab                                             ? 1
-                     : a.top_k > 0 && a.top_k < a.vocab && a.top_k <= kSmallVocab ? 2
-                                                                                          : 0;
-    if (mode && !penalty && !adjust) // the logits themselves
-        return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, w, a.logits, mode);
-    e = launch_pdl(prepare_kernel, grid, 256, 0, stream, a, w);
-    if (e == cudaSuccess && penalty) e = launch_pdl(penalty_kernel, a.batch, 256, 0, stream, a, w);
-    if (e == cudaSuccess && adjust) e = launch_pdl(adjust_kernel, a.batch, 256, 0, stream, a, w);
-    if (e != cudaSuccess) return e;
-    if (greedy) return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, (const float *)w.values, a.vocab, a.out);
-    if (mode) return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, w, (const float *)w.values, mode);
-    size_t bytes = w.cub_bytes;
-    e = cub::DeviceSegmentedRadixSort::SortPairsDescending(
-        w.cub_temp, bytes, w.values, w.sorted_values, w.ids, w.sorted_ids, (int)(a.batch * a.vocab), (int)a.batch,
-        w.offsets, w.offsets + 1, 0, 32, stream);
-    if (e != cudaSuccess) return e;
-    pick_kernel<<<a.batch, kThreads, 0, stream>>>(a, w, nullptr, 0); // after CUB's kernels: an ordinary launch
-    return cudaGetLastError();
+    // The values: the logits themselves, or their copy with the penalties and adjustments.
+    const float *values = a.logits;
+    if (penalty || adjust) {
+        cudaError_t e = launch_pdl(prepare_kernel, grid, 256, 0, stream, a, w);
+        if (e == cudaSuccess && penalty) e = launch_pdl(penalty_kernel, a.batch, 256, 0, stream, a, w);
+        if (e == cudaSuccess && adjust) e = launch_pdl(adjust_kernel, a.batch, 256, 0, stream, a, w);
+        if (e != cudaSuccess) return e;
+        values = w.values;
+    }
+    if (greedy) return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, values, a.vocab, a.out);
+    // Sorted in one kernel: all of a small vocabulary (mode 1), or the top_k selected first
+    // (mode 2); otherwise never sorted.
+    if (a.vocab <= kSmallVocab) return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, values, 1);
+    if (a.top_k > 0 && a.top_k <= kSmallVocab) return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, values, 2);
+    return launch_draw(a, values, w, stream);
 }

@@ -822,8 +822,9 @@ void test_gpu_executor_features(void **) {
 }
 
 // Vocabularies on both sides of the one-kernel sort's limit (2,048: sample.cu), a
-// character-level one and GPT-2's, so every sorting path (the whole row in shared memory,
-// the top_k selected first, CUB's device sort for top_k 0) is checked against the CPU sampler.
+// character-level one and GPT-2's, so every path (the whole row sorted in shared memory, the
+// top_k selected first and sorted, the radix select by mass for top_k 0 or above 2,048) is
+// checked against the CPU sampler.
 const uint32_t kSampleVocabs[] = {65, 1000, 2048, 2049, 5000, 50257};
 
 void test_gpu_sample(void **) {
@@ -842,6 +843,8 @@ void test_gpu_sample(void **) {
             if (trial % 5 == 2) // 60 equal maxima per row: top_k 50 keeps their 50 lowest ids
                 for (uint32_t b = 0; b < B; b++)
                     for (int j = 0; j < 60; j++) logits[b * V + (g_rng() % V)] = 20.0f;
+            if (trial % 6 == 3) // values on a coarse grid, as bf16 logits: ties everywhere
+                for (auto &x : logits) x = std::round(x * 2.0f) / 2.0f;
             std::vector<int32_t> recent(B * 8), n_recent(B);
             for (auto &t : recent) t = (int32_t)(g_rng() % V);
             for (auto &n : n_recent) n = (int32_t)(g_rng() % 9);
@@ -856,8 +859,8 @@ void test_gpu_sample(void **) {
             // may be drawn, exactly as on the CPU.
             const bool tiny = trial % 3 != 0 && trial % 7 >= 5;
             spec.temperature = trial % 3 == 0 ? 0.0f : !tiny ? 0.7f : trial % 7 == 5 ? 1e-38f : 1.4e-45f;
-            spec.top_k = trial % 2 ? 0 : 50;
-            spec.top_p = trial % 4 == 1 ? 0.9f : 1.0f;
+            spec.top_k = trial % 2 ? 0 : trial % 4 == 0 ? 50 : 3000;
+            spec.top_p = trial % 4 == 1 || trial % 8 == 2 ? 0.9f : 1.0f;
             spec.min_p = trial % 4 == 2 ? 0.05f : 0.0f;
             spec.repetition_penalty = trial % 3 == 1 ? 1.3f : 1.0f;
             SampleArgs a{};
@@ -876,8 +879,11 @@ void test_gpu_sample(void **) {
             a.workspace = ws.p;
             a.out = dout.as<int32_t>();
             CK(launch_sample(a, 0));
-            std::vector<int32_t> got(B);
+            std::vector<int32_t> got(B), again(B);
             CK(cudaMemcpy(got.data(), dout.p, 4 * B, cudaMemcpyDeviceToHost));
+            CK(launch_sample(a, 0)); // the same pick on every run (no order-dependent sums)
+            CK(cudaMemcpy(again.data(), dout.p, 4 * B, cudaMemcpyDeviceToHost));
+            assert_memory_equal(got.data(), again.data(), 4 * B);
             for (uint32_t b = 0; b < B; b++) {
                 gpt::SampleRow row;
                 row.uniform = uni[b];
