@@ -382,6 +382,7 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, const floa
             if (s_cut != k) break;
         }
         n = s_cut;
+        __syncthreads(); // s_cut is rewritten below
     }
     // min-p: sorted descending, so the kept tokens are a prefix.
     if (a.min_p > 0.0f) {
