@@ -2,11 +2,16 @@
 // one-kernel sort of a small vocabulary, the top_k selected and sorted, and the radix select
 // by mass (top_k 0 or above 2,048, with and without top_p/min_p), at the vocabularies of
 // nanoGPT's shakespeare_char, Llama-2, GPT-2 and Qwen2/Llama-3. Not a test (no pass or
-// fail); built only with CUDA. Usage: bench_sample [repetitions] (default 200).
+// fail); built only with CUDA. Usage: bench_sample [repetitions] [eager|queued|graph]
+// (default 200 eager).
 //
 // Logits are N(0, 1) scaled by 3 (a peaked, LM-like row: the top 2,048 of GPT-2's 50,257
 // carry most of the mass) or by 0.5 (flat, as a random-weight model gives); each repetition
-// draws with another uniform. Median microseconds of one launch between two events.
+// draws with another uniform. Median microseconds of one launch between two events, in one
+// of three ways (second argument): eager (launched and timed at once: the host's launch
+// overhead shows when it exceeds the kernels' time), queued (the launches enqueued while the
+// stream is busy with a 512 MiB device copy, as in generation where they queue behind the
+// forward pass: the device's time only) or graph (one CUDA graph of the launches, replayed).
 #include "sample.cuh"
 #include "cuda_ck.h"
 
@@ -16,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -42,6 +48,12 @@ const Setting kSettings[] = {
 
 int main(int argc, char **argv) {
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
+    const char *mode = argc > 2 ? argv[2] : "eager";
+    const bool queued = !std::strcmp(mode, "queued"), graph = !std::strcmp(mode, "graph");
+    if (!queued && !graph && std::strcmp(mode, "eager")) {
+        std::fprintf(stderr, "bench_sample: mode is eager, queued or graph\n");
+        return 2;
+    }
     int n_dev = 0;
     if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
         std::printf("bench_sample: no CUDA device\n");
@@ -49,7 +61,13 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp prop{};
     CK(cudaGetDeviceProperties(&prop, 0));
-    std::printf("bench_sample on %s, median of %d launches, us\n", prop.name, reps);
+    std::printf("bench_sample on %s, median of %d launches (%s), us\n", prop.name, reps, mode);
+    constexpr size_t kHold = 512ull << 20; // ~0.4 ms of copying on an H100/H200
+    void *hold_src = nullptr, *hold_dst = nullptr;
+    if (queued) {
+        CK(cudaMalloc(&hold_src, kHold));
+        CK(cudaMalloc(&hold_dst, kHold));
+    }
     std::mt19937 rng(7);
     const uint32_t vocabs[] = {65, 32000, 50257, 151936};
     const uint32_t batches[] = {1, 4};
@@ -97,20 +115,39 @@ int main(int argc, char **argv) {
                     a.min_p = s.min_p;
                     a.workspace = ws;
                     a.out = dout;
+                    cudaStream_t stream;
+                    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
                     cudaEvent_t e0, e1;
                     CK(cudaEventCreate(&e0));
                     CK(cudaEventCreate(&e1));
+                    cudaGraphExec_t exec = nullptr;
+                    if (graph) { // one uniform for every replay: the graph keeps its arguments
+                        a.uniform = duni;
+                        cudaGraph_t g;
+                        CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+                        CK(launch_sample(a, stream));
+                        CK(cudaStreamEndCapture(stream, &g));
+                        CK(cudaGraphInstantiate(&exec, g, 0));
+                        CK(cudaGraphDestroy(g));
+                    }
                     std::vector<float> us;
                     for (int r = -10; r < reps; r++) {
-                        a.uniform = duni + (size_t)((r + 10) % n_uni) * B;
-                        CK(cudaEventRecord(e0));
-                        CK(launch_sample(a, 0));
-                        CK(cudaEventRecord(e1));
+                        if (queued) CK(cudaMemcpyAsync(hold_dst, hold_src, kHold, cudaMemcpyDeviceToDevice, stream));
+                        CK(cudaEventRecord(e0, stream));
+                        if (graph) {
+                            CK(cudaGraphLaunch(exec, stream));
+                        } else {
+                            a.uniform = duni + (size_t)((r + 10) % n_uni) * B;
+                            CK(launch_sample(a, stream));
+                        }
+                        CK(cudaEventRecord(e1, stream));
                         CK(cudaEventSynchronize(e1));
                         float ms = 0;
                         CK(cudaEventElapsedTime(&ms, e0, e1));
                         if (r >= 0) us.push_back(1000.0f * ms);
                     }
+                    if (exec) CK(cudaGraphExecDestroy(exec));
+                    CK(cudaStreamDestroy(stream));
                     std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
                     std::printf(" %9.1f", us[us.size() / 2]);
                     std::fflush(stdout);
@@ -121,5 +158,9 @@ int main(int argc, char **argv) {
                 std::printf("\n");
             }
         }
+    if (queued) {
+        CK(cudaFree(hold_src));
+        CK(cudaFree(hold_dst));
+    }
     return 0;
 }
