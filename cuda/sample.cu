@@ -2,9 +2,11 @@
 // CPU sampler's walk (lib/sampler/sampler.h: candidates in descending value, equal values by
 // ascending id) without a sort of the whole row. Vocabularies of up to kSmallVocab entries
 // (character-level models), and the top_k of larger ones when top_k <= kSmallVocab (found by a
-// radix select by count), are sorted and picked in one kernel, in shared memory (pick_kernel).
-// Larger sets (top_k 0 or above kSmallVocab) are never sorted: draw_kernel finds the token the
-// walk would stop at, and the top_p cut, by a radix select by probability mass.
+// radix select by count: in pick_kernel's one block below kGatherVocab entries, by
+// top_k_pass_kernel's many blocks above), are sorted and picked in one kernel, in shared memory
+// (pick_kernel). Larger sets (top_k 0 or above kSmallVocab) are never sorted:
+// draw_pass_kernel finds the token the walk would stop at, and the top_p cut, by a radix
+// select by probability mass.
 #include "sample.cuh"
 #include "common.cuh"
 
@@ -23,6 +25,7 @@ constexpr uint32_t kSmallVocab = kThreads * kSmallItems;
 struct DrawState;
 constexpr int kPassThreads = 256, kPerThread = 8, kSlice = kPassThreads * kPerThread; // draw_pass_kernel
 constexpr int kDigitBits = 4, kDigits = 1 << kDigitBits;
+constexpr size_t kPartialBytes = 1024; // a block's share of a pass: kDigits doubles or 256 counts
 __host__ __device__ constexpr uint32_t pass_blocks(uint32_t vocab) { return (vocab + kSlice - 1) / kSlice; }
 __host__ __device__ constexpr uint32_t stash_stride(uint32_t vocab) { return (vocab + 1) & ~1u; } // 16-byte rows
 
@@ -31,9 +34,14 @@ struct Workspace {
     // The radix select by mass (draw_pass_kernel):
     uint2 *stash;      // [batch][stash_stride(vocab)]: each value's order key and weight
     DrawState *state;  // [batch]
-    double *partial;   // [batch][pass_blocks(vocab)][kDigits]: each block's sums
+    double *partial;   // [batch][pass_blocks(vocab)][kDigits], kPartialBytes a block: each block's sums
     uint32_t *bits;    // [batch][pass_blocks(vocab)]: each block's digits present, max key or count
     uint32_t *min_ids; // [batch][pass_blocks(vocab)]: each block's lowest id of a tie
+    // The top_k by many blocks (top_k_pass_kernel):
+    uint2 *gathered;   // [batch][kSmallVocab]: the top_k's (value bits, id), in id order
+    __device__ uint32_t *hist(uint32_t b, uint32_t blocks, uint32_t block) const { // [256] counts, in partial
+        return reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(partial) + ((uint64_t)b * blocks + block) * kPartialBytes);
+    }
 };
 
 size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
@@ -44,11 +52,11 @@ constexpr size_t kStateBytes = 64; // sizeof(DrawState), checked below
 size_t carve(void *base, uint32_t batch, uint32_t vocab, Workspace *w) {
     const uint64_t blocks = (uint64_t)batch * pass_blocks(vocab);
     const size_t sizes[] = {(size_t)batch * vocab * 4, (size_t)batch * stash_stride(vocab) * 8, batch * kStateBytes,
-                            blocks * kDigits * 8, blocks * 4, blocks * 4};
-    void **parts[] = {(void **)&w->values, (void **)&w->stash, (void **)&w->state,
-                      (void **)&w->partial, (void **)&w->bits, (void **)&w->min_ids};
+                            blocks * kPartialBytes, blocks * 4, blocks * 4, (size_t)batch * kSmallVocab * 8};
+    void **parts[] = {(void **)&w->values, (void **)&w->stash, (void **)&w->state, (void **)&w->partial,
+                      (void **)&w->bits, (void **)&w->min_ids, (void **)&w->gathered};
     size_t at = 0;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         *parts[i] = base ? (char *)base + at : nullptr;
         at += align256(sizes[i]);
     }
@@ -275,10 +283,10 @@ __device__ uint32_t block_exclusive_sum(uint32_t v, uint32_t *warp_sums, uint32_
 // One block per row b, over candidates sorted by descending value here with CUB's block
 // radix sort (stable) in shared memory: all of a vocabulary of at most kSmallVocab values
 // (mode 1), or of a larger one the top_k (<= kSmallVocab) found first by a radix select and
-// gathered in id order (mode 2), so that no full sort is needed. Padding keys carry the bit
-// pattern that sorts last in descending order, after every value (NaNs included), so they
-// never displace a real candidate.
-__global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, const float *values, int mode) {
+// gathered in id order (mode 2), or gathered so by top_k_pass_kernel (mode 3), so that no full
+// sort is needed. Padding keys carry the bit pattern that sorts last in descending order,
+// after every value (NaNs included), so they never displace a real candidate.
+__global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, const float *values, const uint2 *gathered, int mode) {
     using Sort = cub::BlockRadixSort<float, kThreads, kSmallItems, int32_t>;
     using Scan = cub::BlockScan<double, kThreads>;
     using Reduce = cub::BlockReduce<double, kThreads>;
@@ -308,6 +316,14 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(SampleArgs a, const floa
             const uint32_t i = threadIdx.x * kSmallItems + j;
             key[j] = i < a.vocab ? row[i] : __uint_as_float(0xffffffffu);
             id[j] = (int32_t)i;
+        }
+    } else if (mode == 3) {
+        const uint2 *g = gathered + (uint64_t)b * kSmallVocab; // exactly top_k entries
+#pragma unroll
+        for (int j = 0; j < kSmallItems; j++) {
+            const uint32_t i = threadIdx.x * kSmallItems + j;
+            key[j] = i < a.top_k ? __uint_as_float(g[i].x) : __uint_as_float(0xffffffffu);
+            id[j] = i < a.top_k ? (int32_t)g[i].y : (int32_t)i;
         }
     } else {
         uint32_t kth = 0, last_id = 0;
@@ -440,6 +456,7 @@ struct DrawState {
     uint32_t max_key;         // order key of the largest value (weight 1)
     uint32_t key_lo, id_lo;   // the kept prefix of the order: keys above key_lo, and id <= id_lo at key_lo
     uint32_t prefix, mask;    // the select's key digits found so far
+    uint32_t want;            // top_k_pass_kernel: how many of the keys under the prefix to take
     double above;             // weight of the kept candidates with keys above the prefix
     double sum, total;        // softmax sum of the kept (top_k) values; of those after top_p and min_p
 };
@@ -756,6 +773,156 @@ cudaError_t launch_draw(const SampleArgs &a, const float *values, const Workspac
     return e;
 }
 
+// ---- The top_k (<= kSmallVocab) of a large vocabulary, by many blocks ----
+// pick_kernel's own select reads the row five times from one block, a time that grows with
+// the vocabulary (H200: 26 us at 2,049 entries, 89 us at 50,257, 220 us at 151,936). From
+// kGatherVocab entries on, top_k_pass_kernel does it over the whole row at kSlice values a
+// block, 35-48 us at any vocabulary (the two cross between 8,192 and 16,384 entries): four
+// select passes by count with 8-bit digits (each block a shared histogram; counts, so the
+// order of the atomics does not matter) find the top_k's last key and how many of the keys
+// equal to it to take (the lowest ids, as the CPU), a count pass gives each block's
+// candidates, and a gather pass writes the top_k in id order for pick_kernel's mode 3.
+constexpr uint32_t kGatherVocab = 14336;
+enum TopKPass : int { kTopKSelect, kTopKCount, kTopKGather };
+
+__global__ void __launch_bounds__(kPassThreads) top_k_pass_kernel(SampleArgs a, const float *values, Workspace ws,
+                                                                   TopKPass kind, int shift) {
+    constexpr int kWarps = kPassThreads / 32;
+    __shared__ uint32_t s_hist[256];
+    __shared__ uint32_t s_warp_sums[kWarps];
+    __shared__ uint32_t s_before[2];
+    __shared__ bool s_last;
+    pdl_wait();
+    pdl_launch_dependents();
+    const uint32_t b = blockIdx.y, n = a.vocab, blocks = gridDim.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    DrawState &st = ws.state[b];
+    const float *row = values + (uint64_t)b * n;
+    uint32_t *counts = ws.bits + (uint64_t)b * blocks; // count pass: each block's (above << 16 | tied)
+
+    if (kind == kTopKSelect) {
+        const bool first = shift == 24;
+        const uint32_t prefix = first ? 0 : st.prefix, mask = first ? 0 : st.mask, want = first ? a.top_k : st.want;
+        for (uint32_t d = threadIdx.x; d < 256; d += kPassThreads) s_hist[d] = 0;
+        float x[kPerThread];
+#pragma unroll
+        for (int u = 0; u < kPerThread; u++) {
+            const uint32_t i = blockIdx.x * kSlice + u * kPassThreads + threadIdx.x;
+            x[u] = i < n ? row[i] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int u = 0; u < kPerThread; u++) { // a warp adds each digit once, with its count
+            const uint32_t i = blockIdx.x * kSlice + u * kPassThreads + threadIdx.x, key = order_key(x[u]);
+            const uint32_t bin = i < n && (key & mask) == prefix ? (key >> shift) & 255u : kNoBin;
+            const unsigned peers = __match_any_sync(0xffffffffu, bin);
+            if (bin != kNoBin && lane == (uint32_t)__ffs(peers) - 1) atomicAdd(&s_hist[bin], (uint32_t)__popc(peers));
+        }
+        __syncthreads();
+        uint32_t *mine = ws.hist(b, blocks, blockIdx.x);
+        for (uint32_t d = threadIdx.x; d < 256; d += kPassThreads) mine[d] = s_hist[d];
+
+        // The last block of the row to finish adds the histograms and picks the digit.
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) s_last = atomicAdd(&st.arrivals, 1u) == blocks - 1;
+        __syncthreads();
+        if (!s_last) return;
+        __threadfence();
+        for (uint32_t d = threadIdx.x; d < 256; d += kPassThreads) {
+            uint32_t sum = 0;
+#pragma unroll 8
+            for (uint32_t k = 0; k < blocks; k++) sum += __ldcg(&ws.hist(b, blocks, k)[d]);
+            s_hist[d] = sum;
+        }
+        __syncthreads();
+        if (warp != 0) return;
+        uint32_t c[8], sum = 0; // lane l holds digits 255 - 8 l down to 248 - 8 l
+#pragma unroll
+        for (int j = 0; j < 8; j++) sum += c[j] = s_hist[255 - (lane * 8 + j)];
+        uint32_t incl = sum;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const uint32_t up = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= (uint32_t)o) incl += up;
+        }
+        const uint32_t before = incl - sum;
+        if (before < want && incl >= want) { // one lane (none only if top_k exceeded the row)
+            uint32_t cum = before;
+            for (int j = 0; j < 8; j++) {
+                if (cum + c[j] >= want) {
+                    st.prefix = prefix | (uint32_t)(255 - (lane * 8 + j)) << shift;
+                    st.mask = mask | 255u << shift;
+                    st.want = want - cum;
+                    break;
+                }
+                cum += c[j];
+            }
+        }
+        if (lane == 0) st.arrivals = 0;
+        return;
+    }
+
+    // Count and gather: thread t takes kPerThread consecutive ids, so the block's order is
+    // the ids' order. Candidates: keys above the top_k's last key, and the first `want` of
+    // the keys equal to it by id.
+    const uint32_t kth = st.prefix, want = st.want, first_id = blockIdx.x * kSlice + threadIdx.x * kPerThread;
+    float x[kPerThread];
+    uint32_t key[kPerThread], mine = 0; // (above << 16 | tied) of this thread
+#pragma unroll
+    for (int u = 0; u < kPerThread; u++) {
+        const uint32_t i = first_id + u;
+        x[u] = i < n ? row[i] : 0.0f;
+        key[u] = order_key(x[u]);
+        if (i < n) mine += key[u] > kth ? 1u << 16 : key[u] == kth ? 1u : 0u;
+    }
+    uint32_t block_total = 0;
+    const uint32_t at = block_exclusive_sum(mine, s_warp_sums, &block_total); // each part < 2^16
+    if (kind == kTopKCount) {
+        if (threadIdx.x == 0) counts[blockIdx.x] = block_total;
+        return;
+    }
+    if (warp == 0) { // the candidates of the blocks before this one (ties may exceed 2^16 there)
+        uint32_t above = 0, tied = 0;
+        for (uint32_t k = lane; k < blockIdx.x; k += 32) {
+            const uint32_t c = counts[k];
+            above += c >> 16;
+            tied += c & 0xffffu;
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            above += __shfl_down_sync(0xffffffffu, above, o);
+            tied += __shfl_down_sync(0xffffffffu, tied, o);
+        }
+        if (lane == 0) {
+            s_before[0] = above;
+            s_before[1] = tied;
+        }
+    }
+    __syncthreads();
+    uint32_t above = s_before[0] + (at >> 16), tied = s_before[1] + (at & 0xffffu);
+    uint2 *out = ws.gathered + (uint64_t)b * kSmallVocab;
+#pragma unroll
+    for (int u = 0; u < kPerThread; u++) {
+        const uint32_t i = first_id + u, pos = above + min(tied, want); // candidates with lower ids
+        if (i >= n) break;
+        const bool take = key[u] > kth || (key[u] == kth && tied < want);
+        if (take && pos < kSmallVocab) out[pos] = make_uint2(__float_as_uint(x[u]), i);
+        above += key[u] > kth;
+        tied += key[u] == kth;
+    }
+}
+
+// The top_k of a large row found and gathered by many blocks, then sorted and picked.
+cudaError_t launch_top_k(const SampleArgs &a, const float *values, const Workspace &ws, cudaStream_t stream) {
+    const dim3 grid(pass_blocks(a.vocab), a.batch);
+    cudaError_t e = launch_pdl(draw_init_kernel, 1, 32, 0, stream, ws, a.batch);
+    for (int shift = 24; shift >= 0 && e == cudaSuccess; shift -= 8)
+        e = launch_pdl(top_k_pass_kernel, grid, kPassThreads, 0, stream, a, values, ws, kTopKSelect, shift);
+    if (e == cudaSuccess) e = launch_pdl(top_k_pass_kernel, grid, kPassThreads, 0, stream, a, values, ws, kTopKCount, 0);
+    if (e == cudaSuccess) e = launch_pdl(top_k_pass_kernel, grid, kPassThreads, 0, stream, a, values, ws, kTopKGather, 0);
+    if (e == cudaSuccess) e = launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, values, (const uint2 *)ws.gathered, 3);
+    return e;
+}
+
 } // namespace
 
 size_t sample_workspace_bytes(uint32_t batch, uint32_t vocab) {
@@ -782,8 +949,11 @@ cudaError_t launch_sample(const SampleArgs &a, cudaStream_t stream) {
     }
     if (greedy) return launch_pdl(argmax_kernel, a.batch, kThreads, 0, stream, values, a.vocab, a.out);
     // Sorted in one kernel: all of a small vocabulary (mode 1), or the top_k selected first
-    // (mode 2); otherwise never sorted.
-    if (a.vocab <= kSmallVocab) return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, values, 1);
-    if (a.top_k > 0 && a.top_k <= kSmallVocab) return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, values, 2);
+    // (mode 2 in one block, mode 3 by many); otherwise never sorted.
+    const uint2 *none = nullptr;
+    if (a.vocab <= kSmallVocab) return launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, values, none, 1);
+    if (a.top_k > 0 && a.top_k <= kSmallVocab)
+        return a.vocab < kGatherVocab ? launch_pdl(pick_kernel, a.batch, kThreads, 0, stream, a, values, none, 2)
+                                      : launch_top_k(a, values, w, stream);
     return launch_draw(a, values, w, stream);
 }

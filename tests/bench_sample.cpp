@@ -3,7 +3,7 @@
 // by mass (top_k 0 or above 2,048, with and without top_p/min_p), at the vocabularies of
 // nanoGPT's shakespeare_char, Llama-2, GPT-2 and Qwen2/Llama-3. Not a test (no pass or
 // fail); built only with CUDA. Usage: bench_sample [repetitions] [eager|queued|graph]
-// (default 200 eager).
+// [vocabularies, comma-separated] (default 200 eager 65,32000,50257,151936).
 //
 // Logits are N(0, 1) scaled by 3 (a peaked, LM-like row: the top 2,048 of GPT-2's 50,257
 // carry most of the mass) or by 0.5 (flat, as a random-weight model gives); each repetition
@@ -69,7 +69,17 @@ int main(int argc, char **argv) {
         CK(cudaMalloc(&hold_dst, kHold));
     }
     std::mt19937 rng(7);
-    const uint32_t vocabs[] = {65, 32000, 50257, 151936};
+    std::vector<uint32_t> vocabs;
+    for (const char *p = argc > 3 ? argv[3] : "65,32000,50257,151936"; *p;) {
+        char *end = nullptr;
+        const unsigned long v = std::strtoul(p, &end, 10);
+        if (end == p || v < 2 || v > 1000000) {
+            std::fprintf(stderr, "bench_sample: vocabularies are numbers from 2 to 1000000, comma-separated\n");
+            return 2;
+        }
+        vocabs.push_back((uint32_t)v);
+        p = *end == ',' ? end + 1 : end;
+    }
     const uint32_t batches[] = {1, 4};
     const float scales[] = {3.0f, 0.5f};
     for (const float scale : scales)
