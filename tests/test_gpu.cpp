@@ -822,10 +822,11 @@ void test_gpu_executor_features(void **) {
 }
 
 // Vocabularies on both sides of the one-kernel sort's limit (2,048: sample.cu), a
-// character-level one and GPT-2's, so every path (the whole row sorted in shared memory, the
-// top_k selected first and sorted: by one block up to 14,335 entries, by many from 14,336 on,
-// the radix select by mass for top_k 0 or above 2,048) is checked against the CPU sampler.
-const uint32_t kSampleVocabs[] = {65, 1000, 2048, 2049, 5000, 50257};
+// character-level one and GPT-2's, so every path (the whole row ordered in shared memory: by
+// rank up to 384 entries, by a radix sort above; the top_k selected first and sorted: by one
+// block up to 14,335 entries, by many from 14,336 on; the radix select by mass for top_k 0 or
+// above 2,048) is checked against the CPU sampler.
+const uint32_t kSampleVocabs[] = {65, 384, 385, 1000, 2048, 2049, 5000, 50257};
 
 void test_gpu_sample(void **) {
     SKIP_WITHOUT_GPU();
