@@ -76,6 +76,20 @@ __device__ __forceinline__ uint32_t combine_bits(PassKind kind, uint32_t x, uint
     return kind == kPassSelect ? (x | y) : kind == kPassMax ? max(x, y) : x + y;
 }
 
+// The calling warp's bits and lowest ids combined (combine_bits, min) into s_bits[warp] and
+// s_min[warp].
+__device__ __forceinline__ void warp_share_bits(PassKind kind, uint32_t flag, uint32_t min_id, uint32_t *s_bits,
+                                                uint32_t *s_min) {
+    for (int o = 16; o > 0; o >>= 1) {
+        flag = combine_bits(kind, flag, __shfl_down_sync(0xffffffffu, flag, o));
+        min_id = min(min_id, __shfl_down_sync(0xffffffffu, min_id, o));
+    }
+    if (threadIdx.x % 32 == 0) {
+        s_bits[threadIdx.x / 32] = flag;
+        s_min[threadIdx.x / 32] = min_id;
+    }
+}
+
 // The tie pass's last block (all its threads): which of the candidates tied at the select's
 // key the CPU's walk stops at - the j-th by id, j from the tie's weight and the weight above
 // it - and where the select's result goes (the draw's token, or the kept prefix's end).
@@ -225,14 +239,7 @@ __global__ void __launch_bounds__(kPassThreads) draw_pass_kernel(SampleArgs a, c
         if (lane == 0) s_warp[warp][d] = s;
     }
     // Bits (select: digits present; max: key; tie: count) and the tie's lowest id, per warp.
-    for (int o = 16; o > 0; o >>= 1) {
-        flag = combine_bits(pass.kind, flag, __shfl_down_sync(0xffffffffu, flag, o));
-        min_id = min(min_id, __shfl_down_sync(0xffffffffu, min_id, o));
-    }
-    if (lane == 0) {
-        s_bits[warp] = flag;
-        s_min[warp] = min_id;
-    }
+    warp_share_bits(pass.kind, flag, min_id, s_bits, s_min);
     __syncthreads();
     if (threadIdx.x < (uint32_t)digits) {
         double s = 0.0;
@@ -250,12 +257,7 @@ __global__ void __launch_bounds__(kPassThreads) draw_pass_kernel(SampleArgs a, c
     }
 
     // The last block of the row to finish combines the blocks' shares, in a fixed order.
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) s_last = atomicAdd(&st.arrivals, 1u) == blocks - 1;
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
+    if (!last_to_arrive(&st.arrivals, blocks, &s_last)) return;
     const double *row_partial = ws.partial + (uint64_t)b * blocks * kDigits;
     flag = 0;
     min_id = 0xffffffffu;
@@ -270,14 +272,7 @@ __global__ void __launch_bounds__(kPassThreads) draw_pass_kernel(SampleArgs a, c
         sum = warp_sum(sum);
         if (lane == 0) s_warp[0][d] = sum;
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        flag = combine_bits(pass.kind, flag, __shfl_down_sync(0xffffffffu, flag, o));
-        min_id = min(min_id, __shfl_down_sync(0xffffffffu, min_id, o));
-    }
-    if (lane == 0) {
-        s_bits[warp] = flag;
-        s_min[warp] = min_id;
-    }
+    warp_share_bits(pass.kind, flag, min_id, s_bits, s_min);
     __syncthreads();
     flag = s_bits[0];
     min_id = s_min[0];

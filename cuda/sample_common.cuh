@@ -27,7 +27,8 @@ struct Workspace {
     // The radix select by mass (draw_pass_kernel):
     uint2 *stash;      // [batch][stash_stride(vocab)]: each value's order key and weight
     DrawState *state;  // [batch]
-    double *partial;   // [batch][pass_blocks(vocab)][kDigits], kPartialBytes a block: each block's sums
+    double *partial;   // each block's share of a pass, kPartialBytes a block: [batch][pass_blocks(vocab)][kDigits]
+                       // sums (draw_pass_kernel) or [batch][pass_blocks(vocab)][256] counts (hist())
     uint32_t *bits;    // [batch][pass_blocks(vocab)]: each block's digits present, max key or count
     uint32_t *min_ids; // [batch][pass_blocks(vocab)]: each block's lowest id of a tie
     // The top_k by many blocks (top_k_pass_kernel):
@@ -64,6 +65,57 @@ __device__ __forceinline__ uint32_t order_key(float f) {
 }
 
 constexpr uint32_t kNoBin = 256; // no digit: a value outside the select's prefix
+
+// hist[bin] += 1 for each lane of the calling warp (all 32 lanes call, each with its lane
+// number; kNoBin adds nothing).
+// A warp adds each bin once, with its count (__match_any_sync): most floats share a few top
+// digits, so this saves most of the shared-memory atomics.
+__device__ __forceinline__ void warp_count(uint32_t *hist /* [256], shared */, uint32_t bin, uint32_t lane) {
+    const unsigned peers = __match_any_sync(0xffffffffu, bin);
+    if (bin != kNoBin && lane == (uint32_t)__ffs(peers) - 1) atomicAdd(&hist[bin], (uint32_t)__popc(peers));
+}
+
+// A radix select's step, by the 32 lanes of one warp: the digit of hist (from 255 down) at
+// which the running count reaches want (>= 1). found(digit, rank, count) runs in the one lane
+// that holds it, with rank = want less the counts of the digits above and count = hist[digit];
+// in no lane when the histogram holds fewer than want.
+template <class Found>
+__device__ __forceinline__ void find_digit_from_top(const uint32_t *hist /* [256] */, uint32_t want, Found found) {
+    const uint32_t lane = threadIdx.x % 32;
+    uint32_t c[8], sum = 0; // lane l holds digits 255 - 8 l down to 248 - 8 l
+#pragma unroll
+    for (int j = 0; j < 8; j++) sum += c[j] = hist[255 - (lane * 8 + j)];
+    uint32_t incl = sum;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t up = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= (uint32_t)o) incl += up;
+    }
+    const uint32_t before = incl - sum;
+    if (before < want && incl >= want) {
+        uint32_t cum = before;
+        for (int j = 0; j < 8; j++) {
+            if (cum + c[j] >= want) {
+                found((uint32_t)(255 - (lane * 8 + j)), want - cum, c[j]);
+                break;
+            }
+            cum += c[j];
+        }
+    }
+}
+
+// After a block has written its share of a pass: true, in every thread, in the last of the
+// row's blocks to get here (the others' shares then visible to it), which resets nothing:
+// the caller sets arrivals back to 0 when it is done with them.
+__device__ __forceinline__ bool last_to_arrive(uint32_t *arrivals, uint32_t blocks, bool *s_last /* shared */) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) *s_last = atomicAdd(arrivals, 1u) == blocks - 1;
+    __syncthreads();
+    if (!*s_last) return false;
+    __threadfence();
+    return true;
+}
 
 // Block-wide exclusive sum of one count per thread; *total gets the block's sum.
 __device__ uint32_t block_exclusive_sum(uint32_t v, uint32_t *warp_sums, uint32_t *total) {

@@ -73,34 +73,15 @@ __device__ uint32_t select_kth(const float *row, uint32_t n, bool by_id, uint32_
                 key = ~i;
             }
             if (candidate && (key & mask) == prefix) bin = (key >> shift) & 255u;
-            const unsigned peers = __match_any_sync(0xffffffffu, bin);
-            if (bin != kNoBin && lane == (uint32_t)__ffs(peers) - 1) atomicAdd(&sh.hist[bin], (uint32_t)__popc(peers));
+            warp_count(sh.hist, bin, lane);
         });
         __syncthreads();
-        if (threadIdx.x < 32) { // lane l holds digits 255 - 8 l down to 248 - 8 l
-            uint32_t c[8], sum = 0;
-#pragma unroll
-            for (int j = 0; j < 8; j++) sum += c[j] = sh.hist[255 - (lane * 8 + j)];
-            uint32_t incl = sum;
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const uint32_t up = __shfl_up_sync(0xffffffffu, incl, o);
-                if (lane >= (uint32_t)o) incl += up;
-            }
-            const uint32_t before = incl - sum;
-            if (before < want && incl >= want) {
-                uint32_t cum = before;
-                for (int j = 0; j < 8; j++) {
-                    if (cum + c[j] >= want) {
-                        sh.digit = 255 - (lane * 8 + j);
-                        sh.rank = want - cum;
-                        sh.equal = c[j];
-                        break;
-                    }
-                    cum += c[j];
-                }
-            }
-        }
+        if (threadIdx.x < 32)
+            find_digit_from_top(sh.hist, want, [&](uint32_t digit, uint32_t rank_in, uint32_t count) {
+                sh.digit = digit;
+                sh.rank = rank_in;
+                sh.equal = count;
+            });
         __syncthreads();
         prefix |= sh.digit << shift;
         mask |= 255u << shift;

@@ -47,23 +47,16 @@ __global__ void __launch_bounds__(kPassThreads) top_k_pass_kernel(SampleArgs a, 
         }
         __syncthreads();
 #pragma unroll
-        for (int u = 0; u < kPerThread; u++) { // a warp adds each digit once, with its count
+        for (int u = 0; u < kPerThread; u++) {
             const uint32_t i = blockIdx.x * kSlice + u * kPassThreads + threadIdx.x, key = order_key(x[u]);
-            const uint32_t bin = i < n && (key & mask) == prefix ? (key >> shift) & 255u : kNoBin;
-            const unsigned peers = __match_any_sync(0xffffffffu, bin);
-            if (bin != kNoBin && lane == (uint32_t)__ffs(peers) - 1) atomicAdd(&s_hist[bin], (uint32_t)__popc(peers));
+            warp_count(s_hist, i < n && (key & mask) == prefix ? (key >> shift) & 255u : kNoBin, lane);
         }
         __syncthreads();
         uint32_t *mine = ws.hist(b, blocks, blockIdx.x);
         for (uint32_t d = threadIdx.x; d < 256; d += kPassThreads) mine[d] = s_hist[d];
 
         // The last block of the row to finish adds the histograms and picks the digit.
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) s_last = atomicAdd(&st.arrivals, 1u) == blocks - 1;
-        __syncthreads();
-        if (!s_last) return;
-        __threadfence();
+        if (!last_to_arrive(&st.arrivals, blocks, &s_last)) return;
         for (uint32_t d = threadIdx.x; d < 256; d += kPassThreads) {
             uint32_t sum = 0;
 #pragma unroll 8
@@ -72,28 +65,13 @@ __global__ void __launch_bounds__(kPassThreads) top_k_pass_kernel(SampleArgs a, 
         }
         __syncthreads();
         if (warp != 0) return;
-        uint32_t c[8], sum = 0; // lane l holds digits 255 - 8 l down to 248 - 8 l
-#pragma unroll
-        for (int j = 0; j < 8; j++) sum += c[j] = s_hist[255 - (lane * 8 + j)];
-        uint32_t incl = sum;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const uint32_t up = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= (uint32_t)o) incl += up;
-        }
-        const uint32_t before = incl - sum;
-        if (before < want && incl >= want) { // one lane (none only if top_k exceeded the row)
-            uint32_t cum = before;
-            for (int j = 0; j < 8; j++) {
-                if (cum + c[j] >= want) {
-                    st.prefix = prefix | (uint32_t)(255 - (lane * 8 + j)) << shift;
-                    st.mask = mask | 255u << shift;
-                    st.want = want - cum;
-                    break;
-                }
-                cum += c[j];
-            }
-        }
+        // One lane finds the digit (none only if top_k exceeded the row).
+        DrawState *state = &st;
+        find_digit_from_top(s_hist, want, [=](uint32_t digit, uint32_t rank, uint32_t) {
+            state->prefix = prefix | digit << shift;
+            state->mask = mask | 255u << shift;
+            state->want = rank;
+        });
         if (lane == 0) st.arrivals = 0;
         return;
     }
