@@ -1,7 +1,9 @@
 // rope_append.cu - one warp per head of a row (blockIdx.x: the row; blockIdx.y: a group of
 // kWarps heads, q heads then k heads then v heads). A q or k head is widened into the warp's
-// row of shared memory, RMS-normed over head_dim when the layer has q/k norms (the sum of
-// squares is a warp reduction), rotated (rotate-half pairs (i, i + rot_dim/2) with the same
+// row of shared memory, RMS-normed when the layer has q/k norms (over head_dim, or over the
+// whole q or k projection: then each warp of that projection sums all of its squares itself,
+// the same lanes in the same order, so every head gets the same scale; the projection is a
+// few KB, hot in L2, and no second kernel or block-wide barrier is needed), rotated (rotate-half pairs (i, i + rot_dim/2) with the same
 // cos/sin tables as the CPU backend, dims past rot_dim pass through), and rounded once to the
 // activation type; k heads also go to the cache, v heads only to the cache.
 #include "rope_append.cuh"
@@ -12,6 +14,31 @@ using namespace gpt_cuda;
 namespace {
 
 constexpr uint32_t kWarps = 8;
+
+// This lane's share of the sum of squares of p[0..n): 16-byte loads where p allows them.
+template <typename T> __device__ float lane_sum_squares(const T *p, uint32_t n, uint32_t lane) {
+    constexpr uint32_t N = 16 / sizeof(T);
+    float ss = 0.0f;
+    if (reinterpret_cast<uintptr_t>(p) % 16 == 0 && n % N == 0) {
+        const uint4 *v = reinterpret_cast<const uint4 *>(p);
+#pragma unroll 4
+        for (uint32_t i = lane; i < n / N; i += 32) {
+            const uint4 u = v[i];
+            const T *e = reinterpret_cast<const T *>(&u);
+#pragma unroll
+            for (uint32_t j = 0; j < N; j++) {
+                const float t = to_f32(e[j]);
+                ss += t * t;
+            }
+        }
+    } else {
+        for (uint32_t i = lane; i < n; i += 32) {
+            const float t = to_f32(p[i]);
+            ss += t * t;
+        }
+    }
+    return ss;
+}
 
 // T: the activation type (the heads read, rotated and written in place). The cache's type is
 // the run-time a.kv_dtype (one store per cached element): one kernel per activation type.
@@ -33,7 +60,8 @@ __global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs
         return;
     }
     float *x = heads[warp];
-    const float *nw = h < nh ? a.q_norm : a.k_norm;
+    const bool is_q = h < nh;
+    const float *nw = is_q ? a.q_norm : a.k_norm;
     float ss = 0.0f;
     for (uint32_t i = lane; i < hd; i += 32) {
         const float t = to_f32(v[i]);
@@ -41,7 +69,14 @@ __global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs
         ss += t * t;
     }
     if (nw) { // each lane rescales the elements it loaded: no barrier needed before this
-        const float inv = rsqrtf(warp_sum(ss) / hd + a.norm_eps);
+        uint32_t n = hd;
+        if (a.norm_whole) { // over the whole projection: this head's weights are its slice
+            const T *proj = (const T *)a.qkv + (uint64_t)r * (nh + 2 * nkv) * hd + (is_q ? 0 : (uint64_t)nh * hd);
+            n = (is_q ? nh : nkv) * hd;
+            ss = lane_sum_squares(proj, n, lane);
+            nw += (uint64_t)(is_q ? h : h - nh) * hd;
+        }
+        const float inv = rsqrtf(warp_sum(ss) / n + a.norm_eps);
         for (uint32_t i = lane; i < hd; i += 32) x[i] = x[i] * inv * nw[i];
     }
     __syncwarp();

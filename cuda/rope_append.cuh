@@ -1,6 +1,6 @@
-// rope_append.cuh - per-head RMSNorm of q and k (optional), rotary embedding on the first
-// rot_dim dimensions of each q and k head, then the new k and v appended to the KV cache:
-// one pass over the fused QKV rows of a step.
+// rope_append.cuh - RMSNorm of q and k (optional: per head, or over the whole q and the whole
+// k projection as OLMoE's), rotary embedding on the first rot_dim dimensions of each q and k
+// head, then the new k and v appended to the KV cache: one pass over the fused QKV rows of a step.
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
@@ -15,6 +15,8 @@ struct RopeAppendArgs {
     uint32_t rot_dim;          // rotated dims of each head (even, <= head_dim; pair i with i + rot_dim / 2)
     const float *q_norm;       // f32 [head_dim]: RMSNorm weights of every q head, or null
     const float *k_norm;       // f32 [head_dim]: the same for k heads, or null
+    int norm_whole;            // 1: q_norm [n_heads * head_dim] and k_norm [n_kv_heads * head_dim]
+                               // norm the whole q and the whole k projection (OLMoE), not each head
     float norm_eps;
     void *k_cache, *v_cache;   // this layer's caches: [max_batch][n_kv_heads][max_seq][head_dim], kv_dtype
     uint32_t rows, n_heads, n_kv_heads, head_dim, max_seq;

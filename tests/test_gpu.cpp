@@ -34,7 +34,6 @@
 #include "moe.cuh"
 #include "moe_grouped_gemm.cuh"
 #include "norm_add.cuh"
-#include "qk_norm.cuh"
 #include "quant_dot.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
@@ -413,6 +412,8 @@ void test_gpu_swiglu_embed(void **) {
 struct AttnFeatures {
     uint32_t rot_dim = 0;   // 0: the whole head rotates
     bool qk_norm = false;   // RMSNorm of each q and k head (Qwen3, Gemma-3)
+    bool qk_norm_whole = false; // RMSNorm of the whole q and the whole k projection (OLMoE)
+    bool no_k_norm = false; // with qk_norm_whole: q only
     uint32_t window = 0;    // sliding window (Mistral, Gemma-2/3)
     float softcap = 0;      // score soft-capping (Gemma-2)
     float scale = 0;        // 0: 1 / sqrt(head_dim)
@@ -442,14 +443,15 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
         }
     std::vector<float> cs(max_seq * rot / 2), sn(max_seq * rot / 2);
     gpt::rope_tables(gpt::rope_default(10000.0, rot), max_seq, cs.data(), sn.data());
-    auto qn = randn(hd, 0.3f), kn = randn(hd, 0.3f);
+    const uint32_t qn_n = f.qk_norm_whole ? n_heads * hd : hd, kn_n = f.qk_norm_whole ? n_kv * hd : hd;
+    auto qn = randn(qn_n, 0.3f), kn = randn(kn_n, 0.3f);
     for (auto &v : qn) v += 1.0f;
     for (auto &v : kn) v += 1.0f;
 
     DevBuf dqkv(rows * qkv_dim, act), dk(cache_n, kvt), dv(cache_n, kvt), dout(rows * n_heads * hd, act);
     DevBuf dpos(rows, DType::F32), dseq(rows, DType::F32), dcs(cs.size(), DType::F32), dsn(sn.size(), DType::F32);
     DevBuf dpo((size_t)rows * n_heads * n_splits * hd, DType::F32), dml((size_t)rows * n_heads * n_splits * 2, DType::F32);
-    DevBuf dqn(hd, DType::F32), dkn(hd, DType::F32);
+    DevBuf dqn(qn_n, DType::F32), dkn(kn_n, DType::F32);
     dqkv.upload(qkv);
     dk.upload(kc);
     dv.upload(vc);
@@ -467,8 +469,10 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     r.cos = rope ? dcs.as<float>() : nullptr;
     r.sin = rope ? dsn.as<float>() : nullptr;
     r.rot_dim = rot;
-    r.q_norm = f.qk_norm ? dqn.as<float>() : nullptr;
-    r.k_norm = f.qk_norm ? dkn.as<float>() : nullptr;
+    const bool normed = f.qk_norm || f.qk_norm_whole;
+    r.q_norm = normed ? dqn.as<float>() : nullptr;
+    r.k_norm = normed && !f.no_k_norm ? dkn.as<float>() : nullptr;
+    r.norm_whole = f.qk_norm_whole ? 1 : 0;
     r.norm_eps = 1e-6f;
     r.k_cache = dk.p;
     r.v_cache = dv.p;
@@ -510,6 +514,10 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
         float *row = &q[i * qkv_dim];
         for (uint32_t h = 0; h < n_heads + n_kv && f.qk_norm; h++)
             gpt::cpu::rms_norm(row + h * hd, h < n_heads ? qn.data() : kn.data(), 1e-6f, hd, row + h * hd);
+        if (f.qk_norm_whole) {
+            gpt::cpu::rms_norm(row, qn.data(), 1e-6f, n_heads * hd, row);
+            if (!f.no_k_norm) gpt::cpu::rms_norm(row + n_heads * hd, kn.data(), 1e-6f, n_kv * hd, row + n_heads * hd);
+        }
         if (rope)
             for (uint32_t h = 0; h < n_heads + n_kv; h++)
                 gpt::cpu::rope_rotate_half(row + h * hd, rot, &cs[positions[i] * rot / 2], &sn[positions[i] * rot / 2]);
@@ -536,8 +544,9 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
         }
     char what[224];
     std::snprintf(what, sizeof what,
-                  "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d rot=%u qk_norm=%d window=%u softcap=%g splits=%u new=%u",
-                  dname(act), dname(kvt), n_heads, n_kv, hd, rope, rot, f.qk_norm, f.window, f.softcap, n_splits, n_new);
+                  "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d rot=%u qk_norm=%d/%d/%d window=%u softcap=%g splits=%u new=%u",
+                  dname(act), dname(kvt), n_heads, n_kv, hd, rope, rot, f.qk_norm, f.qk_norm_whole, f.no_k_norm, f.window,
+                  f.softcap, n_splits, n_new);
     const double tol = (act == DType::F32 && kvt == DType::F32) ? 1e-5 : 1e-2;
     expect_close(what, dout.download(), want, tol);
     expect_close((std::string(what) + " k cache").c_str(), dk.download(), kexp, tol);
@@ -1919,37 +1928,24 @@ void test_gpu_moe_grouped_gemm(void **) {
     cudaGetLastError();
 }
 
-// The whole-projection q/k RMSNorm (OLMoE) against a naive one; v stays as it was.
+// The whole-projection q/k RMSNorm (OLMoE), done inside rope_append: every warp of a
+// projection sums all of its squares, so each head must get the one scale of the CPU's norm
+// over the whole q (or k). Shapes where the projections are 16-byte vectors (the fast sum)
+// and where they are not (3 x 10 q values: k starts mid-vector), prefill and decode, and a
+// model whose k has no norm; the k cache and q are compared too (attention_case).
 void test_gpu_qk_norm_whole(void **) {
     SKIP_WITHOUT_GPU();
-    const uint32_t rows = 5, qd = 96, kvd = 40, stride = qd + 2 * kvd;
-    for (DType t : {DType::F32, DType::F16, DType::BF16})
-        for (int with_k = 0; with_k < 2; with_k++) {
-            std::vector<float> qkv = randn(rows * stride), qw = randn(qd, 0.3f), kw = randn(kvd, 0.3f);
-            round_to(qkv, t);
-            for (auto &v : qw) v += 1.0f;
-            for (auto &v : kw) v += 1.0f;
-            DevBuf d(rows * stride, t), dq(qd, DType::F32), dk(kvd, DType::F32);
-            d.upload(qkv);
-            dq.upload(qw);
-            dk.upload(kw);
-            CK(launch_qk_norm_whole(d.p, rows, qd, kvd, dq.as<float>(), with_k ? dk.as<float>() : nullptr, 1e-6f, (int)t, nullptr));
-            CK(cudaDeviceSynchronize());
-            std::vector<float> want = qkv;
-            for (uint32_t r = 0; r < rows; r++) {
-                auto norm = [&](uint32_t at, uint32_t n, const std::vector<float> &w) {
-                    double ss = 0;
-                    for (uint32_t i = 0; i < n; i++) ss += (double)qkv[r * stride + at + i] * qkv[r * stride + at + i];
-                    const double inv = 1.0 / std::sqrt(ss / n + 1e-6);
-                    for (uint32_t i = 0; i < n; i++) want[r * stride + at + i] = (float)(qkv[r * stride + at + i] * inv * w[i]);
-                };
-                norm(0, qd, qw);
-                if (with_k) norm(qd, kvd, kw);
-            }
-            char msg[96];
-            std::snprintf(msg, sizeof msg, "qk_norm_whole %s, k norm %d", dname(t), with_k);
-            expect_close(msg, d.download(), want, tol_of(t));
-        }
+    AttnFeatures whole;
+    whole.qk_norm_whole = true;
+    AttnFeatures q_only = whole;
+    q_only.no_k_norm = true;
+    for (DType act : {DType::F32, DType::F16, DType::BF16}) {
+        const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
+        attention_case(act, kvt, 16, 16, 128, true, 1, 5, whole); // OLMoE's head layout, prefill
+        attention_case(act, kvt, 16, 16, 128, true, 7, 1, whole); // decode
+        attention_case(act, kvt, 3, 1, 10, true, 1, 4, whole);    // sums of scalars
+        attention_case(act, kvt, 8, 2, 64, true, 3, 1, q_only);
+    }
 }
 
 // One MoE FFN through the Executor: embed, RMSNorm, moe, RMSNorm, logits, against a naive

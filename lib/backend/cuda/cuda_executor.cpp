@@ -36,7 +36,6 @@
 #include "moe.cuh"
 #include "moe_grouped_gemm.cuh"
 #include "norm_add.cuh"
-#include "qk_norm.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
 #include "softcap.cuh"
@@ -246,12 +245,10 @@ public:
         r.q_norm = s.q_norm && *s.q_norm ? static_cast<const float *>(s.q_norm->data) : nullptr;
         r.k_norm = s.k_norm && *s.k_norm ? static_cast<const float *>(s.k_norm->data) : nullptr;
         r.norm_eps = s.qk_norm_eps;
-        if (s.qk_norm_whole) { // OLMoE: over the whole projections, before the per-head work
+        if (s.qk_norm_whole) { // OLMoE: over the whole projections
             check_whole_norm(s.q_norm, shape_.q_dim(), "q");
             check_whole_norm(s.k_norm, shape_.kv_dim(), "k");
-            GPT_CUDA_CHECK(launch_qk_norm_whole(r.qkv, rows_, shape_.q_dim(), shape_.kv_dim(), r.q_norm, r.k_norm, s.qk_norm_eps,
-                                                (int)p_.compute, stream_));
-            r.q_norm = r.k_norm = nullptr;
+            r.norm_whole = 1;
         }
         r.k_cache = k_layer;
         r.v_cache = v_layer;
