@@ -252,10 +252,13 @@ __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, c
 // lower index; NaN below every number): an expert of rank s < k takes slot s. A strict total
 // order on distinct indices gives every rank once, so the k slots are always k distinct, valid
 // experts. (The selection this replaced took k rounds of a warp-wide arg-max, each a chain of
-// shuffles: several microseconds a layer at k = 8, on the decode step's critical path.)
+// shuffles: several microseconds a layer at k = 8, on the decode step's critical path.) The
+// row is read from memory once, into shared memory (each lane's own entries: only the rank
+// count reads another lane's); each later pass over global memory was one more dependent
+// round trip on that path.
 __global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
                                                   float *weights) {
-    extern __shared__ float prob[]; // [n]: p, NaN as -1 (p >= 0 otherwise)
+    extern __shared__ float prob[]; // [n]: the logits, then p with NaN as -1 (p >= 0 otherwise)
     __shared__ uint32_t chosen[kMoeMaxTopK];
     __shared__ float chosen_p[kMoeMaxTopK];
     pdl_wait();
@@ -263,13 +266,17 @@ __global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t 
     const uint32_t r = blockIdx.x, lane = threadIdx.x;
     const float *l = logits + (uint64_t)r * n;
     float m = -INFINITY;
-    for (uint32_t e = lane; e < n; e += 32) m = fmaxf(m, l[e]);
+    for (uint32_t e = lane; e < n; e += 32) {
+        const float v = l[e];
+        prob[e] = v;
+        m = fmaxf(m, v);
+    }
     m = warp_max(m);
     float z = 0.0f;
-    for (uint32_t e = lane; e < n; e += 32) z += expf(l[e] - m);
+    for (uint32_t e = lane; e < n; e += 32) z += expf(prob[e] - m);
     z = warp_sum(z);
     for (uint32_t e = lane; e < n; e += 32) {
-        const float p = expf(l[e] - m) / z;
+        const float p = expf(prob[e] - m) / z;
         prob[e] = p != p ? -1.0f : p;
     }
     __syncwarp();
@@ -282,7 +289,7 @@ __global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t 
         }
         if (rank < k) {
             chosen[rank] = e;
-            chosen_p[rank] = expf(l[e] - m) / z; // the probability itself (NaN stays NaN)
+            chosen_p[rank] = pe < 0.0f ? NAN : pe; // the probability itself (NaN stays NaN)
         }
     }
     __syncwarp();
