@@ -34,8 +34,9 @@ out/ckpt.pt model.gpt` from that folder, and times `gpt generate model.gpt --tok
 --top-k 200). Ours tok/s = generated tokens / (time of the whole gpt_generate call: the prompt,
 the first token and the rest, from the tool's own stderr report), i.e. model loading excluded
 (the tool's own tokens/s, the tokens after the first, is printed and saved beside it);
-one warm-up process per shape and dtype, then --reps processes, median. Our f32 is strict FP32
-(gpt generate does not enable TF32), nanoGPT's uses TF32 as sample.py does.
+one warm-up process per shape and dtype, then --reps processes, median. nanoGPT's float32
+uses TF32 matmuls as sample.py allows them; dtype "tf32" compares it with ours under
+`--dtype f32 --tf32` (the same allowance), dtype "f32" with our strict FP32.
 If `gpt convert` cannot read the checkpoint (a build without the .pt reader) the "inside" rows
 fall back to `gpt bench --synthetic NAME` decode (greedy steps through the API) and the
 "past" rows say n/a.
@@ -63,7 +64,9 @@ SHAPES = {
                                  "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
     "char-dense-768": (12, 8, 768, 256, False, "char95", "\n" + "".join(chr(c) for c in range(32, 126))),
 }
-TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
+# "tf32": nanoGPT's f32 (autocast float32, TF32 matmuls as sample.py allows them) against ours
+# with `--dtype f32 --tf32`; "f32" against our strict FP32.
+TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "tf32": "float32"}
 SAMPLED_TEMPERATURE, SAMPLED_TOP_K = 0.8, 200  # sample.py's defaults
 TARGETS = {"inside": 20.0, "past": 5.0}
 
@@ -72,7 +75,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--gpt", required=True, help="path to the built gpt tool (e.g. build/tools/gpt)")
     p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated, from: " + ", ".join(SHAPES))
-    p.add_argument("--dtypes", default="bf16,f32", help="comma-separated, from: bf16, f16, f32")
+    p.add_argument("--dtypes", default="bf16,tf32,f32", help="comma-separated, from: bf16, f16, tf32, f32")
     p.add_argument("--modes", default="greedy,sampled", help="comma-separated, from: greedy, sampled")
     p.add_argument("--reps", type=int, default=3, help="timed repetitions of every case (median reported)")
     p.add_argument("--long", type=int, default=1000, help="tokens of the past-the-context case")
@@ -88,7 +91,7 @@ def parse_args():
             p.error("unknown shape '%s' (known: %s)" % (s, ", ".join(SHAPES)))
     for d in a.dtypes:
         if d not in TORCH_DTYPES:
-            p.error("unknown dtype '%s' (bf16, f16, f32)" % d)
+            p.error("unknown dtype '%s' (bf16, f16, tf32, f32)" % d)
     for m in a.modes:
         if m not in ("greedy", "sampled"):
             p.error("unknown mode '%s' (greedy, sampled)" % m)
@@ -286,7 +289,9 @@ REPORT = re.compile(r"prompt (\d+) tokens \+ first token in ([0-9.]+) ms \(load 
 
 def ours_generate_once(gpt, model_file, dtype, mode, n_new, shift):
     cmd = [os.path.abspath(gpt), "generate", model_file, "--tokens", "0", "-n", str(n_new), "--device", "cuda",
-           "--dtype", dtype, "--ignore-eos", "--no-verify"]
+           "--dtype", "f32" if dtype == "tf32" else dtype, "--ignore-eos", "--no-verify"]
+    if dtype == "tf32":
+        cmd.append("--tf32")
     cmd += ["--temp", "0"] if mode == "greedy" else ["--temp", str(SAMPLED_TEMPERATURE), "--top-k", str(SAMPLED_TOP_K),
                                                      "--seed", "1337"]
     if shift:
@@ -312,8 +317,9 @@ def ours_generate(gpt, model_file, dtype, mode, n_new, shift, reps):
 
 def ours_bench_decode(gpt, name, dtype, n_new, reps):
     """Fallback without the .pt reader: decode steps of `gpt bench --synthetic` (greedy, no sampling)."""
-    cmd = [os.path.abspath(gpt), "bench", "--synthetic", name, "--device", "cuda", "--dtype", dtype, "--prefill", "0",
-           "--decode", str(min(n_new, 200)), "--warmup", "3", "--reps", str(reps), "--json"]
+    cmd = [os.path.abspath(gpt), "bench", "--synthetic", name, "--device", "cuda", "--dtype",
+           "f32" if dtype == "tf32" else dtype, "--prefill", "0", "--decode", str(min(n_new, 200)), "--warmup", "3",
+           "--reps", str(reps), "--json"] + (["--tf32"] if dtype == "tf32" else [])
     rc, out, err = run(cmd)
     if rc != 0:
         raise RuntimeError("%s failed (exit %d): %s" % (" ".join(cmd), rc, err.strip()[-400:]))

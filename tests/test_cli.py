@@ -656,6 +656,18 @@ class Issue16(unittest.TestCase):
         self.assertIn("--pos 60 and --decode 10 need 73 positions", err)
         self.assertIn("pass --decode 1 or less", err)
 
+    def test_tf32_flag(self):
+        # --tf32 (generate, chat) lets a GPU's f32 GEMMs use TF32; on the CPU it changes nothing.
+        args = ["generate", Fixtures.tiny, "-p", "the", "-n", "6", "--temp", "0", "--device", "cpu"]
+        rc, want, err = run(*args)
+        self.assertEqual(rc, 0, err)
+        rc, out, err = run(*(args + ["--tf32"]))
+        self.assertEqual((rc, out), (0, want), err)
+        for cmd in ("generate", "chat"):
+            rc, out, err = run(cmd, "--help")
+            self.assertEqual(rc, 0, err)
+            self.assertIn("--tf32", out)
+
     def test_bench_json_escapes_the_name(self):
         m = Path(Fixtures.dir.name) / 'q"uote\\.gpt'
         m.write_bytes(Fixtures.tiny_data)

@@ -45,6 +45,8 @@ uint32_t parse_dtype(const std::string &flag, const char *value, bool quantized 
 uint32_t parse_weights(const char *value);
 // The help line of --weights (every command that loads a model onto a GPU shows it).
 extern const char *const kWeightsHelp;
+// The help line of --tf32 (generate, chat): GPT_CTX_ALLOW_TF32.
+extern const char *const kTf32Help;
 // After a load that asked for host weights (mp.flags): a notice on stderr when the weights went
 // to device memory instead (the driver refused to register them), with what that costs.
 void report_weights_placement(gpt_model *model, const gpt_model_params &mp);

@@ -40,6 +40,7 @@ void usage() {
                 "  --device D           auto | cpu | cuda | cuda:N (default auto)\n"
                 "  --dtype T            GPU weights and compute: auto | f32 | f16 | bf16 (default auto)\n"
                 "%s"
+                "%s"
                 "  --threads N          CPU threads, 0 to 256 (default 0: all cores)\n"
                 "  --max-seq N          context size in tokens: the whole conversation (default: the\n"
                 "                       model's context length, at most 4096)\n"
@@ -47,7 +48,7 @@ void usage() {
                 "In the chat: one line per message; /reset clears the conversation, /exit or end of\n"
                 "input ends. Each turn's seed is --seed plus the turn's number.\n"
                 "Exit status: 0 on success, 1 when the run fails, 2 on a usage error.\n",
-                SamplingOptions::help(), kWeightsHelp);
+                SamplingOptions::help(), kTf32Help, kWeightsHelp);
 }
 
 // Length of the valid UTF-8 sequence at s[i], 0 when there is none (overlong forms,
@@ -290,6 +291,7 @@ int cmd_chat(int argc, char **argv) {
         else if (opts.parse(argc, argv, i)) continue;
         else if (a == "--device") mp.device = parse_device(next());
         else if (a == "--dtype") mp.weight_dtype = parse_dtype(a, next());
+        else if (a == "--tf32") cp.flags |= GPT_CTX_ALLOW_TF32;
         else if (a == "--weights") weights = parse_weights(next());
         else if (a == "--threads") cp.n_threads = parse_u32(a, next(), 0, 256);
         else if (a == "--max-seq") max_seq_opt = parse_u32(a, next(), 2);

@@ -66,6 +66,7 @@ void usage() {
                 "  --device D           auto | cpu | cuda | cuda:N (default auto)\n"
                 "  --dtype T            GPU weights and compute: auto | f32 | f16 | bf16 (default auto)\n"
                 "%s"
+                "%s"
                 "  --threads N          CPU threads, 0 to 256 (default 0: all cores)\n"
                 "  --max-seq N          context size (default: prompt + N tokens, at most the model's)\n"
                 "  --no-verify          load without checking the tensors' crc32s (faster start)\n"
@@ -75,7 +76,7 @@ void usage() {
                 "  --no-mmap            on a GPU, read the file before copying it (default: mapped\n"
                 "                       while it loads)\n"
                 "Exit status: 0 on success, 1 when the run fails, 2 on a usage error.\n",
-                SamplingOptions::help(), kWeightsHelp);
+                SamplingOptions::help(), kTf32Help, kWeightsHelp);
 }
 
 uint64_t random_seed() {
@@ -123,6 +124,7 @@ int cmd_generate(int argc, char **argv) {
         else if (a == "--context-shift") opts.params.flags |= GPT_SAMPLING_CONTEXT_SHIFT; // generate only: chat keeps its own window
         else if (a == "--device") mp.device = parse_device(next());
         else if (a == "--dtype") mp.weight_dtype = parse_dtype(a, next());
+        else if (a == "--tf32") cp.flags |= GPT_CTX_ALLOW_TF32;
         else if (a == "--weights") weights = parse_weights(next());
         else if (a == "--threads") cp.n_threads = parse_u32(a, next(), 0, 256);
         else if (a == "--max-seq") max_seq_opt = parse_u32(a, next(), 1);

@@ -169,6 +169,11 @@ uint32_t parse_weights(const char *value) {
     throw UsageError("--weights " + printable(v) + ": expected host or device");
 }
 
+const char *const kTf32Help =
+    "  --tf32               let f32 matrix products on a GPU use TF32 tensor cores: faster, with\n"
+    "                       10-bit mantissas in the products (PyTorch's allow_tf32; nanoGPT's\n"
+    "                       sample.py turns it on)\n";
+
 const char *const kWeightsHelp =
     "  --weights W          on a GPU: host (read in place from host memory: the default on an\n"
     "                       integrated GPU; slow over a discrete GPU's bus, but fits models larger\n"
