@@ -264,19 +264,29 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
     }
 }
 
-// Merges the splits in use of one (row, head), each weighted by exp(its max - the max).
+// Merges the splits in use of one (row, head), each weighted by exp(its max - the max). The
+// key count comes from the step's positions (never written by the attention kernel), read
+// before the wait; after it, each thread issues its column's partial outputs of the first
+// kEarlySplits splits together with the splits' maxima and sums, so one memory round trip
+// serves them all (decode uses up to ~16 splits at these lengths); the sum still runs over
+// the splits in order.
+constexpr uint32_t kEarlySplits = 16;
 __global__ void __launch_bounds__(128) attention_combine_kernel(AttentionArgs a, uint32_t rows_per_block) {
     __shared__ float weight[kMaxSplits];
     __shared__ float reduce[2][4];
-    pdl_wait();
-    pdl_launch_dependents();
     const uint32_t r = blockIdx.x / a.n_heads, head = blockIdx.x % a.n_heads, hd = a.head_dim;
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const uint32_t n_keys = group_keys(a, r, rows_per_block).count();
     const uint32_t n_used = ceil_div(n_keys, split_chunk(n_keys, a.n_splits));
     const uint64_t slot0 = ((uint64_t)r * a.n_heads + head) * a.n_splits;
     const float *ml = a.partial_ml + slot0 * 2;
+    const float *po = a.partial_o + slot0 * hd;
+    pdl_wait();
+    pdl_launch_dependents();
 
+    float early[kEarlySplits]; // column threadIdx.x of splits 0 .. kEarlySplits - 1
+#pragma unroll
+    for (uint32_t s = 0; s < kEarlySplits; s++) early[s] = s < n_used && threadIdx.x < hd ? po[(uint64_t)s * hd + threadIdx.x] : 0.0f;
     float m = -INFINITY;
     for (uint32_t s = threadIdx.x; s < n_used; s += blockDim.x) m = fmaxf(m, ml[2 * s]);
     m = warp_max(m);
@@ -297,11 +307,18 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(AttentionArgs a,
     l = reduce[1][0] + reduce[1][1] + reduce[1][2] + reduce[1][3];
     const float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
 
-    const float *po = a.partial_o + slot0 * hd;
     const uint64_t out0 = ((uint64_t)r * a.n_heads + head) * hd; // a.act_dtype elements
     for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
         float v = 0.0f;
-        for (uint32_t s = 0; s < n_used; s++) v += weight[s] * po[(uint64_t)s * hd + d];
+        uint32_t s = 0;
+        if (d == threadIdx.x) {
+#pragma unroll
+            for (; s < kEarlySplits; s++) {
+                if (s >= n_used) break;
+                v += weight[s] * early[s];
+            }
+        }
+        for (; s < n_used; s++) v += weight[s] * po[(uint64_t)s * hd + d];
         store_from_f32(a.out, out0 + d, a.act_dtype, v * inv_l);
     }
 }
