@@ -25,6 +25,7 @@ constexpr uint32_t kTile = 64;      // keys per tile
 constexpr uint32_t kMaxOut4 = 8;    // float4 outputs per thread
 constexpr uint32_t kMaxSlots = 64;
 constexpr uint32_t kMaxSplits = 256;
+constexpr uint64_t kPrefetchMaxBytes = 32768; // K (and V) bytes of a split asked of L2 before the wait
 constexpr uint32_t kSplitGrain = 16; // keys
 
 __device__ __forceinline__ uint32_t split_chunk(uint32_t n_keys, uint32_t n_splits) {
@@ -120,9 +121,22 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
     // positions and sequences read so far were uploaded before the step's first kernel, which
     // every later kernel waits for (each starts only after its predecessor's pdl_wait).
     if (split * chunk >= n_keys) return; // the combine step skips it
+    const uint32_t k_begin = keys.begin + split * chunk, k_end = min(keys.end, k_begin + chunk);
+    {
+        // The split's K and V rows are contiguous in the cache; all but the newest were written
+        // by earlier steps: ask L2 for them while the kernel before this one finishes (a hint:
+        // the loads after the wait read what L2 holds then, the newest rows included). Only
+        // for a decode split's few KB: a prompt's row groups share their keys.
+        const uint64_t first_byte = (((uint64_t)seq * a.n_kv_heads + g) * a.max_seq + k_begin) * hd * sizeof(K);
+        const uint64_t bytes = (uint64_t)(k_end - k_begin) * hd * sizeof(K);
+        const char *kb = static_cast<const char *>(a.k_cache) + first_byte, *vb = static_cast<const char *>(a.v_cache) + first_byte;
+        for (uint64_t at = (uint64_t)threadIdx.x * 128; bytes <= kPrefetchMaxBytes && at < bytes; at += (uint64_t)blockDim.x * 128) {
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(kb + at));
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(vb + at));
+        }
+    }
     pdl_wait();
     pdl_launch_dependents();
-    const uint32_t k_begin = keys.begin + split * chunk, k_end = min(keys.end, k_begin + chunk);
 
     const uint32_t qkv_stride = (a.n_heads + 2 * a.n_kv_heads) * hd;
     // q rows (zero-padded to a multiple of 4), pre-scaled.
