@@ -287,11 +287,14 @@ REPORT = re.compile(r"prompt (\d+) tokens \+ first token in ([0-9.]+) ms \(load 
                     r"(?: (\d+) tokens in ([0-9.]+) ms)?")
 
 
+def ours_dtype_args(dtype):
+    """The gpt tool's options for one of TORCH_DTYPES' names ("tf32": f32 with TF32 allowed)."""
+    return ["--dtype", "f32", "--tf32"] if dtype == "tf32" else ["--dtype", dtype]
+
+
 def ours_generate_once(gpt, model_file, dtype, mode, n_new, shift):
     cmd = [os.path.abspath(gpt), "generate", model_file, "--tokens", "0", "-n", str(n_new), "--device", "cuda",
-           "--dtype", "f32" if dtype == "tf32" else dtype, "--ignore-eos", "--no-verify"]
-    if dtype == "tf32":
-        cmd.append("--tf32")
+           "--ignore-eos", "--no-verify"] + ours_dtype_args(dtype)
     cmd += ["--temp", "0"] if mode == "greedy" else ["--temp", str(SAMPLED_TEMPERATURE), "--top-k", str(SAMPLED_TOP_K),
                                                      "--seed", "1337"]
     if shift:
@@ -317,9 +320,8 @@ def ours_generate(gpt, model_file, dtype, mode, n_new, shift, reps):
 
 def ours_bench_decode(gpt, name, dtype, n_new, reps):
     """Fallback without the .pt reader: decode steps of `gpt bench --synthetic` (greedy, no sampling)."""
-    cmd = [os.path.abspath(gpt), "bench", "--synthetic", name, "--device", "cuda", "--dtype",
-           "f32" if dtype == "tf32" else dtype, "--prefill", "0", "--decode", str(min(n_new, 200)), "--warmup", "3",
-           "--reps", str(reps), "--json"] + (["--tf32"] if dtype == "tf32" else [])
+    cmd = [os.path.abspath(gpt), "bench", "--synthetic", name, "--device", "cuda", "--prefill", "0", "--decode",
+           str(min(n_new, 200)), "--warmup", "3", "--reps", str(reps), "--json"] + ours_dtype_args(dtype)
     rc, out, err = run(cmd)
     if rc != 0:
         raise RuntimeError("%s failed (exit %d): %s" % (" ".join(cmd), rc, err.strip()[-400:]))
