@@ -293,6 +293,9 @@ struct AbortFlag {
     std::atomic<bool> stop{false};
     std::atomic<uint32_t> checks_after{0}; // abort callbacks that saw the flag set
     std::atomic<uint32_t> tokens{0};
+    // The token callback waits at this many tokens until the flag is set, so a setting thread
+    // that the scheduler delays (2 loaded cores, sanitizers) still sets it before the run ends.
+    uint32_t hold_at = UINT32_MAX;
     std::chrono::steady_clock::time_point set_at;
 };
 int abort_fn(void *user) {
@@ -302,7 +305,9 @@ int abort_fn(void *user) {
     return 1;
 }
 int count_token(int32_t, void *user) {
-    static_cast<AbortFlag *>(user)->tokens.fetch_add(1);
+    auto *a = static_cast<AbortFlag *>(user);
+    if (a->tokens.fetch_add(1) + 1 >= a->hold_at)
+        while (!a->stop.load(std::memory_order_acquire)) std::this_thread::yield();
     return 0;
 }
 
@@ -336,6 +341,7 @@ void test_abort_from_another_thread(void **) {
     }
     for (uint32_t after : {0u, 1u, 10u, 40u}) {
         AbortFlag flag;
+        flag.hold_at = after + 100; // < cap
         cp.abort_fn = abort_fn;
         cp.abort_user = &flag;
         gpt_ctx *ctx = nullptr;
@@ -381,6 +387,7 @@ void test_abort_from_another_thread(void **) {
         CHECK_OK(gpt_generate(ctx, prompt.data(), P, &sp, nullptr, nullptr, full.data(), cap, &n_full));
         gpt_ctx_free(ctx);
         AbortFlag flag;
+        flag.hold_at = 125; // < cap
         cp.abort_fn = abort_fn;
         cp.abort_user = &flag;
         CHECK_OK(gpt_ctx_create(m, &cp, &ctx));
