@@ -19,6 +19,7 @@
 #include "files.h"
 #include "core/memory.h"
 #include "fixture.h"
+#include "format/crc32.h"
 #include "format/keys.h"
 #include "format_decoder.h"
 #include "format/reader.h"
@@ -41,6 +42,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
+#include <zlib.h>
 
 // cmocka last: it defines a fail() macro (library code is called as (gpt::fail)(...)).
 #include <setjmp.h>
@@ -402,6 +404,42 @@ void check_layout(const Bytes &b, const gpt::format::Metadata &meta, const std::
             assert_int_equal(h.data_off + end, b.size());
     }
     if (te.empty()) assert_int_equal(b.size(), h.data_off);
+}
+
+// Each crc32 kernel against zlib's own crc32 (the reference: tables, byte at a time): random
+// bytes at every alignment, lengths around the kernels' 16- and 64-byte steps and far past them,
+// continued from a random running value and in random pieces.
+void test_crc32_kernels_match_zlib(void **) {
+    std::mt19937_64 rng(reference::sub_seed("crc32"));
+    std::vector<uint8_t> buf((1u << 20) + 64);
+    for (auto &b : buf) b = (uint8_t)rng();
+    auto zlib_crc = [&](uint32_t crc, const uint8_t *p, size_t n) { return (uint32_t)crc32(crc, p, (uInt)n); };
+    int kernels = 0;
+    for (const gpt::format::Crc32Kernel k : {gpt::format::Crc32Kernel::Zlib, gpt::format::Crc32Kernel::Accelerated}) {
+        if (!gpt::format::crc32_kernel_available(k)) {
+            std::printf("# crc32: the accelerated kernel is not available on this CPU: skipped\n");
+            continue;
+        }
+        kernels++;
+        for (int trial = 0; trial < 4000; trial++) {
+            const size_t off = rng() % 64, n = trial < 3000 ? rng() % 400 : rng() % (buf.size() - 64);
+            const uint32_t start = trial % 4 == 0 ? 0 : (uint32_t)rng();
+            const uint32_t want = zlib_crc(start, buf.data() + off, n);
+            const uint32_t got = gpt::format::crc32_extend_with(k, start, buf.data() + off, n);
+            if (got != want) fail_msg("kernel %d: %zu bytes at offset %zu from %08x: %08x, zlib %08x", (int)k, n, off, start, got, want);
+        }
+        // A run in pieces equals the whole.
+        const size_t n = buf.size() - 64;
+        uint32_t crc = 0;
+        for (size_t at = 0; at < n;) {
+            const size_t len = std::min<size_t>(n - at, rng() % 5000);
+            crc = gpt::format::crc32_extend_with(k, crc, buf.data() + at, len);
+            at += len;
+        }
+        assert_int_equal(crc, zlib_crc(0, buf.data(), n));
+    }
+    assert_int_equal(gpt::format::crc32_of(buf.data(), 1000), zlib_crc(0, buf.data(), 1000));
+    std::printf("# crc32: %d kernel(s) checked against zlib\n", kernels);
 }
 
 void test_round_trip(void **) {
@@ -1811,6 +1849,7 @@ int main(void) {
     reference::test_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alloc_hooks_linked),
+        cmocka_unit_test(test_crc32_kernels_match_zlib),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_round_trip_empty_file),
         cmocka_unit_test(test_minimal_entries),

@@ -7,6 +7,7 @@
 #include "core/parallel.h"
 #include "core/quant.h"
 #include "format/bytes.h"
+#include "format/crc32.h"
 #include "format/tensor_check.h"
 
 #include <algorithm>
@@ -23,18 +24,6 @@
 namespace gpt::format {
 
 namespace {
-
-// zlib's crc32 takes a uInt length: feed large buffers in pieces.
-uint32_t crc32_of(const uint8_t *p, uint64_t n) {
-    uLong crc = crc32(0L, Z_NULL, 0);
-    while (n > 0) {
-        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        crc = crc32(crc, p, chunk);
-        p += chunk;
-        n -= chunk;
-    }
-    return (uint32_t)crc;
-}
 
 // [off, off + len) lies inside [lo, hi), without overflow.
 bool range_inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {
@@ -338,7 +327,7 @@ void WeightFile::verify_checksums(bool check_finite) const {
     size_t k = 0;
     for (size_t t = 0; t < tensors_.size(); t++) {
         const TensorEntry &e = tensors_[t];
-        uLong crc = crc32(0L, Z_NULL, 0);
+        uLong crc = 0; // the crc32 of nothing
         uint64_t bad = UINT64_MAX;
         for (; k < pieces.size() && pieces[k].tensor == t; k++) {
             crc = crc32_combine(crc, pieces[k].crc, (z_off_t)pieces[k].len);

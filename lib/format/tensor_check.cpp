@@ -5,6 +5,7 @@
 #include "core/parallel.h"
 #include "core/quant.h"
 #include "format/bytes.h"
+#include "format/crc32.h"
 
 #include <algorithm>
 #include <cstring>
@@ -74,16 +75,16 @@ FloatRegion float_region(const TensorEntry &e) {
 PieceScan scan_piece(const TensorEntry &e, const uint8_t *data, uint64_t off, uint64_t len, bool check_finite) {
     PieceScan r;
     const FloatRegion fr = float_region(e);
-    uLong crc = crc32(0L, Z_NULL, 0);
+    uint32_t crc = 0;
     for (uint64_t o = 0; o < len; o += kStep) {
         const uint64_t n = std::min(kStep, len - o);
-        crc = crc32(crc, data + off + o, (uInt)n);
+        crc = crc32_extend(crc, data + off + o, n);
         // The part of this step inside the float region (even offsets: the region and the
         // pieces start at multiples of 16).
         const uint64_t at = std::max(off + o, fr.begin), end = off + o + n;
         if (check_finite && r.bad_at == UINT64_MAX && at < end && has_non_finite(data + at, end - at, fr.dtype)) r.bad_at = at;
     }
-    r.crc = (uint32_t)crc;
+    r.crc = crc;
     return r;
 }
 
@@ -103,7 +104,7 @@ void check_scan_result(const std::string &source, const TensorEntry &e, const ui
 }
 
 TensorCheck::TensorCheck(const std::string &source, const TensorEntry &e, const uint8_t *data, bool check_finite)
-    : source_(source), e_(e), data_(data), check_finite_(check_finite), crc_((uint32_t)crc32(0L, Z_NULL, 0)) {}
+    : source_(source), e_(e), data_(data), check_finite_(check_finite), crc_(0) {}
 
 void TensorCheck::add(uint64_t len) {
     if (len > e_.nbytes - done_ || done_ % 16 != 0)

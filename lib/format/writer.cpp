@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/staged_file.h"
 #include "format/bytes.h"
+#include "format/crc32.h"
 #include "format/reader.h"
 
 #include <algorithm>
@@ -15,22 +16,10 @@
 #include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 namespace gpt::format {
 
 namespace {
-
-uint32_t crc_of(const uint8_t *p, uint64_t n) {
-    uLong crc = crc32(0L, Z_NULL, 0);
-    while (n > 0) {
-        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        crc = crc32(crc, p, chunk);
-        p += chunk;
-        n -= chunk;
-    }
-    return (uint32_t)crc;
-}
 
 uint64_t align_up(uint64_t x) { return (x + kAlignment - 1) / kAlignment * kAlignment; }
 
@@ -173,7 +162,7 @@ std::vector<uint8_t> Writer::encode_header(const Layout &l, uint32_t meta_crc, u
     store_u32(h.data() + hdr::alignment, kAlignment);
     store_u32(h.data() + hdr::meta_crc, meta_crc);
     store_u32(h.data() + hdr::table_crc, table_crc);
-    store_u32(h.data() + hdr::header_crc, crc_of(h.data(), hdr::header_crc));
+    store_u32(h.data() + hdr::header_crc, crc32_of(h.data(), hdr::header_crc));
     return h;
 }
 
@@ -203,10 +192,10 @@ void Writer::write_memory_into(uint8_t *out, uint64_t size, bool tensor_checksum
     for (size_t i = 0; i < tensors_.size(); i++) {
         uint8_t *dst = out + l.data_off + l.rel_offsets[i];
         tensors_[i].fill(dst, tensors_[i].nbytes);
-        crcs.push_back(tensor_checksums ? crc_of(dst, tensors_[i].nbytes) : 0);
+        crcs.push_back(tensor_checksums ? crc32_of(dst, tensors_[i].nbytes) : 0);
     }
     std::vector<uint8_t> table = encode_table(l, crcs);
-    std::vector<uint8_t> h = encode_header(l, crc_of(l.meta.data(), l.meta.size()), crc_of(table.data(), table.size()));
+    std::vector<uint8_t> h = encode_header(l, crc32_of(l.meta.data(), l.meta.size()), crc32_of(table.data(), table.size()));
     std::memcpy(out, h.data(), h.size());
     std::memcpy(out + l.meta_off, l.meta.data(), l.meta.size());
     if (!table.empty()) std::memcpy(out + l.table_off, table.data(), table.size()); // no tensors: data() may be null
@@ -223,7 +212,7 @@ void Writer::write_to(int fd, const std::string &shown, const Progress &progress
         const Pending &t = tensors_[i];
         buf.assign((size_t)t.nbytes, 0);
         t.fill(buf.data(), t.nbytes);
-        crcs.push_back(crc_of(buf.data(), t.nbytes));
+        crcs.push_back(crc32_of(buf.data(), t.nbytes));
         pwrite_all(fd, buf.data(), t.nbytes, l.data_off + l.rel_offsets[i], shown);
         done += t.nbytes;
         if (progress) progress(i + 1, tensors_.size(), done, total);
@@ -231,7 +220,7 @@ void Writer::write_to(int fd, const std::string &shown, const Progress &progress
     buf.clear();
     buf.shrink_to_fit();
     std::vector<uint8_t> table = encode_table(l, crcs);
-    std::vector<uint8_t> h = encode_header(l, crc_of(l.meta.data(), l.meta.size()), crc_of(table.data(), table.size()));
+    std::vector<uint8_t> h = encode_header(l, crc32_of(l.meta.data(), l.meta.size()), crc32_of(table.data(), table.size()));
     // Zero the gap between table and data explicitly (pwrite past holes leaves zeros too).
     std::vector<uint8_t> gap(l.data_off - (l.table_off + l.table_size), 0);
     pwrite_all(fd, h.data(), h.size(), 0, shown);
