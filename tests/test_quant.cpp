@@ -161,6 +161,39 @@ void test_quantizer_refuses(void **) {
     refused(DType::Q8, 64, 32, GPT_ERR_UNSUPPORTED, "f16");
 }
 
+// A matrix large enough for the quantizer's threads: the same bytes as quantizing each row
+// alone (one thread), and of two bad elements in different slices the first in row-major
+// order is the one named, as one thread would meet it.
+void test_quantizer_threads(void **) {
+    std::mt19937_64 rng(reference::sub_seed("quantizer_threads"));
+    const uint64_t rows = 301, cols = 4096; // 64 rows a slice: 5 slices
+    for (DType t : {DType::Q8, DType::Q4}) {
+        const uint32_t g = t == DType::Q8 ? 64 : 32;
+        std::vector<float> w = draw(rng, rows, cols, g);
+        const std::vector<uint8_t> whole = quantize(w, t, rows, cols, g);
+        const uint64_t row_bytes = t == DType::Q8 ? cols : cols / 2, scale_bytes = 2 * (cols / g);
+        for (uint64_t r = 0; r < rows; r++) {
+            const std::vector<uint8_t> b = quantize(std::vector<float>(w.begin() + r * cols, w.begin() + (r + 1) * cols), t, 1, cols, g);
+            if (std::memcmp(b.data(), whole.data() + r * row_bytes, row_bytes) != 0 ||
+                std::memcmp(b.data() + row_bytes, whole.data() + rows * row_bytes + r * scale_bytes, scale_bytes) != 0)
+                fail_msg("%s: row %llu differs from the row quantized alone", label(t), (unsigned long long)r);
+        }
+        const uint64_t late = (250 + rng() % 50) * cols + rng() % cols, early = (70 + rng() % 50) * cols + rng() % cols;
+        w[late] = NAN;
+        w[early] = -INFINITY;
+        std::vector<uint8_t> b(whole.size());
+        try {
+            gpt::quantize_matrix(w.data(), rows, cols, t, g, b.data(), "tensor 'x'");
+            fail_msg("%s: a matrix holding -inf and NaN was quantized", label(t));
+        } catch (const gpt::Error &e) {
+            char want[96];
+            std::snprintf(want, sizeof want, "element [%llu, %llu] is -inf", (unsigned long long)(early / cols),
+                          (unsigned long long)(early % cols));
+            if (!std::strstr(e.what(), want)) fail_msg("%s: \"%s\", want \"%s\"", label(t), e.what(), want);
+        }
+    }
+}
+
 // ------------------------------------------------------------------------- CPU kernels
 
 void test_cpu_quant_kernels(void **) {
@@ -357,6 +390,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantizer_rounds_to_nearest),
         cmocka_unit_test(test_quantizer_refuses),
+        cmocka_unit_test(test_quantizer_threads),
         cmocka_unit_test(test_cpu_quant_kernels),
         cmocka_unit_test(test_llama_q8_q4),
         cmocka_unit_test(test_gpt2_q8_q4),

@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/printable.h"
 #include "core/quant.h"
 #include "core/staged_file.h"
@@ -121,8 +122,8 @@ int cmd_quantize(int argc, char **argv) {
             view.rows = t.dims[0];
             view.cols = t.dims[1];
             view.group = t.group;
-            auto values = [view](float *dst) {
-                for (uint64_t r = 0; r < view.rows; r++) gpt::weight_row_f32(view, r, dst + r * view.cols);
+            auto values = [view](float *dst) { // rows on threads, as the quantizer's
+                gpt::parallel_for((size_t)view.rows, 8, [&](size_t r) { gpt::weight_row_f32(view, r, dst + r * view.cols); });
             };
             gpt::format::add_quantized_or_keep(w, t.name, shape, q, group, values, t.dtype, copy);
             n_quantized++;
