@@ -5,9 +5,9 @@
 // is the coefficient of x^(127 - j); its low 8 bytes hold the upper half. Appending 16T bytes
 // to a block A multiplies A by x^(128T); the fold replaces A by something congruent to that
 // product modulo P, small enough to stay in 128 bits: each 64-bit half times the 32-bit
-// remainder x^e mod P of its power (a carry-less product of reflected operands comes out one
-// degree short, so e is one less). The 128-bit remainder left at the end has the message's
-// crc, which zlib computes from its 16 bytes.
+// remainder x^e mod P of its power (two reflected 64-bit operands multiply, read as a 128-bit
+// one, to their product times x, so each e is one less). The 128-bit remainder left at the end
+// has the message's crc, which zlib computes from its 16 bytes.
 #include "format/crc32.h"
 
 #include <cstring>
