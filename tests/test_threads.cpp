@@ -11,6 +11,7 @@
 // .ci/reliability.sh builds this test with ThreadSanitizer and runs it there too.
 #include "gpt.h"
 
+#include "core/parallel.h"
 #include "fixture.h"
 #include "reference.h"
 #include "tokenizer/tokenizer_data.h"
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -492,9 +494,45 @@ void test_gpu_abort(void **) {
 
 } // namespace
 
+// ------------------------------------------------------------------ the library's fan-out
+
+// parallel_for_or_throw: of several items that throw, the lowest index's exception reaches the
+// caller (as a loop in order would meet it), every item below it ran, none ran twice; without
+// a throw every item runs once.
+void test_parallel_for_or_throw(void **) {
+    std::mt19937_64 rng(reference::sub_seed("parallel_for_or_throw"));
+    for (int trial = 0; trial < 200; trial++) {
+        const size_t n = 1 + rng() % 2000;
+        // Scattered items, or (every other trial) a run of neighbours whose lowest throws last
+        // in time: it sleeps first, so with two threads a higher one has thrown before it.
+        std::vector<size_t> throwing;
+        for (int k = trial % 4; k > 0; k--) throwing.push_back(trial % 8 < 4 ? rng() % n : std::min(n - 1, n / 3 + (size_t)k));
+        const size_t slow = throwing.empty() ? n : *std::min_element(throwing.begin(), throwing.end());
+        std::vector<std::atomic<int>> ran(n);
+        std::string caught = "none";
+        try {
+            gpt::parallel_for_or_throw(n, 1 + rng() % 8, [&](size_t i) {
+                ran[i].fetch_add(1);
+                if (i == slow) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                if (std::find(throwing.begin(), throwing.end(), i) != throwing.end()) throw std::runtime_error(std::to_string(i));
+            });
+        } catch (const std::runtime_error &e) {
+            caught = e.what();
+        }
+        const size_t first = throwing.empty() ? n : *std::min_element(throwing.begin(), throwing.end());
+        if (caught != (throwing.empty() ? "none" : std::to_string(first)))
+            fail_msg("trial %d: caught %s, the lowest throwing item is %zu of %zu", trial, caught.c_str(), first, n);
+        for (size_t i = 0; i < n; i++) {
+            if (ran[i].load() > 1) fail_msg("trial %d: item %zu ran %d times", trial, i, ran[i].load());
+            if (i <= first && ran[i].load() != 1) fail_msg("trial %d: item %zu (below the failure at %zu) did not run", trial, i, first);
+        }
+    }
+}
+
 int main(void) {
     reference::test_seed();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parallel_for_or_throw),
         cmocka_unit_test(test_cpu_parallel_equals_sequential),
         cmocka_unit_test(test_gpu_parallel_equals_sequential),
         cmocka_unit_test(test_create_and_free_while_running),

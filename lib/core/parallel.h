@@ -1,11 +1,14 @@
 // parallel.h - fn(i) for every i in [0, n) on up to max_threads threads (the calling thread
 // among them, never more than the hardware has or than there are items), items handed out
-// one at a time. Where a thread cannot be started, the threads that run do its share.
+// one at a time. Where a thread cannot be started, the threads that run do its share. fn must
+// not throw (parallel_for_or_throw is for one that may).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <exception>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -25,6 +28,30 @@ template <typename Fn> void parallel_for(size_t n, size_t max_threads, Fn fn) {
     }
     work();
     for (std::thread &t : threads) t.join();
+}
+
+// parallel_for for an fn that may throw: after the threads join, the exception of the lowest
+// index that threw is rethrown, so the error reported is the one a loop in index order would
+// meet first. Items above a failed one are skipped; those below still run.
+template <typename Fn> void parallel_for_or_throw(size_t n, size_t max_threads, Fn fn) {
+    std::mutex m;
+    size_t failed_at = n; // lowest index that threw so far (n: none)
+    std::exception_ptr error;
+    std::atomic<size_t> skip_from{n};
+    parallel_for(n, max_threads, [&](size_t i) {
+        if (i > skip_from.load()) return;
+        try {
+            fn(i);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(m);
+            if (i < failed_at) {
+                failed_at = i;
+                error = std::current_exception();
+                skip_from.store(i);
+            }
+        }
+    });
+    if (error) std::rethrow_exception(error);
 }
 
 } // namespace gpt

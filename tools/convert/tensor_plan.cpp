@@ -5,6 +5,7 @@
 #include "convert/hf_quantized.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/parallel.h"
 #include "model/arch.h"
 
 #include <algorithm>
@@ -91,19 +92,24 @@ void fill_tensor(const PlannedTensor &t, DType out, uint8_t *dst, uint64_t nbyte
         const uint64_t cols = m.cols;
         uint8_t *base = dst + row0 * cols * ds;
         auto src_row = [&](uint64_t r) -> uint64_t { return m.row_perm.empty() ? r : m.row_perm[r]; };
+        // Rows (or blocks of them) on threads: a 7B model's conversion to f32 for the quantizer
+        // took seconds a tensor on one. An error (a value f16 cannot hold) is the first in the
+        // order one thread would meet it.
         if (m.quant) { // dequantized whole (one linear at a time), then converted row by row
             std::vector<float> w(m.rows * cols);
             dequantize_linear(*m.quant, w.data());
-            for (uint64_t r = 0; r < m.rows; r++)
+            parallel_for_or_throw((size_t)m.rows, 8, [&](size_t r) {
                 copy_run(reinterpret_cast<const uint8_t *>(&w[r * cols]), DType::F32, base + r * cols * ds, out, cols, t, m);
+            });
         } else if (!m.transposed) {
-            for (uint64_t r = 0; r < m.rows; r++)
+            parallel_for_or_throw((size_t)m.rows, 8, [&](size_t r) {
                 copy_run(m.data + src_row(r) * cols * ss, m.dtype, base + r * cols * ds, out, cols, t, m);
+            });
         } else {
             // Stored [cols][rows]: walk blocks of logical rows so each read stays in a few lines.
             const uint64_t B = 64;
-            for (uint64_t r0 = 0; r0 < m.rows; r0 += B) {
-                const uint64_t r1 = std::min(m.rows, r0 + B);
+            parallel_for_or_throw((size_t)((m.rows + B - 1) / B), 8, [&](size_t block) {
+                const uint64_t r0 = block * B, r1 = std::min(m.rows, r0 + B);
                 for (uint64_t c = 0; c < cols; c++)
                     for (uint64_t r = r0; r < r1; r++) {
                         const uint8_t *s = m.data + (c * m.rows + src_row(r)) * ss;
@@ -111,7 +117,7 @@ void fill_tensor(const PlannedTensor &t, DType out, uint8_t *dst, uint64_t nbyte
                         if (m.dtype == out && m.add == 0.0f) std::memcpy(d, s, ss);
                         else convert_one(s, m.dtype, d, out, t, m);
                     }
-            }
+            });
         }
         row0 += m.rows;
     }
