@@ -612,7 +612,9 @@ class Issue16(unittest.TestCase):
         self.assertTrue(out.startswith("the"), out)
 
     def test_random_seed(self):
-        args = ["generate", Fixtures.tiny, "-p", "the", "-n", "24", "--temp", "1"]
+        # --ignore-eos: two runs that both sampled the end of sequence first printed the same
+        # (empty) text, about 1 run of the suite in 50.
+        args = ["generate", Fixtures.tiny, "-p", "the", "-n", "24", "--temp", "1", "--ignore-eos"]
         runs = [run(*args) for _ in range(2)]
         seeds = []
         for rc, out, err in runs:
