@@ -101,16 +101,28 @@ bool accelerated_available() {
 
 #elif GPT_CRC32_ARM
 
+// The CRC instructions in a function built for them: GCC's arm_acle.h declares its intrinsics
+// for any target; clang's only when the whole file is built with +crc, so clang uses its builtins.
+#if defined(__clang__)
+#define GPT_CRC_TARGET __attribute__((target("crc")))
+#define GPT_CRC32B __builtin_arm_crc32b
+#define GPT_CRC32D __builtin_arm_crc32d
+#else
+#define GPT_CRC_TARGET __attribute__((target("+crc")))
+#define GPT_CRC32B __crc32b
+#define GPT_CRC32D __crc32d
+#endif
+
 // ARMv8's CRC32X computes zlib's polynomial 8 bytes at a time (without the inversions).
-__attribute__((target("+crc"))) uint32_t crc32_accelerated(uint32_t crc, const uint8_t *p, uint64_t n) {
+GPT_CRC_TARGET uint32_t crc32_accelerated(uint32_t crc, const uint8_t *p, uint64_t n) {
     uint32_t c = ~crc;
-    for (; n > 0 && (reinterpret_cast<uintptr_t>(p) & 7); p++, n--) c = __crc32b(c, *p);
+    for (; n > 0 && (reinterpret_cast<uintptr_t>(p) & 7); p++, n--) c = GPT_CRC32B(c, *p);
     for (; n >= 8; p += 8, n -= 8) {
         uint64_t v;
         std::memcpy(&v, p, 8);
-        c = __crc32d(c, v);
+        c = GPT_CRC32D(c, v);
     }
-    for (; n > 0; p++, n--) c = __crc32b(c, *p);
+    for (; n > 0; p++, n--) c = GPT_CRC32B(c, *p);
     return ~c;
 }
 
