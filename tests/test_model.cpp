@@ -584,16 +584,19 @@ void test_greedy_generate_matches_reference(void **) {
 }
 
 // The kernels on sizes the models above do not reach: vector lengths 1..80 (every tail of the
-// 32-, 16-, 8- and 4-wide loops), 1..5 rows (16-bit weights are read directly for up to 4
-// rows and widened once beyond), head dims 1..40, each dtype; against double sums of the same
-// rounded values. Bound: recursive f32 summation of n products errs by at most about
-// n * 2^-24 * sum |products| (the kernels' tree sums err less).
+// 32-, 16-, 8- and 4-wide loops), 1..9 rows and 7 outputs (16-bit weights are read directly
+// for up to 4 rows; beyond, tiles of 4 rows by 3 outputs with AVX2, else widened once), head
+// dims 1..40, each dtype; against double sums of the same rounded values. Bound: recursive f32
+// summation of n products errs by at most about n * 2^-24 * sum |products| (the kernels'
+// tree sums err less). A result must not depend on the batch or the split of the outputs:
+// every call's rows are the bits of the same rows in a larger call, and each output computed
+// alone is the block's.
 void test_cpu_kernels_every_length(void **) {
     std::mt19937_64 rng(reference::sub_seed("cpu_kernels_every_length"));
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     const double eps = std::ldexp(1.0, -24);
-    constexpr uint32_t kRows = 5;
-    constexpr uint64_t kOut = 3;
+    constexpr uint32_t kRows = 9;
+    constexpr uint64_t kOut = 7;
     for (DType t : {DType::F32, DType::F16, DType::BF16}) {
         for (uint64_t k = 1; k <= 80; k++) {
             // Weights in dtype t; wf holds the values they stand for.
@@ -640,13 +643,19 @@ void test_cpu_kernels_every_length(void **) {
                     }
                 ys.push_back(std::move(y));
             }
-#if defined(__aarch64__)
-            // NEON: 16-bit weights read directly (4 rows) give exactly what widening them first
-            // (5 rows) gives (cpu_ops.cpp, dot_neon).
-            if (std::memcmp(ys[3].data(), ys[4].data(), 4 * kOut * sizeof(float)) != 0)
-                fail_msg("matmul_block %s, k %llu: 4 rows differ from the first 4 of 5", dtype_label(t),
-                         (unsigned long long)k);
-#endif
+            for (uint32_t rows = 1; rows < kRows; rows++)
+                if (std::memcmp(ys[rows - 1].data(), ys[kRows - 1].data(), rows * kOut * sizeof(float)) != 0)
+                    fail_msg("matmul_block %s, k %llu: %u rows differ from the first %u of %u", dtype_label(t),
+                             (unsigned long long)k, rows, rows, kRows);
+            for (uint64_t o = 0; o < kOut; o++) {
+                std::vector<float> y(kRows * kOut);
+                reference::poison(y.data(), y.size());
+                gpt::cpu::matmul_block(x.data(), kRows, w, bias.data(), o, o + 1, y.data(), kOut, scratch.data());
+                for (uint32_t r = 0; r < kRows; r++)
+                    if (std::memcmp(&y[r * kOut + o], &ys[kRows - 1][r * kOut + o], sizeof(float)) != 0)
+                        fail_msg("matmul_block %s, k %llu, row %u: output %llu alone differs from the block", dtype_label(t),
+                                 (unsigned long long)k, r, (unsigned long long)o);
+            }
         }
     }
 

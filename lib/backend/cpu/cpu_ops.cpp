@@ -11,6 +11,7 @@
 #include "core/half.h"
 #include "core/quant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -164,35 +165,84 @@ GPT_MULTIVERSION static void dot_rows(const float *x, uint32_t n_rows, const flo
 }
 
 #if GPT_X86_SIMD
-// 16-bit weights straight from memory: F16C converts eight halves per instruction, bf16 is a
-// 16-bit shift. Used when the CPU has AVX2, FMA and F16C (checked once at run time).
-__attribute__((target("avx2,fma,f16c"))) static float dot_16_avx2(const float *a, const uint16_t *b, uint64_t n,
-                                                                  bool bf16) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    uint64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m128i h0 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + i));
-        const __m128i h1 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + i + 8));
-        __m256 w0, w1;
-        if (bf16) {
-            w0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h0), 16));
-            w1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h1), 16));
-        } else {
-            w0 = _mm256_cvtph_ps(h0);
-            w1 = _mm256_cvtph_ps(h1);
-        }
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), w0, acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), w1, acc1);
-    }
-    __m256 acc = _mm256_add_ps(acc0, acc1);
+// 16-bit weights on AVX2 + FMA + F16C (checked once at run time), read as stored: F16C converts
+// eight halves per instruction, bf16 is a 16-bit shift. One (row, output) pair's arithmetic,
+// shared by decode and prefill so that every batch size and split of the outputs gives the same
+// bits: the products in blocks of 16, the first 8 of a block into accumulator 0 and the next 8
+// into accumulator 1, then acc0 + acc1 summed across lanes in a fixed tree, then the last
+// k % 16 products added in order with fused multiply-adds. Decode (up to 4 rows) takes a pair
+// at a time; prefill tiles 3 rows of x by 2 weight rows, so a weight vector is loaded once for
+// 3 rows and an x vector once for 2 weight rows, and FMAs rather than loads bound the loop.
+#define GPT_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+template <DType D> GPT_AVX2 static inline __m256 load8(const uint16_t *row, uint64_t i) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + i));
+    if constexpr (D == DType::F16) return _mm256_cvtph_ps(h);
+    else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+template <DType D>
+GPT_AVX2 static inline float finish_pair(__m256 acc0, __m256 acc1, const float *x, const uint16_t *w, uint64_t k) {
+    const __m256 acc = _mm256_add_ps(acc0, acc1);
     __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
     s4 = _mm_hadd_ps(s4, s4);
     s4 = _mm_hadd_ps(s4, s4);
     float s = _mm_cvtss_f32(s4);
-    for (; i < n; i++) s += a[i] * (bf16 ? bf16_to_f32(b[i]) : f16_to_f32(b[i]));
+    for (uint64_t i = k / 16 * 16; i < k; i++) s = std::fma(x[i], D == DType::F16 ? f16_to_f32(w[i]) : bf16_to_f32(w[i]), s);
     return s;
 }
 
+// y[r][o + c] for the R rows of x (stride k) and the C weight rows from o.
+template <DType D, int R, int C>
+GPT_AVX2 static void pairs_16(const float *x, const uint16_t *w, uint64_t k, uint64_t o, const float *bias, float *y,
+                              uint64_t y_stride) {
+    __m256 acc[R][C][2];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
+    for (uint64_t i = 0; i + 16 <= k; i += 16)
+        for (int half = 0; half < 2; half++) {
+            __m256 wv[C];
+            for (int c = 0; c < C; c++) wv[c] = load8<D>(w + (o + c) * k, i + 8 * half);
+            for (int r = 0; r < R; r++) {
+                const __m256 xv = _mm256_loadu_ps(x + r * k + i + 8 * half);
+                for (int c = 0; c < C; c++) acc[r][c][half] = _mm256_fmadd_ps(xv, wv[c], acc[r][c][half]);
+            }
+        }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            y[r * y_stride + o + c] = finish_pair<D>(acc[r][c][0], acc[r][c][1], x + r * k, w + (o + c) * k, k) +
+                                      (bias ? bias[o + c] : 0.0f);
+}
+
+template <DType D>
+GPT_AVX2 static void matmul_16(const float *x, uint32_t n_rows, const uint16_t *w, uint64_t k, const float *bias,
+                               uint64_t o_begin, uint64_t o_end, float *y, uint64_t y_stride) {
+    if (n_rows <= 4) { // decode: one weight stream at a time, which the hardware prefetcher follows
+        for (uint64_t o = o_begin; o < o_end; o++)
+            for (uint32_t r = 0; r < n_rows; r++)
+                pairs_16<D, 1, 1>(x + (uint64_t)r * k, w, k, o, bias, y + (uint64_t)r * y_stride, y_stride);
+        return;
+    }
+    // Chunks of weight rows (~256 KB) stay in L2 while every tile of x rows passes over them.
+    const uint64_t chunk = std::max<uint64_t>(2, (256u << 10) / (k * 2) / 2 * 2);
+    for (uint64_t o0 = o_begin; o0 < o_end; o0 += chunk) {
+        const uint64_t o1 = std::min(o_end, o0 + chunk);
+        for (uint32_t r = 0; r < n_rows;) {
+            const float *xr = x + (uint64_t)r * k;
+            float *yr = y + (uint64_t)r * y_stride;
+            uint64_t o = o0;
+            if (n_rows - r >= 3) {
+                for (; o + 2 <= o1; o += 2) pairs_16<D, 3, 2>(xr, w, k, o, bias, yr, y_stride);
+                for (; o < o1; o++) pairs_16<D, 3, 1>(xr, w, k, o, bias, yr, y_stride);
+                r += 3;
+            } else {
+                for (; o + 2 <= o1; o += 2) pairs_16<D, 1, 2>(xr, w, k, o, bias, yr, y_stride);
+                for (; o < o1; o++) pairs_16<D, 1, 1>(xr, w, k, o, bias, yr, y_stride);
+                r += 1;
+            }
+        }
+    }
+}
 #endif
 
 void embedding_row(const Weight &w, uint64_t row, float *out) {
@@ -206,15 +256,11 @@ void matmul_block(const float *x, uint32_t n_rows, const Weight &w, const float 
     // Quantized weights: dot products straight from the packed bytes (cpu_quant.cpp).
     if (is_quantized(w.dtype)) return quant_matmul(best_quant_kernel(), x, n_rows, w, bias, o_begin, o_end, y, y_stride, scratch);
 #if GPT_X86_SIMD
-    // Few rows (decode): dot products on the 16-bit weights directly, no widening pass.
-    if ((w.dtype == DType::F16 || w.dtype == DType::BF16) && n_rows <= 4 && have_avx2_fma_f16c()) {
+    // 16-bit weights read as stored, any number of rows (matmul_16).
+    if ((w.dtype == DType::F16 || w.dtype == DType::BF16) && have_avx2_fma_f16c()) {
         const uint16_t *base = static_cast<const uint16_t *>(w.data);
-        for (uint64_t o = o_begin; o < o_end; o++) {
-            const float b = bias ? bias[o] : 0.0f;
-            for (uint32_t r = 0; r < n_rows; r++)
-                y[r * y_stride + o] = dot_16_avx2(x + (uint64_t)r * k, base + o * k, k, w.dtype == DType::BF16) + b;
-        }
-        return;
+        if (w.dtype == DType::F16) return matmul_16<DType::F16>(x, n_rows, base, k, bias, o_begin, o_end, y, y_stride);
+        return matmul_16<DType::BF16>(x, n_rows, base, k, bias, o_begin, o_end, y, y_stride);
     }
 #elif GPT_NEON
     // Few rows (decode): dot products on the 16-bit weights directly, no widening pass (the
