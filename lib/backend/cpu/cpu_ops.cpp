@@ -3,6 +3,8 @@
 // On aarch64, where Advanced SIMD (NEON) is part of the base architecture, the dot products,
 // the f16/bf16 widening and attention's value sum have NEON versions chosen at compile time.
 // The scalar code (dot_scalar, the loops in widen and attend) is the reference they follow.
+// f16/bf16 matmuls on x86-64 with AVX2 + FMA + F16C have their own kernel (matmul_16: one
+// per-pair arithmetic for every row count, register tiles for prefill).
 // Quantized (q8/q4) weights go to cpu_quant.cpp's kernels.
 #include "backend/cpu/cpu_ops.h"
 
