@@ -34,20 +34,18 @@ template <typename Fn> void parallel_for(size_t n, size_t max_threads, Fn fn) {
 // index that threw is rethrown, so the error reported is the one a loop in index order would
 // meet first. Items above a failed one are skipped; those below still run.
 template <typename Fn> void parallel_for_or_throw(size_t n, size_t max_threads, Fn fn) {
-    std::mutex m;
-    size_t failed_at = n; // lowest index that threw so far (n: none)
+    std::mutex m; // guards error and the stores to failed_at
     std::exception_ptr error;
-    std::atomic<size_t> skip_from{n};
+    std::atomic<size_t> failed_at{n}; // lowest index that threw so far (n: none)
     parallel_for(n, max_threads, [&](size_t i) {
-        if (i > skip_from.load()) return;
+        if (i > failed_at.load()) return;
         try {
             fn(i);
         } catch (...) {
             std::lock_guard<std::mutex> lock(m);
-            if (i < failed_at) {
-                failed_at = i;
+            if (i < failed_at.load()) {
+                failed_at.store(i);
                 error = std::current_exception();
-                skip_from.store(i);
             }
         }
     });

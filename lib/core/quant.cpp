@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 namespace gpt {
 
@@ -61,17 +60,10 @@ void weight_row_f32(const Weight &w, uint64_t row, float *out) {
 
 namespace {
 
-// The first element of a quantize_rows call that cannot be quantized (row UINT64_MAX: none).
-struct RowProblem {
-    uint64_t row = UINT64_MAX, col = 0;
-    float value = 0;
-    bool scale_overflows = false; // else the value is not finite
-};
-
-// Quantizes rows [r0, r1) of src into the layout quantize_matrix documents; stops at the first
+// Quantizes rows [r0, r1) of src into the layout quantize_matrix documents; throws at the first
 // problem in row-major order.
-RowProblem quantize_rows(const float *src, uint64_t r0, uint64_t r1, uint64_t cols, DType t, uint32_t group, uint8_t *dst,
-                         uint64_t rows) {
+void quantize_rows(const float *src, uint64_t r0, uint64_t r1, uint64_t cols, DType t, uint32_t group, uint8_t *dst,
+                   uint64_t rows, const std::string &what) {
     const int qmax = quant_max(t);
     const uint64_t row_bytes = packed_row_bytes(t, cols), groups = cols / group;
     uint8_t *ints = dst;
@@ -82,12 +74,16 @@ RowProblem quantize_rows(const float *src, uint64_t r0, uint64_t r1, uint64_t co
             const uint64_t c0 = gi * group;
             float mx = 0;
             for (uint64_t c = c0; c < c0 + group; c++) {
-                if (!std::isfinite(w[c])) return {r, c, w[c], false};
+                if (!std::isfinite(w[c]))
+                    fail(GPT_ERR_UNSUPPORTED, "%s: element [%llu, %llu] is %g; only finite weights can be quantized",
+                         what.c_str(), (unsigned long long)r, (unsigned long long)c, (double)w[c]);
                 mx = std::max(mx, std::fabs(w[c]));
             }
             const uint16_t sh = f32_to_f16(mx / (float)qmax);
             const float s = f16_to_f32(sh);
-            if (!std::isfinite(s)) return {r, c0, mx, true};
+            if (!std::isfinite(s))
+                fail(GPT_ERR_UNSUPPORTED, "%s: row %llu holds %g, too large for an f16 group scale", what.c_str(),
+                     (unsigned long long)r, (double)mx);
             std::memcpy(scales + 2 * (r * groups + gi), &sh, 2);
             for (uint64_t c = c0; c < c0 + group; c++) {
                 // A zero (or underflowed) scale dequantizes everything to 0 whatever q is.
@@ -98,7 +94,6 @@ RowProblem quantize_rows(const float *src, uint64_t r0, uint64_t r1, uint64_t co
             }
         }
     }
-    return {};
 }
 
 } // namespace
@@ -112,21 +107,12 @@ void quantize_matrix(const float *src, uint64_t rows, uint64_t cols, DType t, ui
     if (t == DType::Q4) std::memset(dst, 0, rows * packed_row_bytes(t, cols)); // nibbles are OR-ed in
     // Slices of rows on up to 8 threads (a 7B model's matrices took a minute on one); every row
     // is computed alone, so the bytes do not depend on the threads, and the problem reported is
-    // the first in row-major order, as one thread would meet it.
+    // the first in row-major order, as one thread would meet it (parallel_for_or_throw).
     const uint64_t slice_rows = std::max<uint64_t>(1, (256u << 10) / cols), slices = (rows + slice_rows - 1) / slice_rows;
-    std::vector<RowProblem> problems((size_t)slices);
-    parallel_for((size_t)slices, 8, [&](size_t i) {
+    parallel_for_or_throw((size_t)slices, 8, [&](size_t i) {
         const uint64_t r0 = i * slice_rows;
-        problems[i] = quantize_rows(src, r0, std::min(rows, r0 + slice_rows), cols, t, group, dst, rows);
+        quantize_rows(src, r0, std::min(rows, r0 + slice_rows), cols, t, group, dst, rows, what);
     });
-    for (const RowProblem &p : problems) {
-        if (p.row == UINT64_MAX) continue;
-        if (p.scale_overflows)
-            fail(GPT_ERR_UNSUPPORTED, "%s: row %llu holds %g, too large for an f16 group scale", what.c_str(),
-                 (unsigned long long)p.row, (double)p.value);
-        fail(GPT_ERR_UNSUPPORTED, "%s: element [%llu, %llu] is %g; only finite weights can be quantized", what.c_str(),
-             (unsigned long long)p.row, (unsigned long long)p.col, (double)p.value);
-    }
 }
 
 } // namespace gpt

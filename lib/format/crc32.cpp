@@ -95,7 +95,7 @@ GPT_CLMUL uint32_t crc32_accelerated(uint32_t crc, const uint8_t *p, uint64_t n)
 }
 
 bool accelerated_available() {
-    static const bool yes = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+    static const bool yes = __builtin_cpu_supports("pclmul"); // SSE2 is part of x86-64
     return yes;
 }
 
@@ -147,7 +147,7 @@ uint32_t crc32_extend_with(Crc32Kernel k, uint32_t crc, const uint8_t *data, uin
 }
 
 uint32_t crc32_extend(uint32_t crc, const uint8_t *data, uint64_t n) {
-    return accelerated_available() ? crc32_accelerated(crc, data, n) : crc32_zlib(crc, data, n);
+    return crc32_extend_with(Crc32Kernel::Accelerated, crc, data, n); // zlib where there is none
 }
 
 } // namespace gpt::format
