@@ -28,6 +28,7 @@
 #include "reference.h"
 #include "runtime/model.h"
 
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -440,6 +441,28 @@ void test_crc32_kernels_match_zlib(void **) {
     }
     assert_int_equal(gpt::format::crc32_of(buf.data(), 1000), zlib_crc(0, buf.data(), 1000));
     std::printf("# crc32: %d kernel(s) checked against zlib\n", kernels);
+}
+
+// The checksum of every byte a load reads stays linear in the bytes: 4n costs at most twice
+// the 4x that linear time gives over n (best of 5 runs each, so a busy machine does not decide).
+void test_crc32_linear_time(void **) {
+    std::mt19937_64 rng(reference::sub_seed("crc32 linear"));
+    const size_t n = 4u << 20;
+    std::vector<uint8_t> buf(4 * n);
+    for (auto &b : buf) b = (uint8_t)rng();
+    auto best_seconds = [&](size_t len) {
+        double best = 1e30;
+        for (int rep = 0; rep < 5; rep++) {
+            const auto t0 = std::chrono::steady_clock::now();
+            volatile uint32_t crc = gpt::format::crc32_of(buf.data(), len);
+            (void)crc;
+            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return best;
+    };
+    const double t1 = best_seconds(n), t4 = best_seconds(4 * n);
+    std::printf("# crc32: %zu bytes in %.2f ms, %zu in %.2f ms\n", n, t1 * 1e3, 4 * n, t4 * 1e3);
+    if (t4 > 8 * t1 + 2e-3) fail_msg("crc32 of 4n bytes took %.2f ms, of n %.2f ms: not linear", t4 * 1e3, t1 * 1e3);
 }
 
 void test_round_trip(void **) {
@@ -1850,6 +1873,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alloc_hooks_linked),
         cmocka_unit_test(test_crc32_kernels_match_zlib),
+        cmocka_unit_test(test_crc32_linear_time),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_round_trip_empty_file),
         cmocka_unit_test(test_minimal_entries),
