@@ -247,58 +247,70 @@ __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, c
     if (lane == 0) logits[unit] = s;
 }
 
-// One warp per row, by ranks: p = softmax(logits) goes to shared memory, then each lane
-// counts, for each of its experts, the experts ranked before it (larger p, or equal p and a
+// One block per row, by ranks: its first warp puts p = softmax(logits) in shared memory, then
+// the block counts, for each expert, the experts ranked before it (larger p, or equal p and a
 // lower index; NaN below every number): an expert of rank s < k takes slot s. A strict total
 // order on distinct indices gives every rank once, so the k slots are always k distinct, valid
-// experts. (The selection this replaced took k rounds of a warp-wide arg-max, each a chain of
-// shuffles: several microseconds a layer at k = 8, on the decode step's critical path.) The
-// row is read from memory once, into shared memory (each lane's own entries: only the rank
-// count reads another lane's); each later pass over global memory was one more dependent
-// round trip on that path.
-__global__ void __launch_bounds__(32) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
-                                                  float *weights) {
+// experts. The count is O(n^2) comparisons: one warp doing them all took ~4.4 us of a decode
+// step's critical path at 64 experts (ncu, 2026-11-27), so `per` threads share an expert, each
+// counting a contiguous part of the row, and shuffles add their counts. The row is read from
+// memory once, into shared memory.
+constexpr uint32_t kTopkMaxThreads = 256;
+__global__ void __launch_bounds__(kTopkMaxThreads) topk_kernel(const float *logits, uint32_t n, uint32_t k, int norm, int32_t *ids,
+                                                            float *weights) {
     extern __shared__ float prob[]; // [n]: the logits, then p with NaN as -1 (p >= 0 otherwise)
     __shared__ uint32_t chosen[kMoeMaxTopK];
     __shared__ float chosen_p[kMoeMaxTopK];
     pdl_wait();
     pdl_launch_dependents();
-    const uint32_t r = blockIdx.x, lane = threadIdx.x;
-    const float *l = logits + (uint64_t)r * n;
-    float m = -INFINITY;
-    for (uint32_t e = lane; e < n; e += 32) {
-        const float v = l[e];
-        prob[e] = v;
-        m = fmaxf(m, v);
-    }
-    m = warp_max(m);
-    float z = 0.0f;
-    for (uint32_t e = lane; e < n; e += 32) z += expf(prob[e] - m);
-    z = warp_sum(z);
-    for (uint32_t e = lane; e < n; e += 32) {
-        const float p = expf(prob[e] - m) / z;
-        prob[e] = p != p ? -1.0f : p;
-    }
-    __syncwarp();
-    for (uint32_t e = lane; e < n; e += 32) {
-        const float pe = prob[e];
-        uint32_t rank = 0;
-        for (uint32_t f = 0; f < n; f++) {
-            const float pf = prob[f];
-            rank += pf > pe || (pf == pe && f < e);
+    const uint32_t r = blockIdx.x, t = threadIdx.x, lane = t % 32;
+    if (t < 32) {
+        const float *l = logits + (uint64_t)r * n;
+        float m = -INFINITY;
+        for (uint32_t e = lane; e < n; e += 32) {
+            const float v = l[e];
+            prob[e] = v;
+            m = fmaxf(m, v);
         }
-        if (rank < k) {
+        m = warp_max(m);
+        float z = 0.0f;
+        for (uint32_t e = lane; e < n; e += 32) z += expf(prob[e] - m);
+        z = warp_sum(z);
+        for (uint32_t e = lane; e < n; e += 32) {
+            const float p = expf(prob[e] - m) / z;
+            prob[e] = p != p ? -1.0f : p;
+        }
+    }
+    __syncthreads();
+    // per: a power of two <= 32 with n * per <= blockDim (so groups of `per` lanes sit in one
+    // warp); every thread runs the same iterations, so the shuffles see whole warps.
+    uint32_t per = 1;
+    while (per < 32 && (uint64_t)n * per * 2 <= blockDim.x) per *= 2;
+    const uint32_t part_len = (n + per - 1) / per;
+    for (uint32_t base = 0; base < n * per; base += blockDim.x) {
+        const uint32_t e = (base + t) / per, part = (base + t) % per;
+        uint32_t rank = 0;
+        float pe = 0.0f;
+        if (e < n) {
+            pe = prob[e];
+            const uint32_t f0 = part * part_len, f1 = min(n, f0 + part_len);
+            for (uint32_t f = f0; f < f1; f++) {
+                const float pf = prob[f];
+                rank += pf > pe || (pf == pe && f < e);
+            }
+        }
+        for (uint32_t o = per / 2; o; o /= 2) rank += __shfl_xor_sync(0xffffffffu, rank, o);
+        if (e < n && part == 0 && rank < k) {
             chosen[rank] = e;
             chosen_p[rank] = pe < 0.0f ? NAN : pe; // the probability itself (NaN stays NaN)
         }
     }
-    __syncwarp();
+    __syncthreads();
+    if (t >= k) return;
     float sum = 0.0f;
     for (uint32_t s = 0; s < k; s++) sum += chosen_p[s];
-    for (uint32_t s = lane; s < k; s += 32) {
-        ids[(uint64_t)r * k + s] = (int32_t)chosen[s];
-        weights[(uint64_t)r * k + s] = norm ? chosen_p[s] / sum : chosen_p[s];
-    }
+    ids[(uint64_t)r * k + t] = (int32_t)chosen[t];
+    weights[(uint64_t)r * k + t] = norm ? chosen_p[t] / sum : chosen_p[t];
 }
 
 __device__ __forceinline__ uint32_t clamp_expert(int32_t e, uint32_t n_experts) {
@@ -552,7 +564,11 @@ cudaError_t launch_moe_topk(const float *logits, uint32_t rows, uint32_t n_exper
                             float *weights, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
     if (k == 0 || k > kMoeMaxTopK || k > n_experts || n_experts > kMoeMaxExpertsCuda) return cudaErrorInvalidValue;
-    return launch_pdl(topk_kernel, rows, 32, 4ull * n_experts, stream, logits, n_experts, k, norm, ids, weights);
+    // About four threads an expert, 32 to kTopkMaxThreads: a 256-thread block cost a few
+    // experts' (moe-768: 8) decode step 1.5% over one warp, and took 2% off OLMoE's (64).
+    uint32_t threads = 32;
+    while (threads < kTopkMaxThreads && threads < 4 * n_experts) threads *= 2;
+    return launch_pdl(topk_kernel, rows, threads, 4ull * n_experts, stream, logits, n_experts, k, norm, ids, weights);
 }
 
 static cudaError_t check_experts(const MoeExpertArgs &a) {

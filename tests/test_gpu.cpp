@@ -1629,8 +1629,10 @@ void test_gpu_quant_model(void **) {
 void test_gpu_moe_topk(void **) {
     SKIP_WITHOUT_GPU();
     const uint32_t rows = 37;
-    for (uint32_t E : {4u, 8u, 64u})
-        for (uint32_t k : {1u, 2u, 8u}) {
+    // E up to 300: the rank count's threads per expert (8 at E 4, 4 at 8 and 64, 1 from 129)
+    // and several passes of the block over the experts; k 64, the most CUDA takes.
+    for (uint32_t E : {4u, 8u, 64u, 160u, 300u})
+        for (uint32_t k : {1u, 2u, 8u, 64u}) {
             if (k > E) continue;
             for (int norm = 0; norm < 2; norm++) {
                 std::vector<float> logits(rows * E);
