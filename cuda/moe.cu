@@ -247,6 +247,74 @@ __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, c
     if (lane == 0) logits[unit] = s;
 }
 
+// router_kernel with the RMSNorm of its input folded in (moe.cuh): warp (r, e) holds row r's
+// elements of its lanes in registers (at most kNormRouterVecs 16-byte vectors of T a lane),
+// sums their squares over the warp (the same lanes in the same order in every warp of the
+// row, so all get the same scale), and dots the normed values, rounded to T as H holds them,
+// with expert e's weights, loaded with the norm weights before the wait. Vector u of the row
+// goes to h from the warp whose expert is u % n (each written once).
+constexpr uint32_t kNormRouterVecs = 8;
+template <typename T>
+__global__ void __launch_bounds__(kRouterWarps * 32) norm_router_kernel(const float *x, const float *norm_w, float eps, T *h,
+                                                                        const T *w, uint32_t rows, uint32_t n, uint32_t k,
+                                                                        float *logits) {
+    constexpr uint32_t N = 16 / sizeof(T), V = kNormRouterVecs;
+    const uint32_t lane = threadIdx.x % 32, kv = k / N;
+    const uint64_t unit = (uint64_t)blockIdx.x * kRouterWarps + threadIdx.x / 32;
+    const bool active = unit < (uint64_t)rows * n;
+    const uint32_t r = active ? (uint32_t)(unit / n) : 0, e = active ? (uint32_t)(unit % n) : 0;
+    const uint4 *wrow = reinterpret_cast<const uint4 *>(w + (uint64_t)e * k);
+    uint4 wv[V];
+    float g[V][N];
+#pragma unroll
+    for (uint32_t u = 0; u < V; u++) { // weights are never written: before the wait
+        const uint32_t i = lane + 32 * u;
+        wv[u] = i < kv ? __ldg(wrow + i) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (uint32_t q = 0; q < N; q += 4) {
+            const float4 v = i < kv ? __ldg(reinterpret_cast<const float4 *>(norm_w + (uint64_t)i * N + q)) : make_float4(0, 0, 0, 0);
+            g[u][q] = v.x; g[u][q + 1] = v.y; g[u][q + 2] = v.z; g[u][q + 3] = v.w;
+        }
+    }
+    pdl_wait();
+    pdl_launch_dependents();
+    if (!active) return;
+    const float *xr = x + (uint64_t)r * k;
+    float xf[V][N];
+#pragma unroll
+    for (uint32_t u = 0; u < V; u++) {
+        const uint32_t i = lane + 32 * u;
+#pragma unroll
+        for (uint32_t q = 0; q < N; q += 4) {
+            const float4 v = i < kv ? __ldcg(reinterpret_cast<const float4 *>(xr + (uint64_t)i * N + q)) : make_float4(0, 0, 0, 0);
+            xf[u][q] = v.x; xf[u][q + 1] = v.y; xf[u][q + 2] = v.z; xf[u][q + 3] = v.w;
+        }
+    }
+    float sq = 0.0f;
+#pragma unroll
+    for (uint32_t u = 0; u < V; u++)
+#pragma unroll
+        for (uint32_t q = 0; q < N; q++) sq += xf[u][q] * xf[u][q];
+    const float inv = rsqrtf(warp_sum(sq) / k + eps);
+    float acc = 0.0f;
+#pragma unroll
+    for (uint32_t u = 0; u < V; u++) {
+        const uint32_t i = lane + 32 * u;
+        if (i >= kv) break;
+        float wf[N];
+        widen(wv[u], wf, T{});
+        alignas(16) T hv[N];
+#pragma unroll
+        for (uint32_t q = 0; q < N; q++) {
+            hv[q] = from_f32<T>(xf[u][q] * inv * g[u][q]);
+            acc += wf[q] * to_f32(hv[q]);
+        }
+        if (u % n == e) *reinterpret_cast<uint4 *>(h + (uint64_t)r * k + (uint64_t)i * N) = *reinterpret_cast<const uint4 *>(hv);
+    }
+    const float s = warp_sum(acc);
+    if (lane == 0) logits[unit] = s;
+}
+
 // One block per row, by ranks: its first warp puts p = softmax(logits) in shared memory, then
 // the block counts, for each expert, the experts ranked before it (larger p, or equal p and a
 // lower index; NaN below every number): an expert of rank s < k takes slot s. A strict total
@@ -556,6 +624,29 @@ cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t gro
         using T = decltype(tag);
         e2 = launch_pdl(router_kernel<T>, (uint32_t)blocks, kRouterWarps * 32, 0, stream, static_cast<const T *>(x), w, wq, group, rows,
                         n, k, logits);
+    });
+    return e != cudaSuccess ? e : e2;
+}
+
+bool moe_norm_router_supported(uint32_t rows, uint32_t k, int act_dtype, const void *x, const void *norm_w, const void *h,
+                               const void *w) {
+    const uint32_t n = act_dtype == F32 ? 4 : 8; // elements of a 16-byte vector
+    auto aligned = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    return (act_dtype == F32 || act_dtype == F16 || act_dtype == BF16) && rows > 0 && k > 0 && k % n == 0 &&
+           k / n <= 32 * kNormRouterVecs && aligned(x) && aligned(norm_w) && aligned(h) && aligned(w);
+}
+
+cudaError_t launch_moe_norm_router(const float *x, const float *norm_w, float eps, void *h, const void *w, uint32_t rows,
+                                   uint32_t n, uint32_t k, int act_dtype, float *logits, cudaStream_t stream) {
+    if (rows == 0 || n == 0) return cudaSuccess;
+    if (!moe_norm_router_supported(rows, k, act_dtype, x, norm_w, h, w)) return cudaErrorInvalidValue;
+    const uint64_t blocks = ((uint64_t)rows * n + kRouterWarps - 1) / kRouterWarps;
+    if (blocks > 0x7fffffffu) return cudaErrorInvalidValue;
+    cudaError_t e2 = cudaSuccess;
+    const cudaError_t e = dispatch_dtype(act_dtype, [&](auto tag) {
+        using T = decltype(tag);
+        e2 = launch_pdl(norm_router_kernel<T>, (uint32_t)blocks, kRouterWarps * 32, 0, stream, x, norm_w, eps, static_cast<T *>(h),
+                        static_cast<const T *>(w), rows, n, k, logits);
     });
     return e != cudaSuccess ? e : e2;
 }

@@ -17,6 +17,16 @@ inline constexpr uint32_t kMoeDecodeMaxRows = 8;  // rows the expert GEMVs take;
 cudaError_t launch_moe_router(const void *x, const void *w, int wq, uint32_t group, uint32_t rows, uint32_t n,
                               uint32_t k, int act_dtype, float *logits, cudaStream_t stream);
 
+// The RMSNorm before the router folded into it (a decode step's few rows): h[r] =
+// act_dtype(x[r] * rsqrt(mean(x[r]^2) + eps) * norm_w), written to h for the experts, and
+// logits[r][e] = h[r] . w[e] as launch_moe_router computes them. x f32 [rows][k], norm_w f32
+// [k], w [n][k] in act_dtype (not quantized). Each warp sums its row's squares itself, so a
+// decode layer has one kernel less. moe_norm_router_supported says whether it takes a shape.
+bool moe_norm_router_supported(uint32_t rows, uint32_t k, int act_dtype, const void *x, const void *norm_w, const void *h,
+                               const void *w);
+cudaError_t launch_moe_norm_router(const float *x, const float *norm_w, float eps, void *h, const void *w, uint32_t rows,
+                                   uint32_t n, uint32_t k, int act_dtype, float *logits, cudaStream_t stream);
+
 // Per row: p = softmax(logits[r]) in f32, the k largest p (ties: the lower expert first; NaN
 // after every number) into ids[r][k] (always k distinct, valid expert indices, even for NaN
 // logits) and their p into weights[r][k], divided by their sum when norm. k <= kMoeMaxTopK,

@@ -1690,6 +1690,65 @@ void test_gpu_moe_topk(void **) {
     }
 }
 
+// The router with its RMSNorm folded in, against a double norm and dot products: H element
+// by element within one rounding of the dtype (the scale's f32 sum may differ from a double
+// one by an ulp), the logits against double dot products of the H it wrote and the rounded
+// router weights; H and the logits poisoned first. Shapes: the widest row it takes (256
+// vectors a lane group), a row of 37 vectors (the second vector on five lanes), fewer experts
+// than a lane's vectors (several warps write H), more experts than vectors, 1-8 rows. A row
+// one vector wider is not supported; two runs give the same bits.
+void test_gpu_moe_norm_router(void **) {
+    SKIP_WITHOUT_GPU();
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+        const uint32_t N = t == DType::F32 ? 4 : 8; // elements of a 16-byte vector
+        struct Case { uint32_t vecs, n, rows; };
+        for (Case c : {Case{256, 64, 1}, Case{37, 3, 5}, Case{256, 4, 8}, Case{8, 70, 2}, Case{100, 8, 3}}) {
+            const uint32_t k = c.vecs * N;
+            std::vector<float> x = randn((size_t)c.rows * k, 1.5f), g = randn(k, 0.2f), w = randn((size_t)c.n * k, 0.05f);
+            for (auto &v : g) v += 1.0f;
+            round_to(w, t);
+            DevBuf dx(x.size(), DType::F32), dg(k, DType::F32), dw(w.size(), t), dh((size_t)c.rows * k, t), dl((size_t)c.rows * c.n, DType::F32);
+            dx.upload(x);
+            dg.upload(g);
+            dw.upload(w);
+            assert_true(moe_norm_router_supported(c.rows, k, (int)t, dx.p, dg.p, dh.p, dw.p));
+            assert_false(moe_norm_router_supported(c.rows, 257 * N, (int)t, dx.p, dg.p, dh.p, dw.p));
+            std::vector<float> runs[2][2];
+            for (int run = 0; run < 2; run++) {
+                dh.poison();
+                dl.poison();
+                CK(launch_moe_norm_router(dx.as<float>(), dg.as<float>(), 1e-5f, dh.p, dw.p, c.rows, c.n, k, (int)t, dl.as<float>(), nullptr));
+                CK(cudaDeviceSynchronize());
+                runs[run][0] = dh.download();
+                runs[run][1] = dl.download();
+            }
+            char what[128];
+            std::snprintf(what, sizeof what, "norm+router %s k %u n %u rows %u", dname(t), k, c.n, c.rows);
+            for (int i = 0; i < 2; i++)
+                if (std::memcmp(runs[0][i].data(), runs[1][i].data(), 4 * runs[0][i].size()) != 0) fail_msg("%s: two runs differ", what);
+            const std::vector<float> &h = runs[0][0], &logits = runs[0][1];
+            const double ulp = t == DType::F32 ? 1e-6 : t == DType::F16 ? 1.0 / 1024 : 1.0 / 128;
+            std::vector<float> want_l((size_t)c.rows * c.n);
+            for (uint32_t r = 0; r < c.rows; r++) {
+                double ss = 0;
+                for (uint32_t i = 0; i < k; i++) ss += (double)x[(size_t)r * k + i] * x[(size_t)r * k + i];
+                const double inv = 1 / std::sqrt(ss / k + 1e-5);
+                for (uint32_t i = 0; i < k; i++) {
+                    const double want = x[(size_t)r * k + i] * inv * g[i], got = h[(size_t)r * k + i];
+                    if (!(std::fabs(got - want) <= ulp * std::fabs(want) + (t == DType::F16 ? 6e-8 : 1e-30))) // f16: subnormal spacing
+                        fail_msg("%s: h[%u][%u] %.8g, want %.8g", what, r, i, got, want);
+                }
+                for (uint32_t e = 0; e < c.n; e++) {
+                    double s = 0;
+                    for (uint32_t i = 0; i < k; i++) s += (double)h[(size_t)r * k + i] * w[(size_t)e * k + i];
+                    want_l[(size_t)r * c.n + e] = (float)s;
+                }
+            }
+            expect_close(what, logits, want_l, 1e-5);
+        }
+    }
+}
+
 // The decode expert kernels alone (gate_up, then down into the residual) against naive double
 // dot products over the same rounded inputs, on random routings (k distinct experts a row, as
 // top-k gives): odd d (element-wise loads; down's last column pair half used; at one row and
@@ -2046,7 +2105,12 @@ struct MoeModel {
             m.shared_gate = &ws[SGATE];
         }
         ex.embed(ws[TOK], nullptr, 1.0f);
-        ex.norm(gpt::NormKind::RMS, ws[N1], nullptr, 1e-6f);
+        if (c.gelu) { // the norm as its own op; else the MoE op norms (CUDA decode: in the router)
+            ex.norm(gpt::NormKind::RMS, ws[N1], nullptr, 1e-6f);
+        } else {
+            m.norm = &ws[N1];
+            m.norm_eps = 1e-6f;
+        }
         ex.moe(m);
         ex.norm(gpt::NormKind::RMS, ws[N2], nullptr, 1e-6f);
         ex.logits(ws[HEAD], host_all, 0.0f, nullptr);
@@ -2802,6 +2866,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_quant_model),
         cmocka_unit_test(test_gpu_quant_prefill_slices),
         cmocka_unit_test(test_gpu_moe_topk),
+        cmocka_unit_test(test_gpu_moe_norm_router),
         cmocka_unit_test(test_gpu_moe_group),
         cmocka_unit_test(test_gpu_moe_experts),
         cmocka_unit_test(test_gpu_moe_grouped_gemm),

@@ -129,6 +129,10 @@ struct AttentionSpec {
 // stacked in one matrix each, so quantization, placement and checksums treat them as any
 // other weight.
 struct MoeSpec {
+    // The RMSNorm of X into H that comes first (its weights [d_model]): a backend may fold it
+    // into the router (one kernel less a decode layer on CUDA). nullptr: H is already set.
+    const Weight *norm = nullptr;
+    float norm_eps = 0.0f;
     const Weight *router = nullptr;  // [n_experts, d_model]
     const Weight *gate_up = nullptr; // [n_experts * 2 d_ff_expert, d_model]: expert e's gate rows,
                                      // then its up rows, from row e * 2 d_ff_expert

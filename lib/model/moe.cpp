@@ -88,8 +88,7 @@ public:
             }
             ex.attention(att);
             ex.matmul(Act::ATT, l.attn_out, nullptr, Act::X, Activation::NONE);
-            ex.norm(NormKind::RMS, l.ffn_norm, nullptr, eps);
-            run_moe_ffn(ex, c_, i, l.ffn);
+            run_moe_ffn(ex, c_, i, l.ffn_norm, l.ffn); // ffn_norm, then the FFN
             if (a.hook) a.hook->between_layers();
         }
         ex.norm(NormKind::RMS, out_norm_, nullptr, eps);

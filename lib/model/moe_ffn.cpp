@@ -22,13 +22,16 @@ void add_moe_ffn_tensors(const ModelConfig &c, uint32_t layer, const std::string
     }
 }
 
-void run_moe_ffn(Executor &ex, const ModelConfig &c, uint32_t layer, const MoeFfnWeights &w) {
+void run_moe_ffn(Executor &ex, const ModelConfig &c, uint32_t layer, const Weight &ffn_norm, const MoeFfnWeights &w) {
     if (!c.moe_layer(layer)) {
+        ex.norm(NormKind::RMS, ffn_norm, nullptr, c.norm_eps);
         ex.matmul_glu(Act::H, w.gate_up, Act::FF, Activation::SILU);
         ex.matmul(Act::FF, w.down, nullptr, Act::X, Activation::NONE);
         return;
     }
     MoeSpec m;
+    m.norm = &ffn_norm; // the backend norms (and may fold the norm into the router)
+    m.norm_eps = c.norm_eps;
     m.router = &w.router;
     m.gate_up = &w.experts_gate_up;
     m.down = &w.experts_down;

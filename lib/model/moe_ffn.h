@@ -29,8 +29,8 @@ struct MoeFfnWeights {
 // Appends layer `layer`'s FFN tensors (prefix "blk.i.") to t, bound to w.
 void add_moe_ffn_tensors(const ModelConfig &c, uint32_t layer, const std::string &prefix, MoeFfnWeights &w,
                          std::vector<TensorSlot> &t);
-// The FFN of layer `layer` over H (after ffn_norm), added to X.
-void run_moe_ffn(Executor &ex, const ModelConfig &c, uint32_t layer, const MoeFfnWeights &w);
+// The FFN of layer `layer`: the RMSNorm of X by ffn_norm into H, then the FFN over H, added to X.
+void run_moe_ffn(Executor &ex, const ModelConfig &c, uint32_t layer, const Weight &ffn_norm, const MoeFfnWeights &w);
 // ModelShape of a MoE config: its dimensions (expert ones included) and a gated FFN.
 ModelShape moe_shape(const ModelConfig &c);
 

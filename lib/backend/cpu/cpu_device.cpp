@@ -261,6 +261,7 @@ public:
     }
 
     void moe(const MoeSpec &spec) override {
+        if (spec.norm) norm(NormKind::RMS, *spec.norm, nullptr, spec.norm_eps);
         cpu::moe_forward(pool_, shape_, spec, rows_, h_, x_, delta_, moe_, {scratch_ + p_.max_seq, plan_.scratch_per_thread});
     }
 

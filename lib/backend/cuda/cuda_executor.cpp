@@ -217,12 +217,22 @@ public:
     // by expert and one grouped GEMM a projection (graph-safe too) or, where that cannot run,
     // one cuBLAS GEMM per used expert; then the shared expert, if any.
     void moe(const MoeSpec &s) override {
-        flush_delta();
         check_moe(s);
         const uint32_t E = shape_.n_experts, k = shape_.n_experts_used, d = shape_.d_model;
         const Weight &router = *s.router;
-        GPT_CUDA_CHECK(launch_moe_router(dev(plan_.h), router.data, quant_code(router), router.group, rows_, E, d, (int)p_.compute,
-                                         dev<float>(plan_.moe_logits), stream_));
+        const float *norm_w = s.norm ? static_cast<const float *>(s.norm->data) : nullptr;
+        // A decode step's norm goes into the router kernel (a residual left in DELTA needs
+        // the norm's own pass to land).
+        if (s.norm && !pending_delta_ && rows_ <= kMoeDecodeMaxRows && !is_quantized(router.dtype) &&
+            moe_norm_router_supported(rows_, d, (int)p_.compute, dev(plan_.x), norm_w, dev(plan_.h), router.data)) {
+            GPT_CUDA_CHECK(launch_moe_norm_router(dev<float>(plan_.x), norm_w, s.norm_eps, dev(plan_.h), router.data, rows_, E, d,
+                                                  (int)p_.compute, dev<float>(plan_.moe_logits), stream_));
+        } else {
+            if (s.norm) norm(NormKind::RMS, *s.norm, nullptr, s.norm_eps);
+            flush_delta();
+            GPT_CUDA_CHECK(launch_moe_router(dev(plan_.h), router.data, quant_code(router), router.group, rows_, E, d,
+                                             (int)p_.compute, dev<float>(plan_.moe_logits), stream_));
+        }
         GPT_CUDA_CHECK(launch_moe_topk(dev<float>(plan_.moe_logits), rows_, E, k, s.norm_topk ? 1 : 0,
                                        dev<int32_t>(plan_.moe_ids), dev<float>(plan_.moe_weights), stream_));
         if (rows_ <= kMoeDecodeMaxRows) moe_decode(s);
@@ -592,6 +602,8 @@ private:
             if (!is_quantized(w->dtype) && w->dtype != p_.compute)
                 fail(GPT_ERR_INTERNAL, "moe: %s is %s, the activations %s", what, dtype_name(w->dtype), dtype_name(p_.compute));
         };
+        if (s.norm && (!*s.norm || s.norm->dtype != DType::F32 || s.norm->rows != d))
+            fail(GPT_ERR_INTERNAL, "moe: the norm's weights are not %llu f32 values", (unsigned long long)d);
         if (!E || !k || k > E || k > kMoeMaxTopK || !fe)
             fail(GPT_ERR_UNSUPPORTED, "moe: %llu of %llu experts a token (at most %u on CUDA) of width %llu", (unsigned long long)k,
                  (unsigned long long)E, kMoeMaxTopK, (unsigned long long)fe);
