@@ -18,13 +18,14 @@
 # tensor-core quantized GEMV and last_rows.cu, 1 500 400 with the one-kernel sampler,
 # 1 409 080 with the sampler's select by mass in place of CUB's device sort, 1 425 464
 # with the top_k found by many blocks, 1 417 248 once the q/k norm kernel went into rope_append,
-# 1 421 344 with the folded crc32, 1 433 632 with the CPU's prefill tiles;
+# 1 421 344 with the folded crc32, 1 433 632 with the CPU's prefill tiles, 1 454 112 with
+# the MoE router's folded norm;
 # -Dcuda-ptx=false took it to 1 103 064 before that). Exit 2
 # on a usage error.
 # Environment: STRIP (default strip), GPT_FOOTPRINT_RUNS (timed runs, default 3).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 max_lib=""
 dirs=()
