@@ -212,7 +212,8 @@ public:
         GPT_CUDA_CHECK(launch_swiglu(dev(plan_.gu), buf(out), rows_, (uint32_t)(w.rows / 2), g.act, (int)p_.compute, stream_));
     }
 
-    // Router logits and top-k on the device, then the experts: per-(row, slot) GEMVs for up to
+    // The spec's norm (in the router kernel at decode), router logits and top-k on the
+    // device, then the experts: per-(row, slot) GEMVs for up to
     // kMoeDecodeMaxRows rows (graph-safe: the ids stay on the device), else the pairs grouped
     // by expert and one grouped GEMM a projection (graph-safe too) or, where that cannot run,
     // one cuBLAS GEMM per used expert; then the shared expert, if any.
