@@ -585,7 +585,7 @@ void test_greedy_generate_matches_reference(void **) {
 
 // The kernels on sizes the models above do not reach: vector lengths 1..80 (every tail of the
 // 32-, 16-, 8- and 4-wide loops), 1..9 rows and 7 outputs (16-bit weights are read directly
-// for up to 4 rows; beyond, tiles of 4 rows by 3 outputs with AVX2, else widened once), head
+// for up to 4 rows; beyond, tiles of 3 rows by 2 outputs with AVX2, else widened once), head
 // dims 1..40, each dtype; against double sums of the same rounded values. Bound: recursive f32
 // summation of n products errs by at most about n * 2^-24 * sum |products| (the kernels'
 // tree sums err less). A result must not depend on the batch or the split of the outputs:
