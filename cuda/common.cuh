@@ -111,6 +111,11 @@ bool pdl_enabled();
 // virtual architecture they were compiled for (75, 80, 90, ...); 0 when it cannot be told.
 // Features that need an arch are chosen by this, not by the device's compute capability.
 int kernel_arch();
+// Blocks of `kernel` (launched with `threads` threads and `smem` bytes of dynamic shared
+// memory) that the current device holds at once: occupancy x SMs, at least 1. Cached per
+// kernel, device and size: persistent kernels ask at every launch, and eager decode launches
+// every step.
+cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32_t *blocks);
 
 template <typename... KArgs, typename... Args>
 cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args &&...args) {
@@ -125,6 +130,27 @@ cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t s
     cfg.attrs = attr;
     cfg.numAttrs = pdl_enabled() ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// The 16-byte vector v of T as N = 16 / sizeof(T) floats (the third argument picks T).
+__device__ __forceinline__ void widen16(const uint4 &v, float *f, float) {
+    f[0] = __uint_as_float(v.x); f[1] = __uint_as_float(v.y); f[2] = __uint_as_float(v.z); f[3] = __uint_as_float(v.w);
+}
+__device__ __forceinline__ void widen16(const uint4 &v, float *f, __half) {
+    const __half2 *h = reinterpret_cast<const __half2 *>(&v);
+    for (int i = 0; i < 4; i++) {
+        const float2 p = __half22float2(h[i]);
+        f[2 * i] = p.x;
+        f[2 * i + 1] = p.y;
+    }
+}
+__device__ __forceinline__ void widen16(const uint4 &v, float *f, __nv_bfloat16) {
+    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
+    for (int i = 0; i < 4; i++) {
+        const float2 p = __bfloat1622float2(h[i]);
+        f[2 * i] = p.x;
+        f[2 * i + 1] = p.y;
+    }
 }
 
 // Calls f.template operator()<T>() with T the C++ type of dtype code t.

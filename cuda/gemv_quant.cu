@@ -30,7 +30,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 using namespace gpt_cuda;
 
@@ -403,39 +402,6 @@ bool stream_fits(const GemvArgs &a) { return a.rows <= 2 && staged_bytes(a) <= k
 uint32_t chunks_of(const GemvArgs &a) { return (a.wq == Q4 ? a.k / 2 : a.k) / 16; }
 uint32_t sets_of(const GemvArgs &a) { return ceil_div(a.n, a.glu ? 2u : 4u); }
 
-// Blocks of `kernel` the whole device holds at once (occupancy x SMs), cached per kernel,
-// device and shared-memory size (the calls are host-side but not free, and launch_gemv runs
-// per step in eager mode).
-cudaError_t resident_blocks(QuantKernel kernel, size_t smem, uint32_t *blocks) {
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess) return e;
-    struct Entry {
-        QuantKernel kernel;
-        int dev;
-        size_t smem;
-        uint32_t blocks;
-    };
-    static std::mutex mu;
-    static Entry cache[64];
-    static int used = 0;
-    {
-        std::lock_guard<std::mutex> lock(mu);
-        for (int i = 0; i < used; i++)
-            if (cache[i].kernel == kernel && cache[i].dev == dev && cache[i].smem == smem) {
-                *blocks = cache[i].blocks;
-                return cudaSuccess;
-            }
-    }
-    int per_sm = 0, sms = 0;
-    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem)) != cudaSuccess) return e;
-    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
-    *blocks = (uint32_t)(per_sm > 0 ? per_sm : 1) * (uint32_t)(sms > 0 ? sms : 1);
-    std::lock_guard<std::mutex> lock(mu);
-    if (used < 64) cache[used++] = {kernel, dev, smem, *blocks};
-    return cudaSuccess;
-}
-
 // Entry 21's rule: threads per set enough that each takes at most kSteps chunks of a row (up
 // to 256), then more while the grid is small and every thread keeps a chunk.
 QuantGemvPlan tiled_plan(const GemvArgs &a) {
@@ -495,7 +461,7 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
     }
     QuantGemvPlan p{1, 5, 1, 1};
     uint32_t resident = 0;
-    const cudaError_t e = resident_blocks(kernel_of(a, p), staged_bytes(a), &resident);
+    const cudaError_t e = resident_blocks(reinterpret_cast<const void *>(kernel_of(a, p)), kThreads, staged_bytes(a), &resident);
     if (e != cudaSuccess) return e;
     // Threads per set: the fewest serial steps for the slowest block - rounds of resident
     // blocks times the steps of a set, counting a set's end as half a step (the reduction and

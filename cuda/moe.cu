@@ -11,6 +11,7 @@
 // too saved 20 KB and cost 1-3% of quantized batch-8 decode, so they stay unrolled).
 #include "moe.cuh"
 #include "common.cuh"
+#include "moe_stream.cuh"
 
 #include <type_traits>
 
@@ -19,27 +20,6 @@ using namespace gpt_cuda;
 namespace {
 
 constexpr uint32_t kWarps = 8; // warps per block of the dot-product kernels
-
-// The 16-byte vector v as N = 16 / sizeof(T) floats.
-__device__ __forceinline__ void widen(const uint4 &v, float *f, float) {
-    f[0] = __uint_as_float(v.x); f[1] = __uint_as_float(v.y); f[2] = __uint_as_float(v.z); f[3] = __uint_as_float(v.w);
-}
-__device__ __forceinline__ void widen(const uint4 &v, float *f, __half) {
-    const __half2 *h = reinterpret_cast<const __half2 *>(&v);
-    for (int i = 0; i < 4; i++) {
-        const float2 p = __half22float2(h[i]);
-        f[2 * i] = p.x;
-        f[2 * i + 1] = p.y;
-    }
-}
-__device__ __forceinline__ void widen(const uint4 &v, float *f, __nv_bfloat16) {
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
-    for (int i = 0; i < 4; i++) {
-        const float2 p = __bfloat1622float2(h[i]);
-        f[2 * i] = p.x;
-        f[2 * i + 1] = p.y;
-    }
-}
 
 constexpr int kUnroll = 4; // 16-byte loads of one weight row a lane issues before using them
 
@@ -74,13 +54,13 @@ __device__ __forceinline__ void staged_dots(const uint4 *const *w, const uint4 *
             if (i >= kv) break;
             float wf[W][N];
 #pragma unroll
-            for (int j = 0; j < W; j++) widen(wv[j][u], wf[j], T{});
+            for (int j = 0; j < W; j++) widen16(wv[j][u], wf[j], T{});
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 if (r >= m) break;
                 float xf[N];
                 const uint4 xv = x[r][i]; // one 16-byte load
-                widen(xv, xf, T{});
+                widen16(xv, xf, T{});
 #pragma unroll
                 for (int j = 0; j < W; j++)
 #pragma unroll
@@ -171,7 +151,7 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
 #pragma unroll
                     for (int v = 0; v < 4; v++) {
                         float xf[8];
-                        widen(xv[v], xf, __half{});
+                        widen16(xv[v], xf, __half{});
 #pragma unroll
                         for (int e = 0; e < 8; e++) part += nibble_at(words[v], e) * xf[e];
                     }
@@ -179,7 +159,7 @@ __device__ void lane_dots_quant(const void *w, bool q4, uint32_t group, uint64_t
 #pragma unroll
                     for (int v = 0; v < 2; v++) {
                         float xf[8];
-                        widen(xv[v], xf, __half{});
+                        widen16(xv[v], xf, __half{});
                         const uint32_t lo = words[2 * v] ^ 0x80808080u, hi = words[2 * v + 1] ^ 0x80808080u;
 #pragma unroll
                         for (int e = 0; e < 4; e++) part += byte_at(lo, e) * xf[e] + byte_at(hi, e) * xf[4 + e];
@@ -302,7 +282,7 @@ __global__ void __launch_bounds__(kRouterWarps * 32) norm_router_kernel(const fl
         const uint32_t i = lane + 32 * u;
         if (i >= kv) break;
         float wf[N];
-        widen(wv[u], wf, T{});
+        widen16(wv[u], wf, T{});
         alignas(16) T hv[N];
 #pragma unroll
         for (uint32_t q = 0; q < N; q++) {
@@ -672,6 +652,10 @@ cudaError_t launch_moe_gate_up(const MoeExpertArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (const cudaError_t c = check_experts(a)) return c;
     if ((uint64_t)a.rows * a.top_k > kMoeDecodeMaxPairs) return cudaErrorInvalidValue; // the block's shared ids
+    if (moe_stream_gate_up_supported(a)) {
+        const cudaError_t s = launch_moe_gate_up_stream(a, stream);
+        if (s != cudaErrorNotSupported) return s;
+    }
     const dim3 grid(ceil_div(a.ff, kWarps), a.rows * a.top_k);
     cudaError_t e2 = cudaSuccess;
     const cudaError_t e = dispatch_dtype(a.act_dtype, [&](auto tag) {

@@ -1,10 +1,11 @@
-// pdl.cu - the switch for programmatic dependent launch (see common.cuh), and the
-// architecture the library's kernels were compiled for on this device.
+// pdl.cu - the switch for programmatic dependent launch (see common.cuh), the architecture
+// the library's kernels were compiled for on this device, and how many blocks it holds.
 #include "common.cuh"
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace gpt_cuda {
 
@@ -31,6 +32,37 @@ int kernel_arch() {
         arch_of[dev].store(arch, std::memory_order_relaxed);
     }
     return arch;
+}
+
+cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32_t *blocks) {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    struct Entry {
+        const void *kernel;
+        int dev, threads;
+        size_t smem;
+        uint32_t blocks;
+    };
+    static std::mutex mu;
+    static Entry cache[64];
+    static int used = 0;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        for (int i = 0; i < used; i++)
+            if (cache[i].kernel == kernel && cache[i].dev == dev && cache[i].threads == threads && cache[i].smem == smem) {
+                *blocks = cache[i].blocks;
+                return cudaSuccess;
+            }
+    }
+    int per_sm = 0, sms = 0;
+    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&per_sm, kernel, threads, smem, cudaOccupancyDefault)) != cudaSuccess)
+        return e;
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+    *blocks = (uint32_t)(per_sm > 0 ? per_sm : 1) * (uint32_t)(sms > 0 ? sms : 1);
+    std::lock_guard<std::mutex> lock(mu);
+    if (used < 64) cache[used++] = {kernel, dev, threads, smem, *blocks};
+    return cudaSuccess;
 }
 
 bool pdl_enabled() {

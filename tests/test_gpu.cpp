@@ -33,6 +33,7 @@
 #include "gemv.cuh"
 #include "moe.cuh"
 #include "moe_grouped_gemm.cuh"
+#include "moe_stream.cuh"
 #include "norm_add.cuh"
 #include "quant_dot.cuh"
 #include "rope_append.cuh"
@@ -1754,14 +1755,19 @@ void test_gpu_moe_norm_router(void **) {
 // top-k gives): odd d (element-wise loads; down's last column pair half used; at one row and
 // eight), ff not a multiple of four (down's element-wise loads in every dtype), top-k above
 // eight (down's warps take several slots), eight rows sharing four experts (one expert row
-// serving every row), one row of 64 experts. Two runs give the same bits.
+// serving every row), one row of 64 experts. One-row cases in f16/bf16 whose d is 97-256
+// 16-byte vectors take moe_stream.cu's gate_up (on sm_90): OLMoE's and Qwen3-MoE's widths (8
+// and 6 vectors a lane), d of 125 and 97 vectors (lanes past the row's end); the rest
+// moe.cu's. Two runs give the same bits.
 void test_gpu_moe_experts(void **) {
     SKIP_WITHOUT_GPU();
     struct Case { uint32_t d, ff, E, k, rows; gpt::Activation act; };
     const Case cases[] = {{64, 48, 8, 2, 1, gpt::Activation::SILU},      {72, 40, 16, 12, 3, gpt::Activation::SILU},
                           {37, 24, 4, 4, 8, gpt::Activation::GELU_TANH}, {256, 64, 64, 8, 1, gpt::Activation::SILU},
                           {128, 64, 4, 1, 5, gpt::Activation::SILU},     {2048, 1024, 10, 8, 4, gpt::Activation::SILU},
-                          {37, 30, 6, 2, 1, gpt::Activation::SILU}};
+                          {37, 30, 6, 2, 1, gpt::Activation::SILU},      {2048, 1024, 10, 8, 1, gpt::Activation::SILU},
+                          {1000, 1000, 6, 3, 1, gpt::Activation::GELU_TANH}, {1536, 768, 12, 8, 1, gpt::Activation::SILU},
+                          {776, 2048, 5, 2, 1, gpt::Activation::SILU}};
     for (DType t : {DType::F32, DType::F16, DType::BF16})
         for (const Case &c : cases) {
             const uint32_t pairs = c.rows * c.k;
@@ -1805,6 +1811,13 @@ void test_gpu_moe_experts(void **) {
             d.w = ddn.p;
             d.weights = dw.as<float>();
             d.residual = dres.as<float>();
+            // The streamed kernels take exactly the shapes the comment above gives them, so a
+            // silent fallback fails here.
+            if (moe_stream_available()) {
+                const bool want = c.rows == 1 && t != DType::F32 && c.d % 8 == 0 && c.d / 8 > 96 && c.d / 8 <= 256;
+                if (moe_stream_gate_up_supported(g) != want)
+                    fail_msg("%s d %u rows %u: streamed gate_up %s", dname(t), c.d, c.rows, want ? "not taken" : "taken");
+            }
             std::vector<float> glu_runs[2], res_runs[2];
             for (int run = 0; run < 2; run++) {
                 dglu.poison();
