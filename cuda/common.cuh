@@ -4,6 +4,7 @@
 #pragma once
 
 #include "dtype.cuh"
+#include "pdl.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -103,19 +104,6 @@ __device__ __forceinline__ void pdl_launch_dependents() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-
-// Whether launches use the PDL attribute: on by default where the kernels were compiled for
-// sm_90 or newer; GPT_CUDA_NO_PDL=1 turns it off (for measuring what it brings).
-bool pdl_enabled();
-// The architecture the kernels run as on the current device, as 10 x major + minor of the
-// virtual architecture they were compiled for (75, 80, 90, ...); 0 when it cannot be told.
-// Features that need an arch are chosen by this, not by the device's compute capability.
-int kernel_arch();
-// Blocks of `kernel` (launched with `threads` threads and `smem` bytes of dynamic shared
-// memory) that the current device holds at once: occupancy x SMs, at least 1. Cached per
-// kernel, device and size: persistent kernels ask at every launch, and eager decode launches
-// every step.
-cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32_t *blocks);
 
 template <typename... KArgs, typename... Args>
 cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args &&...args) {

@@ -1,5 +1,5 @@
-// pdl.cu - the switch for programmatic dependent launch (see common.cuh), the architecture
-// the library's kernels were compiled for on this device, and how many blocks it holds.
+// pdl.cu - the switch for programmatic dependent launch (pdl.cuh), the architecture the
+// library's kernels were compiled for on this device, and how many blocks it holds.
 #include "common.cuh"
 
 #include <atomic>
@@ -65,7 +65,19 @@ cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32
     return cudaSuccess;
 }
 
+namespace {
+thread_local int pdl_off_depth = 0; // PdlOff objects alive on this thread
+} // namespace
+
+PdlOff::PdlOff(bool off) : off_(off) {
+    if (off_) pdl_off_depth++;
+}
+PdlOff::~PdlOff() {
+    if (off_) pdl_off_depth--;
+}
+
 bool pdl_enabled() {
+    if (pdl_off_depth > 0) return false;
     static const bool allowed = [] {
         const char *v = std::getenv("GPT_CUDA_NO_PDL");
         return !(v && std::strcmp(v, "0") != 0 && *v);

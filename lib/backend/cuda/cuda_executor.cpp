@@ -36,6 +36,7 @@
 #include "moe.cuh"
 #include "moe_grouped_gemm.cuh"
 #include "norm_add.cuh"
+#include "pdl.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
 #include "softcap.cuh"
@@ -135,11 +136,18 @@ public:
         }
         Graph &g = graph_for(in_.batch, in_.n_tokens, in_.all_logits);
         const bool decode = in_.n_tokens == 1 && !in_.all_logits;
-        if (!g.exec && (decode || g.runs >= 1) && !capture(g, ops)) {
-            // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
-            pending_delta_ = false;
-            ops();
-            return;
+        if (!g.exec && (decode || g.runs >= 1)) {
+            // A prompt-shaped step is captured without PDL edges: replays of such graphs with
+            // them gave varying logits on an H200 (a minGPT f32 model re-encoding its window
+            // every token, 4-9 wrong of 12 runs; the same steps eager with PDL, or captured
+            // without it, 12 of 12 right; RELIABILITY, 2026-11-27). Decode graphs keep PDL.
+            const gpt_cuda::PdlOff no_pdl(!decode);
+            if (!capture(g, ops)) {
+                // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
+                pending_delta_ = false;
+                ops();
+                return;
+            }
         }
         g.runs++;
         if (!g.exec) {
