@@ -2340,6 +2340,35 @@ void test_gpu_graph_replay_equals_eager(void **) {
     }
 }
 
+// Prompt-shaped steps captured and replayed many times (RELIABILITY, "Bugs found": replays
+// of such graphs with PDL edges gave varying logits on an H200). The failing case's shape: a
+// small GPT-2 in f32 (minGPT's layout: untied head, tanh GELU) whose whole 8-token window is
+// re-encoded from position 0 every step, as --context-shift does at a full context; each
+// step's last-row logits against an eager context's (the same kernels: the same bits).
+void test_gpu_prompt_graph_replays(void **) {
+    SKIP_WITHOUT_GPU();
+    fixture::Spec g;
+    g.arch = GPT_ARCH_GPT2;
+    g.d_model = 16, g.n_heads = 2, g.head_dim = 8, g.d_ff = 64, g.n_layers = 2, g.vocab_size = 21, g.context_length = 8;
+    g.tied_head = false;
+    auto fx = fixture::make(g);
+    Loaded graph, eager;
+    load(graph, fx, 0, GPT_DTYPE_AUTO, 0);
+    load(eager, fx, 0, GPT_DTYPE_AUTO, GPT_CTX_NO_GRAPHS);
+    std::vector<float> a(g.vocab_size), b(g.vocab_size);
+    for (int step = 0; step < 40; step++) {
+        std::vector<int32_t> toks(8);
+        for (auto &t : toks) t = (int32_t)(g_rng() % g.vocab_size);
+        gpt_ctx_reset(graph.c);
+        gpt_ctx_reset(eager.c);
+        std::fill(a.begin(), a.end(), NAN);
+        assert_int_equal(gpt_forward(graph.c, toks.data(), 1, 8, 0, a.data()), GPT_OK);
+        assert_int_equal(gpt_forward(eager.c, toks.data(), 1, 8, 0, b.data()), GPT_OK);
+        for (size_t i = 0; i < a.size(); i++)
+            if (!(a[i] == b[i])) fail_msg("step %d (replay %d): logit %zu graph %.9g, eager %.9g", step, step - 1, i, a[i], b[i]);
+    }
+}
+
 void test_gpu_no_allocation_in_generate(void **) {
     SKIP_WITHOUT_GPU();
     fixture::Spec s = model_specs()[1];
@@ -2886,6 +2915,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_qk_norm_whole),
         cmocka_unit_test(test_gpu_moe),
         cmocka_unit_test(test_gpu_graph_replay_equals_eager),
+        cmocka_unit_test(test_gpu_prompt_graph_replays),
         cmocka_unit_test(test_gpu_no_allocation_in_generate),
         cmocka_unit_test(test_gpu_out_of_memory_at_creation),
         cmocka_unit_test(test_gpu_hostile_loads),
