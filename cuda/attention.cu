@@ -84,19 +84,6 @@ __device__ Smem carve(float *base, uint32_t slots, uint32_t hd) {
     return s;
 }
 
-template <typename K> __device__ __forceinline__ void widen16(const uint4 &u, float *f);
-template <> __device__ __forceinline__ void widen16<float>(const uint4 &u, float *f) {
-    f[0] = __uint_as_float(u.x); f[1] = __uint_as_float(u.y); f[2] = __uint_as_float(u.z); f[3] = __uint_as_float(u.w);
-}
-template <> __device__ __forceinline__ void widen16<__half>(const uint4 &u, float *f) {
-    const __half2 *h = reinterpret_cast<const __half2 *>(&u);
-    for (int i = 0; i < 4; i++) { const float2 x = __half22float2(h[i]); f[2 * i] = x.x; f[2 * i + 1] = x.y; }
-}
-template <> __device__ __forceinline__ void widen16<__nv_bfloat16>(const uint4 &u, float *f) {
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
-    for (int i = 0; i < 4; i++) { const float2 x = __bfloat1622float2(h[i]); f[2 * i] = x.x; f[2 * i + 1] = x.y; }
-}
-
 // K: the cache's element type (its loads are the main loop's). The activation type (q in,
 // the output out) is the run-time a.act_dtype: one kernel per cache type, not per pair.
 template <typename K>
@@ -168,8 +155,8 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
             for (uint32_t i = threadIdx.x; i < n * vecs; i += blockDim.x) {
                 const uint32_t t = i / vecs, c = (i % vecs) * kVec;
                 float kf[8], vf[8];
-                widen16<K>(*reinterpret_cast<const uint4 *>(kc + (uint64_t)(t0 + t) * hd + c), kf);
-                widen16<K>(*reinterpret_cast<const uint4 *>(vc + (uint64_t)(t0 + t) * hd + c), vf);
+                widen16(*reinterpret_cast<const uint4 *>(kc + (uint64_t)(t0 + t) * hd + c), kf, K{});
+                widen16(*reinterpret_cast<const uint4 *>(vc + (uint64_t)(t0 + t) * hd + c), vf, K{});
 #pragma unroll
                 for (uint32_t e = 0; e < kVec; e++) {
                     s.k[t * s.stride + c + e] = kf[e];

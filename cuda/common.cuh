@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace gpt_cuda {
@@ -124,18 +125,14 @@ cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t s
 __device__ __forceinline__ void widen16(const uint4 &v, float *f, float) {
     f[0] = __uint_as_float(v.x); f[1] = __uint_as_float(v.y); f[2] = __uint_as_float(v.z); f[3] = __uint_as_float(v.w);
 }
-__device__ __forceinline__ void widen16(const uint4 &v, float *f, __half) {
-    const __half2 *h = reinterpret_cast<const __half2 *>(&v);
+__device__ __forceinline__ float2 pair_to_float2(__half2 p) { return __half22float2(p); }
+__device__ __forceinline__ float2 pair_to_float2(__nv_bfloat162 p) { return __bfloat1622float2(p); }
+template <typename T> __device__ __forceinline__ void widen16(const uint4 &v, float *f, T) {
+    static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "f32, f16 or bf16");
+    using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+    const Pair *h = reinterpret_cast<const Pair *>(&v);
     for (int i = 0; i < 4; i++) {
-        const float2 p = __half22float2(h[i]);
-        f[2 * i] = p.x;
-        f[2 * i + 1] = p.y;
-    }
-}
-__device__ __forceinline__ void widen16(const uint4 &v, float *f, __nv_bfloat16) {
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
-    for (int i = 0; i < 4; i++) {
-        const float2 p = __bfloat1622float2(h[i]);
+        const float2 p = pair_to_float2(h[i]);
         f[2 * i] = p.x;
         f[2 * i + 1] = p.y;
     }

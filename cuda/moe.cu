@@ -227,6 +227,17 @@ __global__ void __launch_bounds__(kRouterWarps * 32) router_kernel(const T *x, c
     if (lane == 0) logits[unit] = s;
 }
 
+// The N floats of vector i (N elements) of an f32 row, zeros past kv vectors, read 16 bytes at
+// a time by load (the norm weights: __ldg; the residual row, written by the kernel before: __ldcg).
+template <uint32_t N, typename Load>
+__device__ __forceinline__ void vector_floats(const float *row, uint32_t i, uint32_t kv, float *out, Load load) {
+#pragma unroll
+    for (uint32_t q = 0; q < N; q += 4) {
+        const float4 v = i < kv ? load(reinterpret_cast<const float4 *>(row + (uint64_t)i * N + q)) : make_float4(0, 0, 0, 0);
+        out[q] = v.x; out[q + 1] = v.y; out[q + 2] = v.z; out[q + 3] = v.w;
+    }
+}
+
 // router_kernel with the RMSNorm of its input folded in (moe.cuh): warp (r, e) holds row r's
 // elements of its lanes in registers (at most kNormRouterVecs 16-byte vectors of T a lane),
 // sums their squares over the warp (the same lanes in the same order in every warp of the
@@ -250,11 +261,7 @@ __global__ void __launch_bounds__(kRouterWarps * 32) norm_router_kernel(const fl
     for (uint32_t u = 0; u < V; u++) { // weights are never written: before the wait
         const uint32_t i = lane + 32 * u;
         wv[u] = i < kv ? __ldg(wrow + i) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (uint32_t q = 0; q < N; q += 4) {
-            const float4 v = i < kv ? __ldg(reinterpret_cast<const float4 *>(norm_w + (uint64_t)i * N + q)) : make_float4(0, 0, 0, 0);
-            g[u][q] = v.x; g[u][q + 1] = v.y; g[u][q + 2] = v.z; g[u][q + 3] = v.w;
-        }
+        vector_floats<N>(norm_w, i, kv, g[u], [](const float4 *p) { return __ldg(p); });
     }
     pdl_wait();
     pdl_launch_dependents();
@@ -262,14 +269,7 @@ __global__ void __launch_bounds__(kRouterWarps * 32) norm_router_kernel(const fl
     const float *xr = x + (uint64_t)r * k;
     float xf[V][N];
 #pragma unroll
-    for (uint32_t u = 0; u < V; u++) {
-        const uint32_t i = lane + 32 * u;
-#pragma unroll
-        for (uint32_t q = 0; q < N; q += 4) {
-            const float4 v = i < kv ? __ldcg(reinterpret_cast<const float4 *>(xr + (uint64_t)i * N + q)) : make_float4(0, 0, 0, 0);
-            xf[u][q] = v.x; xf[u][q + 1] = v.y; xf[u][q + 2] = v.z; xf[u][q + 3] = v.w;
-        }
-    }
+    for (uint32_t u = 0; u < V; u++) vector_floats<N>(xr, lane + 32 * u, kv, xf[u], [](const float4 *p) { return __ldcg(p); });
     float sq = 0.0f;
 #pragma unroll
     for (uint32_t u = 0; u < V; u++)

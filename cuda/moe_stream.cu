@@ -18,21 +18,21 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 using namespace gpt_cuda;
 
 namespace {
 
-constexpr uint32_t kWarps = 8;      // warps a block
-constexpr uint32_t kMaxVpl = 8;     // 16-byte vectors of a row a lane takes: rows up to 256 vectors
-constexpr uint32_t kMaxStages = 16; // rows of a warp's ring
+constexpr uint32_t kWarps = 8;  // warps a block
+constexpr uint32_t kMaxVpl = 8; // 16-byte vectors of a row a lane takes: rows up to 256 vectors
 // Shared memory a block's ring may take. H200 (PERFORMANCE 57): 64 KB (two blocks an SM)
 // beat 32-48 KB and 96-192 KB rings.
 constexpr size_t kRingBytes = 64 * 1024;
 // Rows shorter than this many vectors a lane (moe-768's d_model: 3) ran slower streamed than
 // in moe.cu's kernel: the ring's per-row wait and the warp sums weigh more.
 constexpr uint32_t kMinVpl = 4;
+// Rows of a warp's ring at most: the shortest rows taken in the ring's bytes.
+constexpr uint32_t kMaxStages = kRingBytes / (kWarps * 32 * kMinVpl * 16);
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -166,42 +166,22 @@ struct Plan {
     size_t smem;
 };
 // The ring's depth from the shared memory a block may take, then the resident blocks with
-// it. False when fewer than two stages fit. Cached per kernel, device and row length (the
-// attribute calls are not free, and eager decode launches every step).
+// it. False when fewer than two stages fit.
 bool plan_of(const void *kernel, uint32_t kv, Plan *p) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) {
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
         cudaGetLastError();
         return false;
     }
-    struct Entry {
-        const void *kernel;
-        int dev;
-        uint32_t kv;
-        bool ok;
-        Plan plan;
-    };
-    static std::mutex mu;
-    static Entry cache[32];
-    static int used = 0;
-    std::lock_guard<std::mutex> lock(mu);
-    for (int i = 0; i < used; i++)
-        if (cache[i].kernel == kernel && cache[i].dev == dev && cache[i].kv == kv) {
-            *p = cache[i].plan;
-            return cache[i].ok;
-        }
-    int optin = 0;
-    bool ok = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess;
-    const size_t static_bytes = 2048; // the block's expert ids and mbarriers
+    const size_t static_bytes = 1024; // the block's expert ids and mbarriers
     const size_t budget = std::min(kRingBytes, (size_t)std::max(optin, 0) > static_bytes ? (size_t)optin - static_bytes : 0);
     p->vpl = (kv + 31) / 32;
     const size_t stage_bytes = (size_t)kWarps * 32 * p->vpl * 16;
     p->stages = (uint32_t)std::min<size_t>(kMaxStages, budget / stage_bytes);
     p->smem = stage_bytes * p->stages;
-    ok = ok && p->stages >= 2 && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p->smem) == cudaSuccess &&
-         resident_blocks(kernel, kWarps * 32, p->smem, &p->blocks) == cudaSuccess;
+    const bool ok = p->stages >= 2 && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p->smem) == cudaSuccess &&
+                    resident_blocks(kernel, kWarps * 32, p->smem, &p->blocks) == cudaSuccess;
     if (!ok) cudaGetLastError();
-    if (used < 32) cache[used++] = {kernel, dev, kv, ok, *p};
     return ok;
 }
 
