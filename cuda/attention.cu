@@ -106,7 +106,8 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
     // A split beyond the keys exits before waiting on the previous kernel, so at short
     // contexts the hundreds of empty split blocks retire while that kernel still runs. The
     // positions and sequences read so far were uploaded before the step's first kernel, which
-    // every later kernel waits for (each starts only after its predecessor's pdl_wait).
+    // every later kernel waits for (each starts only after its predecessor's pdl_wait), and no
+    // kernel writes them (a kernel that moved them raced with these reads: RELIABILITY).
     if (split * chunk >= n_keys) return; // the combine step skips it
     const uint32_t k_begin = keys.begin + split * chunk, k_end = min(keys.end, k_begin + chunk);
     {

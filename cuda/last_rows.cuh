@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 
-inline constexpr uint32_t kLastRowsMaxBuffers = 5; // X, H, QKV, positions, sequence ids
+inline constexpr uint32_t kLastRowsMaxBuffers = 3; // X, H, QKV
 
 struct LastRowsArgs {
     void *buf[kLastRowsMaxBuffers];            // [n_seqs * n_tokens][row_bytes / 2] each

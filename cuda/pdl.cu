@@ -65,19 +65,7 @@ cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32
     return cudaSuccess;
 }
 
-namespace {
-thread_local int pdl_off_depth = 0; // PdlOff objects alive on this thread
-} // namespace
-
-PdlOff::PdlOff(bool off) : off_(off) {
-    if (off_) pdl_off_depth++;
-}
-PdlOff::~PdlOff() {
-    if (off_) pdl_off_depth--;
-}
-
 bool pdl_enabled() {
-    if (pdl_off_depth > 0) return false;
     static const bool allowed = [] {
         const char *v = std::getenv("GPT_CUDA_NO_PDL");
         return !(v && std::strcmp(v, "0") != 0 && *v);

@@ -1,6 +1,6 @@
 // pdl.cuh - host-side launch settings shared by the kernels' launchers (pdl.cu): whether
 // launches use programmatic dependent launch, the architecture the kernels were built for, how
-// many blocks of a kernel the device holds, and a scoped switch that keeps PDL off. Host code
+// many blocks of a kernel the device holds. Host code
 // only (lib/backend/cuda includes it); common.cuh includes it for the launchers.
 #pragma once
 #include <cuda_runtime.h>
@@ -10,8 +10,7 @@
 namespace gpt_cuda {
 
 // Whether launches use the PDL attribute: on by default where the kernels were compiled for
-// sm_90 or newer; GPT_CUDA_NO_PDL=1 turns it off (for measuring what it brings), and so does
-// a PdlOff alive on the launching thread.
+// sm_90 or newer; GPT_CUDA_NO_PDL=1 turns it off (for measuring what it brings).
 bool pdl_enabled();
 // The architecture the kernels run as on the current device, as 10 x major + minor of the
 // virtual architecture they were compiled for (75, 80, 90, ...); 0 when it cannot be told.
@@ -22,20 +21,5 @@ int kernel_arch();
 // kernel, device and size: persistent kernels ask at every launch, and eager decode launches
 // every step.
 cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32_t *blocks);
-
-// While one lives with `off` true, launches from this thread carry no PDL attribute (they wait
-// for the whole previous kernel, as without PDL). The CUDA executor holds one while it
-// captures a prompt-shaped step (RELIABILITY: replays of such graphs with PDL edges gave
-// varying results on an H200, 2026-11-27).
-class PdlOff {
-public:
-    explicit PdlOff(bool off);
-    ~PdlOff();
-    PdlOff(const PdlOff &) = delete;
-    PdlOff &operator=(const PdlOff &) = delete;
-
-private:
-    bool off_;
-};
 
 } // namespace gpt_cuda

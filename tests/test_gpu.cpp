@@ -2340,11 +2340,16 @@ void test_gpu_graph_replay_equals_eager(void **) {
     }
 }
 
-// Prompt-shaped steps captured and replayed many times (RELIABILITY, "Bugs found": replays
-// of such graphs with PDL edges gave varying logits on an H200). The failing case's shape: a
-// small GPT-2 in f32 (minGPT's layout: untied head, tanh GELU) whose whole 8-token window is
-// re-encoded from position 0 every step, as --context-shift does at a full context; each
-// step's last-row logits against an eager context's (the same kernels: the same bits).
+// Prompt steps whose logits come from the last rows only (keep_last_rows), replayed many
+// times from a graph and run eagerly (RELIABILITY, "Bugs found": the last-rows kernel moved
+// the positions and sequence ids the attention kernels read before their PDL wait, so some
+// steps attended to the wrong keys, in graphs and eagerly). The failing case's shape: a small
+// GPT-2 in f32 (minGPT's layout: untied head, tanh GELU) whose 8-token window is re-encoded
+// from position 0 every step, as --context-shift does at a full context; here 64 sequences a
+// step, so the move took long enough for the race to show every time (3 of 3 runs of the
+// unfixed code failed on an H200). Each sequence's logits against the same step's all-logits
+// run (no rows move there; f32, within 1e-4 of the row's largest logit), and the graph's
+// against the eager context's bit for bit.
 void test_gpu_prompt_graph_replays(void **) {
     SKIP_WITHOUT_GPU();
     fixture::Spec g;
@@ -2352,20 +2357,34 @@ void test_gpu_prompt_graph_replays(void **) {
     g.d_model = 16, g.n_heads = 2, g.head_dim = 8, g.d_ff = 64, g.n_layers = 2, g.vocab_size = 21, g.context_length = 8;
     g.tied_head = false;
     auto fx = fixture::make(g);
+    const uint32_t B = 64, T = 8, V = g.vocab_size;
     Loaded graph, eager;
-    load(graph, fx, 0, GPT_DTYPE_AUTO, 0);
-    load(eager, fx, 0, GPT_DTYPE_AUTO, GPT_CTX_NO_GRAPHS);
-    std::vector<float> a(g.vocab_size), b(g.vocab_size);
-    for (int step = 0; step < 40; step++) {
-        std::vector<int32_t> toks(8);
-        for (auto &t : toks) t = (int32_t)(g_rng() % g.vocab_size);
+    load(graph, fx, 0, GPT_DTYPE_AUTO, 0, B);
+    load(eager, fx, 0, GPT_DTYPE_AUTO, GPT_CTX_NO_GRAPHS, B);
+    std::vector<float> a(B * V), b(B * V), all(B * T * V);
+    for (int step = 0; step < 20; step++) {
+        std::vector<int32_t> toks(B * T);
+        for (auto &t : toks) t = (int32_t)(g_rng() % V);
         gpt_ctx_reset(graph.c);
         gpt_ctx_reset(eager.c);
         std::fill(a.begin(), a.end(), NAN);
-        assert_int_equal(gpt_forward(graph.c, toks.data(), 1, 8, 0, a.data()), GPT_OK);
-        assert_int_equal(gpt_forward(eager.c, toks.data(), 1, 8, 0, b.data()), GPT_OK);
-        for (size_t i = 0; i < a.size(); i++)
-            if (!(a[i] == b[i])) fail_msg("step %d (replay %d): logit %zu graph %.9g, eager %.9g", step, step - 1, i, a[i], b[i]);
+        std::fill(b.begin(), b.end(), NAN);
+        std::fill(all.begin(), all.end(), NAN);
+        assert_int_equal(gpt_forward(graph.c, toks.data(), B, T, 0, a.data()), GPT_OK);
+        assert_int_equal(gpt_forward(eager.c, toks.data(), B, T, 0, b.data()), GPT_OK);
+        gpt_ctx_reset(eager.c);
+        assert_int_equal(gpt_forward(eager.c, toks.data(), B, T, GPT_FORWARD_ALL_LOGITS, all.data()), GPT_OK);
+        for (uint32_t s = 0; s < B; s++) {
+            const float *ref = all.data() + ((uint64_t)s * T + T - 1) * V;
+            float scale = 1.0f;
+            for (uint32_t i = 0; i < V; i++) scale = std::max(scale, std::fabs(ref[i]));
+            for (uint32_t i = 0; i < V; i++) {
+                const float x = a[s * V + i], y = b[s * V + i];
+                if (!(std::fabs(y - ref[i]) <= 1e-4f * scale))
+                    fail_msg("step %d sequence %u logit %u: eager %.9g, all-logits run %.9g", step, s, i, y, ref[i]);
+                if (!(x == y)) fail_msg("step %d (replay %d) sequence %u logit %u: graph %.9g, eager %.9g", step, step - 1, s, i, x, y);
+            }
+        }
     }
 }
 

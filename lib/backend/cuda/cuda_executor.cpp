@@ -36,7 +36,6 @@
 #include "moe.cuh"
 #include "moe_grouped_gemm.cuh"
 #include "norm_add.cuh"
-#include "pdl.cuh"
 #include "rope_append.cuh"
 #include "sample.cuh"
 #include "softcap.cuh"
@@ -102,6 +101,7 @@ public:
         rows_ = in.batch * in.n_tokens;
         pending_delta_ = false;
         last_rows_only_ = false;
+        ids_from_ = 0;
         int32_t *tok = host<int32_t>(plan_.h_tokens), *pos = host<int32_t>(plan_.h_positions), *seq = host<int32_t>(plan_.h_seqs);
         for (uint32_t b = 0; b < in.batch; b++)
             for (uint32_t t = 0; t < in.n_tokens; t++) {
@@ -110,14 +110,21 @@ public:
                 pos[r] = (int32_t)(in.start_pos[b] + t);
                 seq[r] = (int32_t)b;
             }
+        // Each sequence's last row again after the rows: what keep_last_rows' rows read. No
+        // kernel rewrites these arrays (kernels read them before their PDL wait).
+        for (uint32_t b = 0; b < in.batch; b++) {
+            pos[rows_ + b] = (int32_t)(in.start_pos[b] + in.n_tokens - 1);
+            seq[rows_ + b] = (int32_t)b;
+        }
+        const uint64_t ids = rows_ + in.batch;
         // One copy for the three arrays (their regions are contiguous in both areas).
-        const uint64_t bytes = plan_.h_seqs.offset + 4ull * rows_ - plan_.h_tokens.offset;
+        const uint64_t bytes = plan_.h_seqs.offset + 4ull * ids - plan_.h_tokens.offset;
         if (plan_.h_positions.offset - plan_.h_tokens.offset == plan_.positions.offset - plan_.tokens.offset) {
             GPT_CUDA_CHECK(cudaMemcpyAsync(dev(plan_.tokens), host_ + plan_.h_tokens.offset, bytes, cudaMemcpyHostToDevice, stream_));
         } else {
             copy_in(plan_.tokens, plan_.h_tokens, 4ull * rows_);
-            copy_in(plan_.positions, plan_.h_positions, 4ull * rows_);
-            copy_in(plan_.seqs, plan_.h_seqs, 4ull * rows_);
+            copy_in(plan_.positions, plan_.h_positions, 4ull * ids);
+            copy_in(plan_.seqs, plan_.h_seqs, 4ull * ids);
         }
     }
 
@@ -137,11 +144,6 @@ public:
         Graph &g = graph_for(in_.batch, in_.n_tokens, in_.all_logits);
         const bool decode = in_.n_tokens == 1 && !in_.all_logits;
         if (!g.exec && (decode || g.runs >= 1)) {
-            // A prompt-shaped step is captured without PDL edges: replays of such graphs with
-            // them gave varying logits on an H200 (a minGPT f32 model re-encoding its window
-            // every token, 4-9 wrong of 12 runs; the same steps eager with PDL, or captured
-            // without it, 12 of 12 right; RELIABILITY, 2026-11-27). Decode graphs keep PDL.
-            const gpt_cuda::PdlOff no_pdl(!decode);
             if (!capture(g, ops)) {
                 // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
                 pending_delta_ = false;
@@ -255,8 +257,8 @@ public:
         uint8_t *v_layer = dev(plan_.v_cache) + s.layer * plan_.kv_bytes_per_layer;
         RopeAppendArgs r{};
         r.qkv = dev(plan_.qkv);
-        r.positions = dev<int32_t>(plan_.positions);
-        r.seqs = dev<int32_t>(plan_.seqs);
+        r.positions = dev<int32_t>(plan_.positions) + ids_from_;
+        r.seqs = dev<int32_t>(plan_.seqs) + ids_from_;
         const uint64_t rope_at = s.rope >= 0 ? 4 * plan_.rope_offset.at((size_t)s.rope) : 0;
         r.cos = s.rope >= 0 ? dev<float>(plan_.rope_cos, rope_at) : nullptr;
         r.sin = s.rope >= 0 ? dev<float>(plan_.rope_sin, rope_at) : nullptr;
@@ -284,8 +286,8 @@ public:
 
         AttentionArgs a{};
         a.qkv = dev(plan_.qkv);
-        a.positions = r.positions;
-        a.seqs = r.seqs;
+        a.positions = dev<int32_t>(plan_.positions) + ids_from_; // keep_last_rows may have moved on
+        a.seqs = dev<int32_t>(plan_.seqs) + ids_from_;
         a.k_cache = k_layer;
         a.v_cache = v_layer;
         a.out = dev(plan_.att);
@@ -805,13 +807,16 @@ private:
                                              dev<float>(plan_.x), stream_));
     }
 
-    // Moves each sequence's last row of X, H, QKV, the positions and the sequence ids to rows
-    // 0..batch-1 (after flush_delta: X is whole); the step's later ops run on those rows only.
+    // Moves each sequence's last row of X, H and QKV to rows 0..batch-1 (after flush_delta: X
+    // is whole); the step's later ops run on those rows only, with the positions and sequence
+    // ids begin_step put after the rows. Those are not moved by a kernel: the attention kernels
+    // read them before their PDL wait, so a kernel writing them raced with those reads
+    // (RELIABILITY, 2026-11-27: wrong logits on some prompt steps).
     void keep_last_rows() {
         LastRowsArgs l{};
         const uint64_t a = dtype_bytes(p_.compute);
-        void *bufs[] = {dev(plan_.x), dev(plan_.h), dev(plan_.qkv), dev(plan_.positions), dev(plan_.seqs)};
-        const uint64_t bytes[] = {4ull * shape_.d_model, a * shape_.d_model, a * shape_.qkv_dim(), 4, 4};
+        void *bufs[] = {dev(plan_.x), dev(plan_.h), dev(plan_.qkv)};
+        const uint64_t bytes[] = {4ull * shape_.d_model, a * shape_.d_model, a * shape_.qkv_dim()};
         static_assert(sizeof bufs / sizeof bufs[0] == kLastRowsMaxBuffers, "one entry a buffer");
         for (uint32_t i = 0; i < kLastRowsMaxBuffers; i++) {
             l.buf[i] = bufs[i];
@@ -821,6 +826,7 @@ private:
         l.n_seqs = in_.batch;
         l.n_tokens = in_.n_tokens;
         GPT_CUDA_CHECK(launch_last_rows(l, stream_));
+        ids_from_ = rows_;
         rows_ = in_.batch;
         last_rows_only_ = true;
     }
@@ -897,6 +903,7 @@ private:
     bool have_last_ = false;
     bool pending_delta_ = false; // DELTA holds a residual update not yet added to X
     bool last_rows_only_ = false; // keep_last_rows ran: rows_ is the batch, one row a sequence
+    uint32_t ids_from_ = 0;       // the step's rows' first entry in the positions and sequence ids
 
 };
 

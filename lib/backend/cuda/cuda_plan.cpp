@@ -53,8 +53,10 @@ CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
     attn_o = dev.take(4ull * split_rows * s.n_heads * s.head_dim);
     attn_ml = dev.take(4ull * split_rows * s.n_heads * 2);
     tokens = dev.take(4 * b.ids);
-    positions = dev.take(4 * b.ids);
-    seqs = dev.take(4 * b.ids);
+    // Positions and sequence ids carry max_batch more entries: each sequence's last row
+    // (begin_step), which a step on its last rows alone reads (keep_last_rows).
+    positions = dev.take(4 * (b.ids + p.max_batch));
+    seqs = dev.take(4 * (b.ids + p.max_batch));
     uniform = dev.take(4ull * p.max_batch);
     recent = dev.take(4ull * p.max_batch * kMaxRecent);
     n_recent = dev.take(4ull * p.max_batch);
@@ -90,8 +92,8 @@ CudaPlan::CudaPlan(const ModelShape &s, const ExecParams &p) {
 
     Carver host;
     h_tokens = host.take(4 * b.ids);
-    h_positions = host.take(4 * b.ids);
-    h_seqs = host.take(4 * b.ids);
+    h_positions = host.take(4 * (b.ids + p.max_batch));
+    h_seqs = host.take(4 * (b.ids + p.max_batch));
     h_uniform = host.take(4ull * p.max_batch);
     h_recent = host.take(4ull * p.max_batch * kMaxRecent);
     h_n_recent = host.take(4ull * p.max_batch);
