@@ -44,24 +44,30 @@ cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 
 // The quantized GEMV's kernels and the rule between them (tests/bench_quant_gemv times them,
-// PERFORMANCE entries 29 and 32):
+// PERFORMANCE entries 29, 32 and 58):
 //   tiled      entry 21's kernel: one pass of 1-2 steps per thread, a block per 1-8 sets; every
 //              arch, every row count (the fallback);
 //   stream-xs  persistent blocks (whole waves from the occupancy API) walking set after set,
 //              the next step's weights loaded while the current one is computed, x staged once
-//              per block in shared memory as f32 - for 1-2 rows where that fits (rows x k x 4
-//              <= 48 KB); elsewhere it runs tiled;
+//              per block in shared memory as f32 - for 2 rows where that fits (2 x k x 4 <=
+//              48 KB); elsewhere it runs tiled;
 //   mma        tensor cores (gemv_quant_mma.cu): tiles of 16 weight rows as mma.sync's A, the
 //              weights unpacked to exact integers in f16, f32 sums scaled per group; sm_80 and
 //              newer (elsewhere it runs tiled);
-//   auto       the default: mma for 3-4 rows, and for 2 rows of q4 with groups of 64 or more
-//              or where x does not fit; else stream-xs where x fits, except one row of a q8
-//              matrix under 8 MiB (latency-bound: tiled starts faster); else tiled.
-enum QuantGemvVariant : int { QGEMV_TILED, QGEMV_STREAM_XS, QGEMV_MMA, QGEMV_AUTO, QGEMV_VARIANTS };
+//   stream-i8  stream-xs's kernel for one row of x, with x staged as two int8 values an element
+//              (a scale per 32 values) and the dot products in DP4A: x kept to ~2^-16 of its
+//              block's largest value, so not bit for bit; 3-4x fewer instructions a weight;
+//              elsewhere (2 rows; x over 48 KB at 2.25 bytes an element) stream-xs's plan;
+//   auto       the default: one row stream-i8 where x fits, except a q8 matrix under 8 MiB
+//              (latency-bound: tiled starts faster), else tiled; 3-4 rows mma; 2 rows mma for q4
+//              with groups of 64 or more or where x does not fit, else stream-xs where x fits,
+//              else tiled.
+enum QuantGemvVariant : int { QGEMV_TILED, QGEMV_STREAM_XS, QGEMV_MMA, QGEMV_STREAM_I8, QGEMV_AUTO, QGEMV_VARIANTS };
 const char *quant_gemv_variant_name(int variant);
-// A launch: which kernel (0 tiled, 1 stream-xs, 2 mma), threads per set (1 << log_tk, 32-256;
-// mma: per tile of 16 weight rows), blocks (stream-xs: any count, each walks every blocks-th
-// group of sets; tiled and mma: one per group of sets or tiles), xs: 1 with the stream kernel.
+// A launch: which kernel (0 tiled, 1 stream-xs, 2 mma, 3 stream-i8), threads per set (1 <<
+// log_tk, 32-256; mma: per tile of 16 weight rows), blocks (stream kernels: any count, each
+// walks every blocks-th group of sets; tiled and mma: one per group of sets or tiles), xs: 1
+// with the stream kernels.
 struct QuantGemvPlan {
     int kernel;
     uint32_t log_tk;

@@ -21,8 +21,12 @@
 // A second, streaming kernel (gemv.cuh's QuantGemvVariant; PERFORMANCE entry 29): its blocks
 // stay resident (whole waves) and walk groups of sets, each thread loading the next step's
 // chunks before computing the current one, so loads stay in flight across sets; x is staged in
-// shared memory as f32 once per block (no widening per chunk), so it runs where that fits.
-// 6 more kernels (rows x GLU).
+// shared memory as f32 once per block (no widening per chunk), so it runs where that fits:
+// stream-xs, 2 rows of x x GLU, 2 kernels. For one row the same kernel stages x as two int8
+// values an element instead (stream-i8, 2 kernels; a scale per block of 32 elements, x kept
+// to ~2^-16 of the block's largest value): 8 weights then cost two LOP3 (q4) or two PRMT (q8)
+// and four DP4A (integer dot products of 4 bytes) instead of ~24 (q4) or ~16 (q8) float
+// instructions; PERFORMANCE 58 (its one-row f32 staging, exact, was dropped there).
 #include "gemv.cuh"
 #include "gemv_epilogue.cuh"
 #include "quant_dot.cuh"
@@ -219,9 +223,11 @@ __device__ __forceinline__ uint32_t xs_quad(uint32_t q) { return q ^ ((q >> 3) &
 // b + gridDim.x, ... Every thread runs one flat sequence of (group, step) items, loading item
 // j + 2 into the registers that item j used as soon as it is computed: two steps in flight
 // while one computes, across the end of a set. The set's sums meet as in the tiled kernel
-// (shared memory in two halves, so one barrier per set suffices).
-template <int R, bool PAIR>
+// (shared memory in two halves, so one barrier per set suffices). I8: stream-i8 (one row of
+// x), x staged as int8.
+template <int R, bool PAIR, bool I8 = false>
 __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(GemvArgs a, uint32_t log_tk) {
+    static_assert(!I8 || R == 1, "stream-i8 takes one row of x");
     constexpr int M = kSetRows, C = PAIR ? 2 : 4;
     const uint32_t tk = 1u << log_tk, t = threadIdx.x & (tk - 1), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t slot = threadIdx.x >> log_tk, slots = kThreads >> log_tk;
@@ -276,16 +282,20 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
     const __half *xrow[R];
 #pragma unroll
     for (int r = 0; r < R; r++) xrow[r] = x + (uint64_t)(r < (int)a.rows ? r : 0) * a.ldx;
-    extern __shared__ float4 xs[]; // R rows of k / 4 quads, in xs_quad order
+    extern __shared__ float4 xs[]; // R rows of k / 4 quads, in xs_quad order (I8: stage_x_i8's layout)
     const uint32_t quads = a.k / 4;
-    for (uint32_t e = threadIdx.x; e < a.k / 8; e += kThreads)
+    if constexpr (I8) {
+        stage_x_i8(xrow[0], a.k, xs);
+    } else {
+        for (uint32_t e = threadIdx.x; e < a.k / 8; e += kThreads)
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            float f[8];
-            half8_to_float(*reinterpret_cast<const uint4 *>(xrow[r] + 8 * e), f);
-            xs[r * quads + xs_quad(2 * e)] = make_float4(f[0], f[1], f[2], f[3]);
-            xs[r * quads + xs_quad(2 * e + 1)] = make_float4(f[4], f[5], f[6], f[7]);
-        }
+            for (int r = 0; r < R; r++) {
+                float f[8];
+                half8_to_float(*reinterpret_cast<const uint4 *>(xrow[r] + 8 * e), f);
+                xs[r * quads + xs_quad(2 * e)] = make_float4(f[0], f[1], f[2], f[3]);
+                xs[r * quads + xs_quad(2 * e + 1)] = make_float4(f[4], f[5], f[6], f[7]);
+            }
+    }
     __syncthreads();
 
     float acc[M][R];
@@ -296,36 +306,48 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
 
     // Chunk i of every row of the set, from registers wv[b] / sv[b] (as the tiled kernel).
     auto compute = [&](int b, uint32_t i) {
-        QuantScale ks[M];
-#pragma unroll
-        for (int m = 0; m < M; m++) ks[m] = quant_scale(__half2float(sv[b][m]), q4);
-#pragma unroll(R <= 2 ? 4 : 1)
-        for (int v = 0; v < 4; v++) {
-            if (!q4 && v >= 2) break;
-            float xf[R][8];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t q = ((i << cshift) >> 2) + 2 * v;
-                const float4 lo = xs[r * quads + xs_quad(q)], hi = xs[r * quads + xs_quad(q + 1)];
-                xf[r][0] = lo.x; xf[r][1] = lo.y; xf[r][2] = lo.z; xf[r][3] = lo.w;
-                xf[r][4] = hi.x; xf[r][5] = hi.y; xf[r][6] = hi.z; xf[r][7] = hi.w;
-            }
+        if constexpr (I8) { // a q4 chunk is x's block i, a q8 chunk half of block i / 2
+            const I8Staged x(xs, a.k);
+            const uint32_t blk = q4 ? i : i >> 1;
+            const float2 meta = x.meta(blk);
+            const I8Words xw = q4 ? i8_words_q4(x, blk) : i8_words_q8(x, blk, i & 1);
 #pragma unroll
             for (int m = 0; m < M; m++) {
-                float wf[8];
-                uint4 &c = wv[b][m];
-                if (q4) {
-                    q4_word(c.x, ks[m], wf);
-                    c = make_uint4(c.y, c.z, c.w, 0u);
-                } else {
-                    q8_word(c.x, ks[m], wf);
-                    q8_word(c.y, ks[m], wf + 4);
-                    c = make_uint4(c.z, c.w, 0u, 0u);
+                const int dot = q4 ? q4_chunk_dot_i8(wv[b][m], xw, __float_as_int(meta.y)) : q8_chunk_dot_i8(wv[b][m], xw);
+                acc[m][0] = fmaf((float)dot, __half2float(sv[b][m]) * meta.x, acc[m][0]);
+            }
+        } else {
+            QuantScale ks[M];
+#pragma unroll
+            for (int m = 0; m < M; m++) ks[m] = quant_scale(__half2float(sv[b][m]), q4);
+#pragma unroll(R <= 2 ? 4 : 1)
+            for (int v = 0; v < 4; v++) {
+                if (!q4 && v >= 2) break;
+                float xf[R][8];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const uint32_t q = ((i << cshift) >> 2) + 2 * v;
+                    const float4 lo = xs[r * quads + xs_quad(q)], hi = xs[r * quads + xs_quad(q + 1)];
+                    xf[r][0] = lo.x; xf[r][1] = lo.y; xf[r][2] = lo.z; xf[r][3] = lo.w;
+                    xf[r][4] = hi.x; xf[r][5] = hi.y; xf[r][6] = hi.z; xf[r][7] = hi.w;
                 }
 #pragma unroll
-                for (int r = 0; r < R; r++)
+                for (int m = 0; m < M; m++) {
+                    float wf[8];
+                    uint4 &c = wv[b][m];
+                    if (q4) {
+                        q4_word(c.x, ks[m], wf);
+                        c = make_uint4(c.y, c.z, c.w, 0u);
+                    } else {
+                        q8_word(c.x, ks[m], wf);
+                        q8_word(c.y, ks[m], wf + 4);
+                        c = make_uint4(c.z, c.w, 0u, 0u);
+                    }
 #pragma unroll
-                    for (int e = 0; e < 8; e++) acc[m][r] = fmaf(wf[e], xf[r][e], acc[m][r]);
+                    for (int r = 0; r < R; r++)
+#pragma unroll
+                        for (int e = 0; e < 8; e++) acc[m][r] = fmaf(wf[e], xf[r][e], acc[m][r]);
+                }
             }
         }
     };
@@ -384,20 +406,21 @@ uint32_t kernel_rows(uint32_t rows) { return rows == 1 ? 1 : rows == 2 ? 2 : 4; 
 template <bool PAIR> QuantKernel tiled_kernel(uint32_t rows) {
     return rows == 1 ? gemv_quant_tiled<1, PAIR> : rows == 2 ? gemv_quant_tiled<2, PAIR> : gemv_quant_tiled<4, PAIR>;
 }
-template <bool PAIR> QuantKernel stream_kernel(uint32_t rows) { // rows 1 or 2 (stream_fits)
-    return rows == 1 ? gemv_quant_stream<1, PAIR> : gemv_quant_stream<2, PAIR>;
-}
 QuantKernel kernel_of(const GemvArgs &a, const QuantGemvPlan &p) {
     if (p.kernel == 0) return a.glu ? tiled_kernel<true>(a.rows) : tiled_kernel<false>(a.rows);
-    return a.glu ? stream_kernel<true>(a.rows) : stream_kernel<false>(a.rows);
+    if (p.kernel == 3) return a.glu ? gemv_quant_stream<1, true, true> : gemv_quant_stream<1, false, true>;
+    return a.glu ? gemv_quant_stream<2, true> : gemv_quant_stream<2, false>; // stream-xs: 2 rows (stream_fits)
 }
 
 // x staged as f32 for every row of the kernel: within the default 48 KB of dynamic shared memory.
 constexpr uint64_t kMaxStagedBytes = 48 << 10;
 uint64_t staged_bytes(const GemvArgs &a) { return (uint64_t)kernel_rows(a.rows) * a.k * 4; }
-// The stream kernel exists for 1 and 2 rows of x (more run mma or tiled: entry 32) and needs x
-// in its shared memory.
-bool stream_fits(const GemvArgs &a) { return a.rows <= 2 && staged_bytes(a) <= kMaxStagedBytes; }
+// stream-xs exists for 2 rows of x (one row runs stream-i8 or tiled, more mma or tiled:
+// entries 32 and 58) and needs x in its shared memory.
+bool stream_fits(const GemvArgs &a) { return a.rows == 2 && staged_bytes(a) <= kMaxStagedBytes; }
+// stream-i8: one row of x, x as int8 in shared memory.
+bool i8_fits(const GemvArgs &a) { return a.rows == 1 && i8_staged_bytes(a.k) <= kMaxStagedBytes; }
+uint64_t plan_staged_bytes(const GemvArgs &a, const QuantGemvPlan &p) { return p.kernel == 3 ? i8_staged_bytes(a.k) : staged_bytes(a); }
 
 uint32_t chunks_of(const GemvArgs &a) { return (a.wq == Q4 ? a.k / 2 : a.k) / 16; }
 uint32_t sets_of(const GemvArgs &a) { return ceil_div(a.n, a.glu ? 2u : 4u); }
@@ -435,6 +458,7 @@ const char *quant_gemv_variant_name(int variant) {
     case QGEMV_TILED: return "tiled";
     case QGEMV_STREAM_XS: return "stream-xs";
     case QGEMV_MMA: return "mma";
+    case QGEMV_STREAM_I8: return "stream-i8";
     case QGEMV_AUTO: return "auto";
     }
     return "?";
@@ -443,25 +467,27 @@ const char *quant_gemv_variant_name(int variant) {
 cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan) {
     if (variant < 0 || variant >= QGEMV_VARIANTS || a.rows == 0 || a.rows > kGemvQuantMaxRows || a.n == 0) return cudaErrorInvalidValue;
     const bool xs_fits = stream_fits(a);
-    if (variant == QGEMV_AUTO) { // PERFORMANCE entries 29 and 32: the per-matrix measurements
+    if (variant == QGEMV_STREAM_I8 && !i8_fits(a)) variant = QGEMV_STREAM_XS;
+    if (variant == QGEMV_AUTO) { // PERFORMANCE entries 29, 32 and 58: the per-matrix measurements
         const uint64_t weight_bytes = (uint64_t)(a.glu ? 2 : 1) * a.n * (a.wq == Q4 ? a.k / 2 : a.k);
         const bool mma = quant_gemv_mma_supported();
-        if (mma && a.rows >= 3) variant = QGEMV_MMA; // 2-4x the others at 3-4 rows (q8 of small widths: 14% behind stream-xs)
-        else if (mma && a.rows == 2 && a.wq == Q4 && (a.group >= 64 || !xs_fits)) variant = QGEMV_MMA;
-        else if (xs_fits && !(a.rows == 1 && a.wq == Q8 && weight_bytes < (8u << 20))) variant = QGEMV_STREAM_XS;
-        else variant = QGEMV_TILED;
+        if (a.rows == 1) // one row of a q8 matrix under 8 MiB: latency-bound, and tiled starts faster
+            variant = i8_fits(a) && !(a.wq == Q8 && weight_bytes < (8u << 20)) ? QGEMV_STREAM_I8 : QGEMV_TILED;
+        else if (mma && a.rows >= 3) variant = QGEMV_MMA; // 2-4x the others at 3-4 rows (q8 of small widths: 14% behind stream-xs)
+        else if (mma && a.wq == Q4 && (a.group >= 64 || !xs_fits)) variant = QGEMV_MMA;
+        else variant = xs_fits ? QGEMV_STREAM_XS : QGEMV_TILED;
     }
     if (variant == QGEMV_MMA) {
         *plan = quant_gemv_mma_supported() ? quant_gemv_mma_plan(a) : tiled_plan(a);
         return cudaSuccess;
     }
-    if (variant == QGEMV_TILED || !xs_fits) {
+    if (variant == QGEMV_TILED || !(variant == QGEMV_STREAM_I8 ? i8_fits(a) : xs_fits)) {
         *plan = tiled_plan(a);
         return cudaSuccess;
     }
-    QuantGemvPlan p{1, 5, 1, 1};
+    QuantGemvPlan p{variant == QGEMV_STREAM_I8 ? 3 : 1, 5, 1, 1};
     uint32_t resident = 0;
-    const cudaError_t e = resident_blocks(reinterpret_cast<const void *>(kernel_of(a, p)), kThreads, staged_bytes(a), &resident);
+    const cudaError_t e = resident_blocks(reinterpret_cast<const void *>(kernel_of(a, p)), kThreads, plan_staged_bytes(a, p), &resident);
     if (e != cudaSuccess) return e;
     // Threads per set: the fewest serial steps for the slowest block - rounds of resident
     // blocks times the steps of a set, counting a set's end as half a step (the reduction and
@@ -480,15 +506,15 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
 
 cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &p, cudaStream_t stream) {
     if (a.n == 0 || a.rows == 0) return cudaSuccess;
-    if (!valid_args(a) || p.kernel < 0 || p.kernel > 2 || p.log_tk < 5 || p.log_tk > 8 || p.blocks == 0) return cudaErrorInvalidValue;
+    if (!valid_args(a) || p.kernel < 0 || p.kernel > 3 || p.log_tk < 5 || p.log_tk > 8 || p.blocks == 0) return cudaErrorInvalidValue;
     if (p.kernel == 2) return p.xs ? cudaErrorInvalidValue : launch_gemv_quant_mma(a, p.log_tk, p.blocks, stream);
     const uint32_t groups = ceil_div(sets_of(a), (uint32_t)kThreads >> p.log_tk);
     if (p.kernel == 0) { // one block per group, no staging
         if (p.xs || p.blocks != groups) return cudaErrorInvalidValue;
         return launch_pdl(kernel_of(a, p), dim3(groups), kThreads, 0, stream, a, p.log_tk);
     }
-    if (!p.xs || !stream_fits(a)) return cudaErrorInvalidValue; // the stream kernel stages x, 1-2 rows
-    return launch_pdl(kernel_of(a, p), dim3(std::min(p.blocks, groups)), kThreads, staged_bytes(a), stream, a, p.log_tk);
+    if (!p.xs || !(p.kernel == 3 ? i8_fits(a) : stream_fits(a))) return cudaErrorInvalidValue; // the stream kernels stage x
+    return launch_pdl(kernel_of(a, p), dim3(std::min(p.blocks, groups)), kThreads, plan_staged_bytes(a, p), stream, a, p.log_tk);
 }
 
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream) {

@@ -1,6 +1,7 @@
 // quant_dot.cuh - device helpers for kernels that read weight-only quantized matrices (Q8, Q4:
 // lib/core/quant.h's layout, 16-byte chunks of 16 q8 or 32 q4 values, one group each):
-// exact dequantization into f32 registers with one FFMA per element, and the chunk walk.
+// exact dequantization into f32 registers with one FFMA per element, the chunk walk, the
+// tensor-core fragments, and x staged as int8 for integer dot products (DP4A).
 //
 // The trick (no I2F, a quarter-rate instruction): a bit field n placed at mantissa bit p of a
 // float whose exponent is 23 - p reads as f = 2^(23 - p) + n. Then
@@ -158,6 +159,122 @@ __device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {
 __device__ __forceinline__ uint32_t group_shift(uint32_t group) { return group == 32 ? 5 : group == 64 ? 6 : 7; }
 __device__ __forceinline__ uint32_t chunk_shift(bool q4) { return q4 ? 5 : 4; }
 
+#endif // __CUDACC__
+
+// ---- x as int8 for DP4A (gemv_quant.cu's stream-i8). Per block of 32 elements of x with
+// t = x * 127 / m (m the block's largest magnitude), two int8 values an element: hi = round(t)
+// and lo = round((t - hi) * 254), so x = m / (127 * 254) * (254 hi + lo) to ~2^-16 of m (x is
+// f16 itself: this adds about one more f16 rounding). Staged in shared memory as four arrays of
+// k / 32 int4 - hi words 0-3, hi words 4-7, lo words 0-3, lo words 4-7 of each block, so a
+// warp reading consecutive blocks reads consecutive 16 bytes - then a float2 a block: m /
+// (127 * 254 * 16) and, as an int, -8 (254 sum hi + sum lo). Word 2j holds elements 8j, 8j + 2,
+// 8j + 4, 8j + 6 (a byte each) and word 2j + 1 the odd ones: the order in which a q4 word's
+// low and high nibbles come out of two masks; q8 words are regrouped to match (two PRMT).
+GPT_QUANT_HD uint64_t i8_staged_bytes(uint32_t k) { return 2ull * k + 8ull * (k / 32); }
+
+#ifdef __CUDACC__
+// a . b over 4 byte lanes plus c: a's bytes unsigned, b's signed.
+__device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+// Bytes 0-3 of the result: the low bytes of a, b, c, d.
+__device__ __forceinline__ int pack_bytes(int a, int b, int c, int d) {
+    return (int)__byte_perm(__byte_perm((uint32_t)a, (uint32_t)b, 0x0040), __byte_perm((uint32_t)c, (uint32_t)d, 0x0040), 0x5410);
+}
+
+// Stages a row of x (k f16 values, k a multiple of 32) in the layout above, with the whole
+// block (blockDim.x a multiple of 4): 4 threads a block of 32 elements, one 16-byte load each.
+__device__ inline void stage_x_i8(const __half *x, uint32_t k, void *staged) {
+    int4 *words = static_cast<int4 *>(staged);
+    const uint32_t n_blocks = k / 32, part = threadIdx.x & 3;
+    float2 *meta = reinterpret_cast<float2 *>(words + 4 * n_blocks);
+    for (uint32_t first = 0; first < n_blocks; first += blockDim.x / 4) { // every thread runs every round (shuffles)
+        const uint32_t blk = first + threadIdx.x / 4;
+        float v[8] = {};
+        if (blk < n_blocks) half8_to_float(*reinterpret_cast<const uint4 *>(x + 32 * blk + 8 * part), v);
+        float m = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; e++) m = fmaxf(m, fabsf(v[e]));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        const float inv = m > 0.0f ? __fdiv_rn(127.0f, m) : 0.0f;
+        int hi[8], lo[8], sum = 0;
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const float t = v[e] * inv, h = rintf(t);
+            hi[e] = (int)h;
+            lo[e] = __float2int_rn((t - h) * 254.0f);
+            sum += 254 * hi[e] + lo[e];
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        if (blk >= n_blocks) continue;
+        // This thread's elements are words 2 part and 2 part + 1 of the block: the int2 at
+        // position part & 1 of array part >> 1 (hi) and of array 2 + (part >> 1) (lo).
+        int2 *h2 = reinterpret_cast<int2 *>(words + (part >> 1) * n_blocks + blk) + (part & 1);
+        int2 *l2 = reinterpret_cast<int2 *>(words + (2 + (part >> 1)) * n_blocks + blk) + (part & 1);
+        *h2 = make_int2(pack_bytes(hi[0], hi[2], hi[4], hi[6]), pack_bytes(hi[1], hi[3], hi[5], hi[7]));
+        *l2 = make_int2(pack_bytes(lo[0], lo[2], lo[4], lo[6]), pack_bytes(lo[1], lo[3], lo[5], lo[7]));
+        if (part == 0) meta[blk] = make_float2(__fdiv_rn(m, 127.0f * 254.0f * 16.0f), __int_as_float(-8 * sum));
+    }
+}
+
+// The staged x of a row of k elements: words(a, blk) is int4 a (0-3: hi 0-3, hi 4-7, lo 0-3,
+// lo 4-7) of block blk; meta the block's float2.
+struct I8Staged {
+    const int4 *w;
+    uint32_t n_blocks;
+    __device__ I8Staged(const void *staged, uint32_t k) : w(static_cast<const int4 *>(staged)), n_blocks(k / 32) {}
+    __device__ int4 words(uint32_t a, uint32_t blk) const { return w[a * n_blocks + blk]; }
+    __device__ float2 meta(uint32_t blk) const { return reinterpret_cast<const float2 *>(w + 4 * n_blocks)[blk]; }
+};
+// The x words a chunk's dot product needs, read once for all the rows that use them: q4's
+// chunk is block blk (hi[0..1], lo[0..1]); q8's is half `half` of it (hi[0], lo[0]).
+struct I8Words {
+    int4 hi[2], lo[2];
+};
+__device__ __forceinline__ I8Words i8_words_q4(const I8Staged &x, uint32_t blk) {
+    return {{x.words(0, blk), x.words(1, blk)}, {x.words(2, blk), x.words(3, blk)}};
+}
+__device__ __forceinline__ I8Words i8_words_q8(const I8Staged &x, uint32_t blk, uint32_t half) {
+    return {{x.words(half, blk), {}}, {x.words(2 + half, blk), {}}};
+}
+
+// 16 x the sum over a q4 chunk (32 nibbles n = q + 8, word j elements 8j .. 8j + 7) of q x
+// (x as 254 hi + lo), exact; times the weights' scale and meta.x it is the dot product. The
+// low nibbles meet the even elements, the high ones (masked in place: 16 n) the odd ones;
+// the offset (meta.y) takes the + 8 off.
+__device__ __forceinline__ int q4_chunk_dot_i8(const uint4 &c, const I8Words &x, int offset) {
+    const uint32_t w[4] = {c.x, c.y, c.z, c.w};
+    const int he[4] = {x.hi[0].x, x.hi[0].z, x.hi[1].x, x.hi[1].z}, ho[4] = {x.hi[0].y, x.hi[0].w, x.hi[1].y, x.hi[1].w};
+    const int le[4] = {x.lo[0].x, x.lo[0].z, x.lo[1].x, x.lo[1].z}, lo[4] = {x.lo[0].y, x.lo[0].w, x.lo[1].y, x.lo[1].w};
+    int even_hi = 0, odd_hi = 0, even_lo = offset, odd_lo = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const uint32_t n_even = w[j] & 0x0F0F0F0Fu, n_odd16 = w[j] & 0xF0F0F0F0u;
+        even_hi = __dp4a((int)n_even, he[j], even_hi);
+        odd_hi = dp4a_us(n_odd16, ho[j], odd_hi);
+        even_lo = __dp4a((int)n_even, le[j], even_lo);
+        odd_lo = dp4a_us(n_odd16, lo[j], odd_lo);
+    }
+    return 254 * (16 * even_hi + odd_hi) + 16 * even_lo + odd_lo; // |.| < 2^28
+}
+// The same for a q8 chunk (16 int8 q, word j elements 4j .. 4j + 3), x from i8_words_q8.
+__device__ __forceinline__ int q8_chunk_dot_i8(const uint4 &c, const I8Words &x) {
+    const int4 h = x.hi[0], l = x.lo[0];
+    const int e0 = (int)__byte_perm(c.x, c.y, 0x6420), o0 = (int)__byte_perm(c.x, c.y, 0x7531);
+    const int e1 = (int)__byte_perm(c.z, c.w, 0x6420), o1 = (int)__byte_perm(c.z, c.w, 0x7531);
+    int sum_hi = __dp4a(e0, h.x, 0), sum_lo = __dp4a(e0, l.x, 0);
+    sum_hi = __dp4a(o0, h.y, sum_hi);
+    sum_lo = __dp4a(o0, l.y, sum_lo);
+    sum_hi = __dp4a(e1, h.z, sum_hi);
+    sum_lo = __dp4a(e1, l.z, sum_lo);
+    sum_hi = __dp4a(o1, h.w, sum_hi);
+    sum_lo = __dp4a(o1, l.w, sum_lo);
+    return 16 * (254 * sum_hi + sum_lo); // |.| < 2^31
+}
 #endif // __CUDACC__
 
 } // namespace gpt_cuda
