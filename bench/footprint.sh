@@ -19,7 +19,8 @@
 # 1 409 080 with the sampler's select by mass in place of CUB's device sort, 1 425 464
 # with the top_k found by many blocks, 1 417 248 once the q/k norm kernel went into rope_append,
 # 1 421 344 with the folded crc32, 1 433 632 with the CPU's prefill tiles, 1 454 112 with
-# the MoE router's folded norm, 1 478 712 with the streamed MoE gate|up;
+# the MoE router's folded norm, 1 478 712 with the streamed MoE gate|up, 1 458 232 with
+# stream-i8 in place of the one-row f32-staged quantized GEMV;
 # -Dcuda-ptx=false took it to 1 103 064 before that). Exit 2
 # on a usage error.
 # Environment: STRIP (default strip), GPT_FOOTPRINT_RUNS (timed runs, default 3).
