@@ -159,15 +159,7 @@ template <int R, bool PAIR> __global__ void __launch_bounds__(kThreads, R == 1 ?
 #pragma unroll
                 for (int m = 0; m < M; m++) {
                     float wf[8];
-                    uint4 &c = wv[0][m];
-                    if (q4) {
-                        q4_word(c.x, ks[m], wf);
-                        c = make_uint4(c.y, c.z, c.w, 0u);
-                    } else {
-                        q8_word(c.x, ks[m], wf);
-                        q8_word(c.y, ks[m], wf + 4);
-                        c = make_uint4(c.z, c.w, 0u, 0u);
-                    }
+                    quant_next8(wv[0][m], ks[m], q4, wf);
 #pragma unroll
                     for (int r = 0; r < R; r++)
 #pragma unroll
@@ -334,15 +326,7 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
 #pragma unroll
                 for (int m = 0; m < M; m++) {
                     float wf[8];
-                    uint4 &c = wv[b][m];
-                    if (q4) {
-                        q4_word(c.x, ks[m], wf);
-                        c = make_uint4(c.y, c.z, c.w, 0u);
-                    } else {
-                        q8_word(c.x, ks[m], wf);
-                        q8_word(c.y, ks[m], wf + 4);
-                        c = make_uint4(c.z, c.w, 0u, 0u);
-                    }
+                    quant_next8(wv[b][m], ks[m], q4, wf);
 #pragma unroll
                     for (int r = 0; r < R; r++)
 #pragma unroll

@@ -143,6 +143,19 @@ GPT_QUANT_HD uint32_t mma_stage_slot(uint32_t gid, uint32_t tid) { return 4 * gi
 GPT_QUANT_HD uint32_t mma_ldmatrix_slot(uint32_t lane) { return mma_stage_slot(lane & 7, lane >> 3); }
 
 #ifdef __CUDACC__
+// The next 8 elements of a chunk held in c (q4: word c.x; q8: words c.x and c.y), times the
+// scale, with c shifted down so the following 8 come next.
+__device__ __forceinline__ void quant_next8(uint4 &c, const QuantScale &k, bool q4, float *out) {
+    if (q4) {
+        q4_word(c.x, k, out);
+        c = make_uint4(c.y, c.z, c.w, 0u);
+    } else {
+        q8_word(c.x, k, out);
+        q8_word(c.y, k, out + 4);
+        c = make_uint4(c.z, c.w, 0u, 0u);
+    }
+}
+
 // Eight f16 values (16 bytes) widened to f32.
 __device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {
     const __half2 *h = reinterpret_cast<const __half2 *>(&u);
