@@ -155,7 +155,7 @@ template <int R, bool PAIR> __global__ void __launch_bounds__(kThreads, R == 1 ?
                 if (!q4 && v >= 2) break;
                 float xf[R][8];
 #pragma unroll
-                for (int r = 0; r < R; r++) half8_to_float(*reinterpret_cast<const uint4 *>(xc[r] + 8 * v), xf[r]);
+                for (int r = 0; r < R; r++) widen16(*reinterpret_cast<const uint4 *>(xc[r] + 8 * v), xf[r], __half{});
 #pragma unroll
                 for (int m = 0; m < M; m++) {
                     float wf[8];
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 float f[8];
-                half8_to_float(*reinterpret_cast<const uint4 *>(xrow[r] + 8 * e), f);
+                widen16(*reinterpret_cast<const uint4 *>(xrow[r] + 8 * e), f, __half{});
                 xs[r * quads + xs_quad(2 * e)] = make_float4(f[0], f[1], f[2], f[3]);
                 xs[r * quads + xs_quad(2 * e + 1)] = make_float4(f[4], f[5], f[6], f[7]);
             }
@@ -465,7 +465,7 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
         *plan = quant_gemv_mma_supported() ? quant_gemv_mma_plan(a) : tiled_plan(a);
         return cudaSuccess;
     }
-    if (variant == QGEMV_TILED || !(variant == QGEMV_STREAM_I8 ? i8_fits(a) : xs_fits)) {
+    if (variant == QGEMV_TILED || (variant == QGEMV_STREAM_XS && !xs_fits)) { // stream-i8 fits (checked above)
         *plan = tiled_plan(a);
         return cudaSuccess;
     }

@@ -156,17 +156,6 @@ __device__ __forceinline__ void quant_next8(uint4 &c, const QuantScale &k, bool 
     }
 }
 
-// Eight f16 values (16 bytes) widened to f32.
-__device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {
-    const __half2 *h = reinterpret_cast<const __half2 *>(&u);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const float2 p = __half22float2(h[i]);
-        f[2 * i] = p.x;
-        f[2 * i + 1] = p.y;
-    }
-}
-
 // log2 of the group size (32, 64 or 128) and of the elements in a chunk: chunk i holds
 // elements i << chunk_shift .. and uses scale (i << chunk_shift) >> group_shift of its row.
 __device__ __forceinline__ uint32_t group_shift(uint32_t group) { return group == 32 ? 5 : group == 64 ? 6 : 7; }
@@ -206,7 +195,7 @@ __device__ inline void stage_x_i8(const __half *x, uint32_t k, void *staged) {
     for (uint32_t first = 0; first < n_blocks; first += blockDim.x / 4) { // every thread runs every round (shuffles)
         const uint32_t blk = first + threadIdx.x / 4;
         float v[8] = {};
-        if (blk < n_blocks) half8_to_float(*reinterpret_cast<const uint4 *>(x + 32 * blk + 8 * part), v);
+        if (blk < n_blocks) widen16(*reinterpret_cast<const uint4 *>(x + 32 * blk + 8 * part), v, __half{});
         float m = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; e++) m = fmaxf(m, fabsf(v[e]));

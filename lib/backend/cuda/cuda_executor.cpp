@@ -101,7 +101,6 @@ public:
         rows_ = in.batch * in.n_tokens;
         pending_delta_ = false;
         last_rows_only_ = false;
-        ids_from_ = 0;
         int32_t *tok = host<int32_t>(plan_.h_tokens), *pos = host<int32_t>(plan_.h_positions), *seq = host<int32_t>(plan_.h_seqs);
         for (uint32_t b = 0; b < in.batch; b++)
             for (uint32_t t = 0; t < in.n_tokens; t++) {
@@ -143,13 +142,11 @@ public:
         }
         Graph &g = graph_for(in_.batch, in_.n_tokens, in_.all_logits);
         const bool decode = in_.n_tokens == 1 && !in_.all_logits;
-        if (!g.exec && (decode || g.runs >= 1)) {
-            if (!capture(g, ops)) {
-                // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
-                pending_delta_ = false;
-                ops();
-                return;
-            }
+        if (!g.exec && (decode || g.runs >= 1) && !capture(g, ops)) {
+            // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
+            pending_delta_ = false;
+            ops();
+            return;
         }
         g.runs++;
         if (!g.exec) {
@@ -257,8 +254,8 @@ public:
         uint8_t *v_layer = dev(plan_.v_cache) + s.layer * plan_.kv_bytes_per_layer;
         RopeAppendArgs r{};
         r.qkv = dev(plan_.qkv);
-        r.positions = dev<int32_t>(plan_.positions) + ids_from_;
-        r.seqs = dev<int32_t>(plan_.seqs) + ids_from_;
+        r.positions = dev<int32_t>(plan_.positions) + ids_from();
+        r.seqs = dev<int32_t>(plan_.seqs) + ids_from();
         const uint64_t rope_at = s.rope >= 0 ? 4 * plan_.rope_offset.at((size_t)s.rope) : 0;
         r.cos = s.rope >= 0 ? dev<float>(plan_.rope_cos, rope_at) : nullptr;
         r.sin = s.rope >= 0 ? dev<float>(plan_.rope_sin, rope_at) : nullptr;
@@ -286,8 +283,8 @@ public:
 
         AttentionArgs a{};
         a.qkv = dev(plan_.qkv);
-        a.positions = dev<int32_t>(plan_.positions) + ids_from_; // keep_last_rows may have moved on
-        a.seqs = dev<int32_t>(plan_.seqs) + ids_from_;
+        a.positions = dev<int32_t>(plan_.positions) + ids_from(); // keep_last_rows may have run since
+        a.seqs = dev<int32_t>(plan_.seqs) + ids_from();
         a.k_cache = k_layer;
         a.v_cache = v_layer;
         a.out = dev(plan_.att);
@@ -826,10 +823,13 @@ private:
         l.n_seqs = in_.batch;
         l.n_tokens = in_.n_tokens;
         GPT_CUDA_CHECK(launch_last_rows(l, stream_));
-        ids_from_ = rows_;
         rows_ = in_.batch;
         last_rows_only_ = true;
     }
+
+    // The current rows' first entry in the positions and sequence ids: after keep_last_rows,
+    // the per-sequence entries begin_step put after the step's rows.
+    uint32_t ids_from() const { return last_rows_only_ ? in_.batch * in_.n_tokens : 0; }
 
     // Adds a residual delta left by a GEMM when no norm follows to absorb it.
     void flush_delta() {
@@ -903,7 +903,6 @@ private:
     bool have_last_ = false;
     bool pending_delta_ = false; // DELTA holds a residual update not yet added to X
     bool last_rows_only_ = false; // keep_last_rows ran: rows_ is the batch, one row a sequence
-    uint32_t ids_from_ = 0;       // the step's rows' first entry in the positions and sequence ids
 
 };
 
