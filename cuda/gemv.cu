@@ -273,6 +273,7 @@ cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream) {
         if ((a.group != 32 && a.group != 64 && a.group != 128) || a.k % a.group != 0) return cudaErrorInvalidValue;
         return launch_gemv_quant_tiled(a, stream);
     }
+    if (a.norm_w) return cudaErrorInvalidValue; // gemv_folds_norm: quantized weights only
     switch (a.dtype) {
     case F32: return launch_typed<float>(a, stream);
     case F16: return launch_typed<__half>(a, stream);

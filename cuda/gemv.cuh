@@ -29,6 +29,11 @@ struct GemvArgs {
     int dtype;            // of x and y (and w unless wq)
     int wq;               // 0, or Q8 / Q4: w is quantized (dtype.cuh), x and y are f16
     uint32_t group;       // wq: columns per scale
+    // An RMSNorm folded in (gemv_folds_norm): x is the f32 residual row instead, and the GEMV
+    // reads x * rsqrt(mean(x^2) + norm_eps) * norm_w, writing that row (f16) to norm_out too.
+    const float *norm_w;  // [k], or null: no norm
+    float norm_eps;
+    void *norm_out;       // [k] f16, or null
 };
 
 // Warps that share one unit of output (one or two columns, or one GLU column over its gate
@@ -38,6 +43,10 @@ uint32_t gemv_row_splits(uint32_t units, uint32_t k, int dtype);
 // wq (quantized weights): f16 activations, k a multiple of 32, rows <= kGemvQuantMaxRows.
 bool gemv_supported(uint32_t rows, uint32_t k, uint64_t ldx, int dtype, int wq = 0);
 cudaError_t launch_gemv(const GemvArgs &a, cudaStream_t stream);
+// Whether launch_gemv takes a.norm_w for these arguments: one row of quantized weights whose
+// plan is stream-i8 (which stages x once a block anyway), not added to a residual (x is that
+// residual). Elsewhere the caller runs the norm first; launch_gemv refuses norm_w.
+bool gemv_folds_norm(const GemvArgs &a);
 
 // The quantized kernels (gemv_quant.cu); launch_gemv checks the arguments before calling it.
 // It runs the variant GPT_QGEMV names (read once; default "auto"), a switch for A/B runs.
@@ -58,6 +67,7 @@ cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 //              (a scale per 32 values) and the dot products in DP4A: x kept to ~2^-16 of its
 //              block's largest value, so not bit for bit; 3-4x fewer instructions a weight;
 //              elsewhere (2 rows; x over 48 KB at 2.25 bytes an element) stream-xs's plan;
+//              the only kernel that folds an RMSNorm in (gemv_folds_norm);
 //   auto       the default: one row stream-i8 where x fits, except a q8 matrix under 8 MiB
 //              (latency-bound: tiled starts faster), else tiled; 3-4 rows mma; 2 rows mma for q4
 //              with groups of 64 or more or where x does not fit, else stream-xs where x fits,

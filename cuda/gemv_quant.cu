@@ -26,7 +26,11 @@
 // values an element instead (stream-i8, 2 kernels; a scale per block of 32 elements, x kept
 // to ~2^-16 of the block's largest value): 8 weights then cost two LOP3 (q4) or two PRMT (q8)
 // and four DP4A (integer dot products of 4 bytes) instead of ~24 (q4) or ~16 (q8) float
-// instructions; PERFORMANCE 58 (its one-row f32 staging, exact, was dropped there).
+// instructions; PERFORMANCE 58 (its one-row f32 staging, exact, was dropped there). Since it
+// reads all of x into every block anyway, stream-i8 also takes the RMSNorm before it
+// (GemvArgs::norm_w, PERFORMANCE 59): x is then the f32 residual row, staged as x * norm_w, the
+// row's rsqrt(mean(x^2) + eps) applied to the sums, and the normed row written to norm_out
+// a slice a block - one kernel less for each norm of a decode step.
 #include "gemv.cuh"
 #include "gemv_epilogue.cuh"
 #include "quant_dot.cuh"
@@ -276,8 +280,22 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
     for (int r = 0; r < R; r++) xrow[r] = x + (uint64_t)(r < (int)a.rows ? r : 0) * a.ldx;
     extern __shared__ float4 xs[]; // R rows of k / 4 quads, in xs_quad order (I8: stage_x_i8's layout)
     const uint32_t quads = a.k / 4;
+    float norm_scale = 1.0f; // a folded RMSNorm's rsqrt(mean(x^2) + eps), applied to the sums
     if constexpr (I8) {
-        stage_x_i8(xrow[0], a.k, xs);
+        const float squares = warp_sum(stage_x_i8(a.norm_w ? a.x : static_cast<const void *>(xrow[0]), a.norm_w, a.k, xs));
+        if (a.norm_w) {
+            __shared__ float warp_squares[kThreads / 32];
+            if (lane == 0) warp_squares[warp] = squares;
+            __syncthreads();
+            float total = 0.0f; // in the same order in every block, so every block has the same scale
+#pragma unroll
+            for (int i = 0; i < kThreads / 32; i++) total += warp_squares[i];
+            norm_scale = rsqrtf(total / a.k + a.norm_eps);
+            // The normed row, as the norm op would have left it: a slice from each block.
+            const float *xr = static_cast<const float *>(a.x);
+            for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; a.norm_out && i < a.k; i += gridDim.x * kThreads)
+                static_cast<__half *>(a.norm_out)[i] = __float2half_rn(xr[i] * norm_scale * a.norm_w[i]);
+        }
     } else {
         for (uint32_t e = threadIdx.x; e < a.k / 8; e += kThreads)
 #pragma unroll
@@ -360,7 +378,7 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
                     up += partial[half][warp + p][1][lane];
                 }
         }
-        if (t < 32) store_output<R, PAIR>(a, g * slots + slot, lane, sum, up);
+        if (t < 32) store_output<R, PAIR>(a, g * slots + slot, lane, sum * norm_scale, up * norm_scale);
     };
 
     // Unrolled by the two register sets, so every register index is a constant.
@@ -488,9 +506,16 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
     return cudaSuccess;
 }
 
+bool gemv_folds_norm(const GemvArgs &a) {
+    QuantGemvPlan p{};
+    return a.wq && a.rows == 1 && !a.residual && valid_args(a) && quant_gemv_plan(a, env_variant(), &p) == cudaSuccess &&
+           p.kernel == 3;
+}
+
 cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &p, cudaStream_t stream) {
     if (a.n == 0 || a.rows == 0) return cudaSuccess;
     if (!valid_args(a) || p.kernel < 0 || p.kernel > 3 || p.log_tk < 5 || p.log_tk > 8 || p.blocks == 0) return cudaErrorInvalidValue;
+    if (a.norm_w && (p.kernel != 3 || a.rows != 1 || a.residual)) return cudaErrorInvalidValue; // gemv_folds_norm
     if (p.kernel == 2) return p.xs ? cudaErrorInvalidValue : launch_gemv_quant_mma(a, p.log_tk, p.blocks, stream);
     const uint32_t groups = ceil_div(sets_of(a), (uint32_t)kThreads >> p.log_tk);
     if (p.kernel == 0) { // one block per group, no staging

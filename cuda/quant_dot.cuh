@@ -186,16 +186,34 @@ __device__ __forceinline__ int pack_bytes(int a, int b, int c, int d) {
     return (int)__byte_perm(__byte_perm((uint32_t)a, (uint32_t)b, 0x0040), __byte_perm((uint32_t)c, (uint32_t)d, 0x0040), 0x5410);
 }
 
-// Stages a row of x (k f16 values, k a multiple of 32) in the layout above, with the whole
-// block (blockDim.x a multiple of 4): 4 threads a block of 32 elements, one 16-byte load each.
-__device__ inline void stage_x_i8(const __half *x, uint32_t k, void *staged) {
+// Stages a row of x (k values, k a multiple of 32) in the layout above, with the whole block
+// (blockDim.x a multiple of 4): 4 threads a block of 32 elements, 8 elements each. x is f16,
+// or - with norm_w, an RMSNorm folded into the GEMV - the f32 residual row, staged as x *
+// norm_w: the norm's other factor, rsqrt(mean(x^2) + eps), is one number a row, which the
+// per-block scales make no difference to, so the caller applies it to the sums. Returns this
+// thread's share of sum(x^2) with norm_w, else 0.
+__device__ inline float stage_x_i8(const void *x, const float *norm_w, uint32_t k, void *staged) {
     int4 *words = static_cast<int4 *>(staged);
     const uint32_t n_blocks = k / 32, part = threadIdx.x & 3;
     float2 *meta = reinterpret_cast<float2 *>(words + 4 * n_blocks);
+    float squares = 0.0f;
     for (uint32_t first = 0; first < n_blocks; first += blockDim.x / 4) { // every thread runs every round (shuffles)
-        const uint32_t blk = first + threadIdx.x / 4;
+        const uint32_t blk = first + threadIdx.x / 4, at = 32 * blk + 8 * part;
         float v[8] = {};
-        if (blk < n_blocks) widen16(*reinterpret_cast<const uint4 *>(x + 32 * blk + 8 * part), v, __half{});
+        if (blk < n_blocks && norm_w) {
+            const float4 *xv = reinterpret_cast<const float4 *>(static_cast<const float *>(x) + at);
+            const float4 *wv = reinterpret_cast<const float4 *>(norm_w + at);
+            const float4 x0 = xv[0], x1 = xv[1], w0 = wv[0], w1 = wv[1];
+            const float xe[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+            const float we[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                squares = fmaf(xe[e], xe[e], squares);
+                v[e] = xe[e] * we[e];
+            }
+        } else if (blk < n_blocks) {
+            widen16(*reinterpret_cast<const uint4 *>(static_cast<const __half *>(x) + at), v, __half{});
+        }
         float m = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; e++) m = fmaxf(m, fabsf(v[e]));
@@ -221,6 +239,7 @@ __device__ inline void stage_x_i8(const __half *x, uint32_t k, void *staged) {
         *l2 = make_int2(pack_bytes(lo[0], lo[2], lo[4], lo[6]), pack_bytes(lo[1], lo[3], lo[5], lo[7]));
         if (part == 0) meta[blk] = make_float2(__fdiv_rn(m, 127.0f * 254.0f * 16.0f), __int_as_float(-8 * sum));
     }
+    return squares;
 }
 
 // The staged x of a row of k elements: words(a, blk) is int4 a (0-3: hi 0-3, hi 4-7, lo 0-3,

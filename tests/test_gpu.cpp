@@ -1343,6 +1343,23 @@ cudaError_t run_quant_launch(const GemvArgs &a, const QuantLaunch &l) {
     return l.plain ? launch_gemv(a, 0) : launch_gemv_quant_plan(a, l.plan, 0);
 }
 
+// stream-i8's x (one row of k values), as the kernel stages it in f32: per block of 32, t = x *
+// 127 / (largest magnitude m), hi = round(t), lo = round((t - hi) * 254); back in double as
+// (254 hi + lo) times the block's f32 scale m / (127 * 254 * 16), times 16.
+std::vector<double> staged_i8(const float *x, uint32_t k) {
+    std::vector<double> out(k);
+    for (uint32_t b0 = 0; b0 < k; b0 += 32) {
+        float m = 0;
+        for (uint32_t c = b0; c < b0 + 32; c++) m = std::max(m, std::fabs(x[c]));
+        const float inv = m > 0 ? 127.0f / m : 0.0f, scale = m / 516128.0f;
+        for (uint32_t c = b0; c < b0 + 32; c++) {
+            const float t = x[c] * inv, hi = std::nearbyint(t), lo = std::nearbyint((t - hi) * 254.0f);
+            out[c] = (254.0 * hi + lo) * 16.0 * (double)scale;
+        }
+    }
+    return out;
+}
+
 // One quantized GEMV case against the double reference (dequantize_row is exact, then a naive
 // matmul in double): mode 0 plain, 1 bias + GELU, 2 residual add, 3 strided x and f32 output
 // with soft-cap, 4 SwiGLU over gate and up rows. Each launch (quant_launches) starts from
@@ -1379,19 +1396,7 @@ void check_quant_gemv(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_t rows
     a.wq = (int)q;
     a.group = g;
     assert_true(gemv_supported(rows, k, ldx, (int)DType::F16, (int)q));
-    // stream-i8's x (one row), as the kernel stages it in f32: per block of 32, t = x * 127 /
-    // (largest magnitude m), hi = round(t), lo = round((t - hi) * 254); back in double as (254
-    // hi + lo) times the block's f32 scale m / (127 * 254 * 16), times 16.
-    std::vector<double> x_i8(k);
-    for (uint32_t b0 = 0; b0 < k; b0 += 32) {
-        float m = 0;
-        for (uint32_t c = b0; c < b0 + 32; c++) m = std::max(m, std::fabs(x[c]));
-        const float inv = m > 0 ? 127.0f / m : 0.0f, scale = m / 516128.0f;
-        for (uint32_t c = b0; c < b0 + 32; c++) {
-            const float t = x[c] * inv, hi = std::nearbyint(t), lo = std::nearbyint((t - hi) * 254.0f);
-            x_i8[c] = (254.0 * hi + lo) * 16.0 * (double)scale;
-        }
-    }
+    const std::vector<double> x_i8 = staged_i8(x.data(), k);
     std::vector<float> want(rows * n), want_i8(rows * n);
     for (bool i8 : {false, true})
         for (uint32_t r = 0; r < (i8 ? 1 : rows); r++)
@@ -1472,6 +1477,111 @@ void check_quant_gemv_exact(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_
     }
 }
 
+// An RMSNorm folded into a one-row quantized GEMV (gemv_folds_norm): x is an f32 residual
+// row (fresh, not rounded), the GEMV must give act(rsqrt(mean(x^2) + eps) * (x * w) . W + b)
+// and write the normed row to norm_out (f16) once, nothing past it. Modes as check_quant_gemv
+// (0 plain, 1 bias + GELU, 3 f32 output with soft-cap, 4 SwiGLU; 2, the residual add, is
+// refused: x is that residual). Every stream-i8 launch is checked against its own staging
+// (x * w in f32, int8 pairs) at the plain check's limits and against exact math; every other
+// launch must refuse the norm.
+void check_quant_gemv_norm(DType q, uint32_t g, uint32_t k, uint32_t n, int mode) {
+    const bool bias = mode == 1, gelu = mode == 1, f32_out = mode == 3, glu = mode == 4;
+    const float softcap = mode == 3 ? 1.5f : 0.0f, eps = 1e-5f;
+    const uint32_t wrows = glu ? 2 * n : n, tail = 32;
+    QuantMatrix w(q, wrows, k, g, 0.05f);
+    auto x = randn(k, 3.0f), nw = randn(k, 0.4f), b = randn(n, 0.5f);
+    for (auto &v : nw) v += 1.0f;
+    DevBuf dx(k, DType::F32), dnw(k, DType::F32), dw(w.bytes.size(), DType::F32), db(n, DType::F32),
+        dy(n + tail, f32_out ? DType::F32 : DType::F16), dh(k + tail, DType::F16), dres(n, DType::F32);
+    dx.upload(x);
+    dnw.upload(nw);
+    dw.upload_raw(w.bytes.data(), w.bytes.size());
+    db.upload(b);
+    GemvArgs a{};
+    a.x = dx.p;
+    a.ldx = k;
+    a.w = dw.p;
+    a.bias = bias ? db.as<float>() : nullptr;
+    a.y = dy.p;
+    a.rows = 1;
+    a.n = n;
+    a.k = k;
+    a.act = (int)(glu ? gpt::Activation::SILU : gelu ? gpt::Activation::GELU_TANH : gpt::Activation::NONE);
+    a.glu = glu;
+    a.y_f32 = f32_out;
+    a.softcap = softcap;
+    a.dtype = (int)DType::F16;
+    a.wq = (int)q;
+    a.group = g;
+    a.norm_w = dnw.as<float>();
+    a.norm_eps = eps;
+    a.norm_out = dh.p;
+    QuantGemvPlan chosen{};
+    CK(quant_gemv_plan(a, QGEMV_AUTO, &chosen));
+    assert_int_equal(gemv_folds_norm(a), chosen.kernel == 3);
+    {
+        GemvArgs with_residual = a; // x is the residual the output would be added to: never folded
+        with_residual.residual = dres.as<float>();
+        assert_false(gemv_folds_norm(with_residual));
+        assert_int_equal(launch_gemv(with_residual, 0), cudaErrorInvalidValue);
+    }
+    double squares = 0;
+    for (float v : x) squares += (double)v * v;
+    const double r = 1.0 / std::sqrt(squares / k + eps);
+    std::vector<float> staged(k), normed(k);
+    for (uint32_t c = 0; c < k; c++) {
+        staged[c] = x[c] * nw[c]; // as the kernel stages it
+        normed[c] = (float)(x[c] * r * nw[c]);
+    }
+    const std::vector<double> x_i8 = staged_i8(staged.data(), k);
+    std::vector<float> want(n), want_i8(n), want_h = normed;
+    round_to(want_h, DType::F16);
+    for (bool i8 : {false, true})
+        for (uint32_t i = 0; i < n; i++) {
+            auto dot = [&](uint64_t wr) {
+                double sum = 0;
+                for (uint32_t c = 0; c < k; c++) sum += (i8 ? x_i8[c] * r : (double)x[c] * r * nw[c]) * w.values[wr * k + c];
+                return sum;
+            };
+            float v = (float)dot(i) + (bias ? b[i] : 0.0f);
+            if (glu) {
+                std::vector<float> gu = {v, (float)dot(n + i)};
+                round_to(gu, DType::F16);
+                v = gpt::cpu::silu(gu[0]) * gu[1];
+            } else if (gelu) {
+                v = gpt::cpu::gelu_tanh(v);
+            }
+            if (softcap > 0) v = softcap * std::tanh(v / softcap);
+            (i8 ? want_i8 : want)[i] = v;
+        }
+    uint32_t checked = 0;
+    for (const QuantLaunch &l : quant_launches(a)) {
+        dy.poison();
+        dh.poison();
+        char what[192];
+        std::snprintf(what, sizeof what, "quant gemv + norm %s g%u k=%u n=%u mode=%d, %s", dname(q), g, k, n, mode, l.name.c_str());
+        const cudaError_t e = run_quant_launch(a, l);
+        if (!l.i8) {
+            if (e != cudaErrorInvalidValue) fail_msg("%s: ran (%s) where the norm cannot fold", what, cudaGetErrorString(e));
+            continue;
+        }
+        CK(e);
+        CK(cudaDeviceSynchronize());
+        const std::vector<float> y = dy.download(), h = dh.download();
+        for (size_t i = n; i < y.size(); i++)
+            if (!std::isnan(y[i])) fail_msg("%s: y[%zu] written (%g), outside the output", what, i, y[i]);
+        for (size_t i = k; i < h.size(); i++)
+            if (!std::isnan(h[i])) fail_msg("%s: norm_out[%zu] written (%g), past the row", what, i, h[i]);
+        // The normed row: one f16 rounding of x * r * w (r summed in another order: 1e-6).
+        expect_close(what, std::vector<float>(h.begin(), h.begin() + k), want_h, 1e-3);
+        const std::vector<float> got(y.begin(), y.begin() + n);
+        expect_close(what, got, want_i8, f32_out ? 1e-5 : 2e-3);
+        expect_close(what, got, want, f32_out ? 1e-4 : 2e-3);
+        checked++;
+    }
+    assert_true(checked >= 8); // stream-i8 at every thread count with 1 and 3 blocks, at least
+}
+
 // The quantized GEMV, every variant and forced plan (quant_launches) (rows 1 to
 // kGemvQuantMaxRows, the five epilogue modes, k an odd multiple of the group: 160 + 64 j for
 // groups 32 and 64, so not a multiple of 256; widths that give 1 to 8 warps a column set and
@@ -1498,6 +1608,12 @@ void test_gpu_quant_kernels(void **) {
             // rows, 4.5-8.4 K bytes a row), n odd, every row count, plain and GLU.
             for (uint32_t rows = 1; rows <= kGemvQuantMaxRows; rows++) check_quant_gemv(q, g, 8576, 37, rows, rows % 2 ? 2 : 4);
             check_quant_gemv_exact(q, g, 8576, 7, 3);
+            // An RMSNorm folded in (one row): every epilogue but the residual add, at a short
+            // k, a long one (two staging rounds a block) and a wide matrix (many blocks share
+            // norm_out's writes).
+            for (int mode : {0, 1, 3, 4}) check_quant_gemv_norm(q, g, k, 77, mode);
+            check_quant_gemv_norm(q, g, 8576, 37, 4);
+            check_quant_gemv_norm(q, g, g * 3, 3001, 0);
         }
     for (DType q : {DType::Q8, DType::Q4})
         for (uint32_t g : {32u, 64u, 128u}) {

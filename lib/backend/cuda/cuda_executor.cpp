@@ -100,6 +100,7 @@ public:
         in_ = in;
         rows_ = in.batch * in.n_tokens;
         pending_delta_ = false;
+        pending_norm_ = {};
         last_rows_only_ = false;
         int32_t *tok = host<int32_t>(plan_.h_tokens), *pos = host<int32_t>(plan_.h_positions), *seq = host<int32_t>(plan_.h_seqs);
         for (uint32_t b = 0; b < in.batch; b++)
@@ -145,6 +146,7 @@ public:
         if (!g.exec && (decode || g.runs >= 1) && !capture(g, ops)) {
             // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
             pending_delta_ = false;
+            pending_norm_ = {};
             ops();
             return;
         }
@@ -161,6 +163,7 @@ public:
     }
 
     void embed(const Weight &tok, const Weight *pos, float scale) override {
+        flush_norm();
         if (is_quantized(tok.dtype)) {
             const bool with_pos = pos && *pos;
             if (with_pos && (pos->dtype != tok.dtype || pos->group != tok.group))
@@ -176,6 +179,12 @@ public:
     }
 
     void norm(NormKind kind, const Weight &w, const Weight *b, float eps) override {
+        flush_norm();
+        // One row's RMSNorm waits for the op after it, which may fold it in (fold_pending_norm).
+        if (kind == NormKind::RMS && !(b && *b) && !pending_delta_ && rows_ == 1 && p_.compute == DType::F16 && fold_norms()) {
+            pending_norm_ = {static_cast<const float *>(w.data), eps};
+            return;
+        }
         // A residual projection left in DELTA (GEMM path, no bias) is added in the same pass.
         GPT_CUDA_CHECK(launch_add_norm(dev<float>(plan_.x), pending_delta_ ? dev(plan_.delta) : nullptr,
                                        static_cast<const float *>(w.data),
@@ -185,6 +194,7 @@ public:
     }
 
     void norm_add(NormKind kind, Act in, const Weight &w, float eps) override {
+        flush_norm();
         flush_delta(); // X must hold every earlier update before this one lands
         GPT_CUDA_CHECK(launch_norm_add(dev<float>(plan_.x), buf(in), static_cast<const float *>(w.data), eps,
                                        kind == NormKind::RMS, rows_, shape_.d_model, (int)p_.compute, stream_));
@@ -225,6 +235,7 @@ public:
     // by expert and one grouped GEMM a projection (graph-safe too) or, where that cannot run,
     // one cuBLAS GEMM per used expert; then the shared expert, if any.
     void moe(const MoeSpec &s) override {
+        flush_norm();
         check_moe(s);
         const uint32_t E = shape_.n_experts, k = shape_.n_experts_used, d = shape_.d_model;
         const Weight &router = *s.router;
@@ -249,6 +260,7 @@ public:
     }
 
     void attention(const AttentionSpec &s) override {
+        flush_norm();
         flush_delta();
         uint8_t *k_layer = dev(plan_.k_cache) + s.layer * plan_.kv_bytes_per_layer;
         uint8_t *v_layer = dev(plan_.v_cache) + s.layer * plan_.kv_bytes_per_layer;
@@ -313,6 +325,7 @@ public:
         uint8_t *h = dev(plan_.h);
         float *lg = dev<float>(plan_.logits);
         if (in_.all_logits && host_all) {
+            flush_norm();
             flush_delta();
             if (capturing_) { // the caller's buffer changes between calls: run the head after the graph
                 captured_head_ = head;
@@ -345,8 +358,10 @@ public:
             g.n = (uint32_t)head.rows;
             g.k = (uint32_t)head.cols;
             g.dtype = (int)p_.compute;
+            if (!fold_pending_norm(Act::H, g)) flush_norm();
             GPT_CUDA_CHECK(launch_gemv(g, stream_));
         } else {
+            flush_norm();
             project(head, last, p_.compute, ld, lg, DType::F32, in_.batch);
             if (bias)
                 GPT_CUDA_CHECK(launch_bias_act(lg, bias, 0, nullptr, in_.batch, (uint32_t)head.rows, (int)DType::F32, stream_));
@@ -843,7 +858,10 @@ private:
     bool try_gemv(Act in, const Weight &w, GemvArgs &g) {
         flush_delta();
         const int wq = is_quantized(w.dtype) ? (int)w.dtype : 0;
-        if ((!wq && rows_ > kGemvRows) || !gemv_supported(rows_, (uint32_t)w.cols, w.cols, (int)p_.compute, wq)) return false;
+        if ((!wq && rows_ > kGemvRows) || !gemv_supported(rows_, (uint32_t)w.cols, w.cols, (int)p_.compute, wq)) {
+            flush_norm(); // the caller's GEMM reads H
+            return false;
+        }
         g.wq = wq;
         g.group = w.group;
         g.x = buf(in);
@@ -853,8 +871,41 @@ private:
         g.n = (uint32_t)(g.glu ? w.rows / 2 : w.rows);
         g.k = (uint32_t)w.cols;
         g.dtype = (int)p_.compute;
+        if (!fold_pending_norm(in, g)) flush_norm();
         GPT_CUDA_CHECK(launch_gemv(g, stream_));
         return true;
+    }
+    // A pending norm (norm() of one row) folded into GEMV g, which reads its input `in` (as
+    // one row of H): g then reads X and normalizes it while staging it, writing H as the norm
+    // op would. False, g unchanged, where the GEMV cannot (gemv_folds_norm).
+    bool fold_pending_norm(Act in, GemvArgs &g) {
+        if (!pending_norm_.w || in != Act::H || rows_ != 1) return false;
+        GemvArgs f = g;
+        f.x = dev(plan_.x);
+        f.ldx = shape_.d_model;
+        f.norm_w = pending_norm_.w;
+        f.norm_eps = pending_norm_.eps;
+        f.norm_out = dev(plan_.h);
+        if (f.k != shape_.d_model || !gemv_folds_norm(f)) return false;
+        g = f;
+        pending_norm_ = {};
+        return true;
+    }
+    // Runs a pending norm on its own (the op about to run reads H or X otherwise).
+    void flush_norm() {
+        if (!pending_norm_.w) return;
+        const PendingNorm n = pending_norm_;
+        pending_norm_ = {};
+        GPT_CUDA_CHECK(launch_add_norm(dev<float>(plan_.x), nullptr, n.w, nullptr, n.eps, 1, rows_, shape_.d_model, dev(plan_.h),
+                                       (int)p_.compute, stream_));
+    }
+    // GPT_FOLD_NORM=0 keeps every norm its own kernel (A/B runs).
+    static bool fold_norms() {
+        static const bool on = [] {
+            const char *v = std::getenv("GPT_FOLD_NORM");
+            return !(v && std::strcmp(v, "0") == 0);
+        }();
+        return on;
     }
     void upload_rope_tables() {
         const uint64_t n = plan_.rope_entries;
@@ -902,6 +953,11 @@ private:
     uint32_t rows_ = 0;
     bool have_last_ = false;
     bool pending_delta_ = false; // DELTA holds a residual update not yet added to X
+    // A one-row RMSNorm of X into H not run yet: the next op folds it in or runs it first.
+    struct PendingNorm {
+        const float *w = nullptr; // null: none
+        float eps = 0;
+    } pending_norm_;
     bool last_rows_only_ = false; // keep_last_rows ran: rows_ is the batch, one row a sequence
 
 };
