@@ -473,8 +473,9 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
     if (variant == QGEMV_AUTO) { // PERFORMANCE entries 29, 32 and 58: the per-matrix measurements
         const uint64_t weight_bytes = (uint64_t)(a.glu ? 2 : 1) * a.n * (a.wq == Q4 ? a.k / 2 : a.k);
         const bool mma = quant_gemv_mma_supported();
-        if (a.rows == 1) // one row of a q8 matrix under 8 MiB: latency-bound, and tiled starts faster
-            variant = i8_fits(a) && !(a.wq == Q8 && weight_bytes < (8u << 20)) ? QGEMV_STREAM_I8 : QGEMV_TILED;
+        if (a.rows == 1) // one row of a q8 matrix under 8 MiB: latency-bound, and tiled starts faster,
+            // unless stream-i8 takes the norm before it too (entry 59: a kernel less is worth more)
+            variant = i8_fits(a) && !(a.wq == Q8 && weight_bytes < (8u << 20) && !a.norm_w) ? QGEMV_STREAM_I8 : QGEMV_TILED;
         else if (mma && a.rows >= 3) variant = QGEMV_MMA; // 2-4x the others at 3-4 rows (q8 of small widths: 14% behind stream-xs)
         else if (mma && a.wq == Q4 && (a.group >= 64 || !xs_fits)) variant = QGEMV_MMA;
         else variant = xs_fits ? QGEMV_STREAM_XS : QGEMV_TILED;
