@@ -69,9 +69,9 @@ cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 //              elsewhere (2 rows; x over 48 KB at 2.25 bytes an element) stream-xs's plan;
 //              the only kernel that folds an RMSNorm in (gemv_folds_norm);
 //   auto       the default: one row stream-i8 where x fits, except a q8 matrix under 8 MiB
-//              without a norm to fold in (latency-bound: tiled starts faster), else tiled; 3-4 rows mma; 2 rows mma for q4
-//              with groups of 64 or more or where x does not fit, else stream-xs where x fits,
-//              else tiled.
+//              without a norm to fold in (latency-bound: tiled starts faster), else tiled;
+//              3-4 rows mma; 2 rows mma for q4 with groups of 64 or more or where x does not
+//              fit, else stream-xs where x fits, else tiled.
 enum QuantGemvVariant : int { QGEMV_TILED, QGEMV_STREAM_XS, QGEMV_MMA, QGEMV_STREAM_I8, QGEMV_AUTO, QGEMV_VARIANTS };
 const char *quant_gemv_variant_name(int variant);
 // A launch: which kernel (0 tiled, 1 stream-xs, 2 mma, 3 stream-i8), threads per set (1 <<

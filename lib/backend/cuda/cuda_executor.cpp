@@ -953,7 +953,8 @@ private:
     uint32_t rows_ = 0;
     bool have_last_ = false;
     bool pending_delta_ = false; // DELTA holds a residual update not yet added to X
-    // A one-row RMSNorm of X into H not run yet: the next op folds it in or runs it first.
+    // A one-row RMSNorm of X into H not run yet: the next op folds it in or runs it first
+    // (every op that reads H or X, or writes X, calls flush_norm unless it folds it in).
     struct PendingNorm {
         const float *w = nullptr; // null: none
         float eps = 0;
