@@ -1360,6 +1360,21 @@ std::vector<double> staged_i8(const float *x, uint32_t k) {
     return out;
 }
 
+// The quantized GEMV's epilogue in the reference, from an output's sums (gate and up with a
+// GLU): + bias; SwiGLU over gate and up rounded to f16 (as the unfused path stores them), or
+// GELU (tanh); then the soft-cap when softcap > 0.
+float quant_epilogue_ref(double gate, double up, float bias, bool glu, bool gelu, float softcap) {
+    float v = (float)gate + bias;
+    if (glu) {
+        std::vector<float> gu = {v, (float)up};
+        round_to(gu, DType::F16);
+        v = gpt::cpu::silu(gu[0]) * gu[1];
+    } else if (gelu) {
+        v = gpt::cpu::gelu_tanh(v);
+    }
+    return softcap > 0 ? softcap * std::tanh(v / softcap) : v;
+}
+
 // One quantized GEMV case against the double reference (dequantize_row is exact, then a naive
 // matmul in double): mode 0 plain, 1 bias + GELU, 2 residual add, 3 strided x and f32 output
 // with soft-cap, 4 SwiGLU over gate and up rows. Each launch (quant_launches) starts from
@@ -1406,15 +1421,7 @@ void check_quant_gemv(DType q, uint32_t g, uint32_t k, uint32_t n, uint32_t rows
                     for (uint32_t c = 0; c < k; c++) sum += (i8 ? x_i8[c] : (double)x[r * ldx + c]) * w.values[wr * k + c];
                     return sum;
                 };
-                float v = (float)dot(i) + (bias ? b[i] : 0.0f);
-                if (glu) {
-                    std::vector<float> gu = {v, (float)dot(n + i)};
-                    round_to(gu, DType::F16);
-                    v = gpt::cpu::silu(gu[0]) * gu[1];
-                } else if (gelu) {
-                    v = gpt::cpu::gelu_tanh(v);
-                }
-                if (softcap > 0) v = softcap * std::tanh(v / softcap);
+                const float v = quant_epilogue_ref(dot(i), glu ? dot(n + i) : 0.0, bias ? b[i] : 0.0f, glu, gelu, softcap);
                 (i8 ? want_i8 : want)[r * n + i] = v + (residual ? res[r * n + i] : 0.0f);
             }
     for (const QuantLaunch &l : quant_launches(a)) {
@@ -1543,16 +1550,7 @@ void check_quant_gemv_norm(DType q, uint32_t g, uint32_t k, uint32_t n, int mode
                 for (uint32_t c = 0; c < k; c++) sum += (i8 ? x_i8[c] * r : (double)x[c] * r * nw[c]) * w.values[wr * k + c];
                 return sum;
             };
-            float v = (float)dot(i) + (bias ? b[i] : 0.0f);
-            if (glu) {
-                std::vector<float> gu = {v, (float)dot(n + i)};
-                round_to(gu, DType::F16);
-                v = gpt::cpu::silu(gu[0]) * gu[1];
-            } else if (gelu) {
-                v = gpt::cpu::gelu_tanh(v);
-            }
-            if (softcap > 0) v = softcap * std::tanh(v / softcap);
-            (i8 ? want_i8 : want)[i] = v;
+            (i8 ? want_i8 : want)[i] = quant_epilogue_ref(dot(i), glu ? dot(n + i) : 0.0, bias ? b[i] : 0.0f, glu, gelu, softcap);
         }
     uint32_t checked = 0;
     for (const QuantLaunch &l : quant_launches(a)) {
