@@ -185,12 +185,8 @@ public:
             pending_norm_ = {static_cast<const float *>(w.data), eps};
             return;
         }
-        // A residual projection left in DELTA (GEMM path, no bias) is added in the same pass.
-        GPT_CUDA_CHECK(launch_add_norm(dev<float>(plan_.x), pending_delta_ ? dev(plan_.delta) : nullptr,
-                                       static_cast<const float *>(w.data),
-                                       b && *b ? static_cast<const float *>(b->data) : nullptr, eps, kind == NormKind::RMS,
-                                       rows_, shape_.d_model, dev(plan_.h), (int)p_.compute, stream_));
-        pending_delta_ = false;
+        run_norm(static_cast<const float *>(w.data), b && *b ? static_cast<const float *>(b->data) : nullptr, eps,
+                 kind == NormKind::RMS);
     }
 
     void norm_add(NormKind kind, Act in, const Weight &w, float eps) override {
@@ -896,8 +892,14 @@ private:
         if (!pending_norm_.w) return;
         const PendingNorm n = pending_norm_;
         pending_norm_ = {};
-        GPT_CUDA_CHECK(launch_add_norm(dev<float>(plan_.x), nullptr, n.w, nullptr, n.eps, 1, rows_, shape_.d_model, dev(plan_.h),
-                                       (int)p_.compute, stream_));
+        run_norm(n.w, nullptr, n.eps, true);
+    }
+    // The norm kernel: H = norm(X) (a residual projection left in DELTA, GEMM path without a
+    // bias, added to X in the same pass; a held norm never has one: norm() holds none then).
+    void run_norm(const float *w, const float *b, float eps, bool rms) {
+        GPT_CUDA_CHECK(launch_add_norm(dev<float>(plan_.x), pending_delta_ ? dev(plan_.delta) : nullptr, w, b, eps, rms, rows_,
+                                       shape_.d_model, dev(plan_.h), (int)p_.compute, stream_));
+        pending_delta_ = false;
     }
     // GPT_FOLD_NORM=0 keeps every norm its own kernel (A/B runs).
     static bool fold_norms() {
