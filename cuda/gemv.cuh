@@ -67,7 +67,8 @@ cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream);
 //              (a scale per 32 values) and the dot products in DP4A: x kept to ~2^-16 of its
 //              block's largest value, so not bit for bit; 3-4x fewer instructions a weight;
 //              elsewhere (2 rows; x over 48 KB at 2.25 bytes an element) stream-xs's plan;
-//              the only kernel that folds an RMSNorm in (gemv_folds_norm);
+//              the only kernel that folds an RMSNorm in (gemv_folds_norm); on sm_90 a long x
+//              (k > 14,336) is staged by two blocks of a cluster, each half of it;
 //   auto       the default: one row stream-i8 where x fits, except a q8 matrix under 8 MiB
 //              without a norm to fold in (latency-bound: tiled starts faster), else tiled;
 //              3-4 rows mma; 2 rows mma for q4 with groups of 64 or more or where x does not
@@ -77,13 +78,17 @@ const char *quant_gemv_variant_name(int variant);
 // A launch: which kernel (0 tiled, 1 stream-xs, 2 mma, 3 stream-i8), threads per set (1 <<
 // log_tk, 32-256; mma: per tile of 16 weight rows), blocks (stream kernels: any count, each
 // walks every blocks-th group of sets; tiled and mma: one per group of sets or tiles), xs: 1
-// with the stream kernels.
+// with the stream kernels, cluster: stream-i8 on sm_90 only, 2, 4 or 8 blocks a cluster that
+// stage x together (the block count rounded up to a multiple), else 0 or 1.
 struct QuantGemvPlan {
     int kernel;
     uint32_t log_tk;
     uint32_t blocks;
     int xs;
+    uint32_t cluster;
 };
+// Whether stream-i8 plans may have clusters on the current device (the code it runs is sm_90's).
+bool quant_gemv_clusters_supported();
 // The plan `variant` makes for these arguments on the current device.
 cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan);
 // Runs a plan (checked: arguments as launch_gemv's, log_tk 5-8, xs only where it fits); tests

@@ -30,7 +30,10 @@
 // reads all of x into every block anyway, stream-i8 also takes the RMSNorm before it
 // (GemvArgs::norm_w, PERFORMANCE 59): x is then the f32 residual row, staged as x * norm_w, the
 // row's rsqrt(mean(x^2) + eps) applied to the sums, and the normed row written to norm_out
-// a slice a block - one kernel less for each norm of a decode step.
+// a slice a block - one kernel less for each norm of a decode step. Staging costs every block
+// ~0.5 us a round of 2,048 elements, so where x is long (8 rounds or more) the blocks run in
+// clusters of two (sm_90) that stage half of x each and copy the other half from the partner's
+// shared memory (PERFORMANCE 61).
 #include "gemv.cuh"
 #include "gemv_epilogue.cuh"
 #include "quant_dot.cuh"
@@ -281,21 +284,34 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
     extern __shared__ float4 xs[]; // R rows of k / 4 quads, in xs_quad order (I8: stage_x_i8's layout)
     const uint32_t quads = a.k / 4;
     float norm_scale = 1.0f; // a folded RMSNorm's rsqrt(mean(x^2) + eps), applied to the sums
+    // Launched in clusters (the plan's `cluster`, sm_90), the cluster's blocks stage x together:
+    // each its share of the rounds, then the rest copied from the others' shared memory.
+    const uint32_t share = I8 ? cluster_size() : 1, rank = I8 ? cluster_rank() : 0;
     if constexpr (I8) {
-        const float squares = warp_sum(stage_x_i8(a.norm_w ? a.x : static_cast<const void *>(xrow[0]), a.norm_w, a.k, xs));
-        if (a.norm_w) {
-            __shared__ float warp_squares[kThreads / 32];
-            if (lane == 0) warp_squares[warp] = squares;
+        const float squares =
+            warp_sum(stage_x_i8(a.norm_w ? a.x : static_cast<const void *>(xrow[0]), a.norm_w, a.k, xs, rank, share));
+        __shared__ float warp_squares[kThreads / 32];
+        if (a.norm_w && lane == 0) warp_squares[warp] = squares;
+        if (share > 1) {
+            cluster_arrive(); // every block's rounds (and squares) staged
+            cluster_wait();
+            copy_peer_rounds(xs, a.k, rank, share);
+        } else if (a.norm_w) {
             __syncthreads();
+        }
+        if (a.norm_w) {
             float total = 0.0f; // in the same order in every block, so every block has the same scale
+            for (uint32_t r = 0; r < share; r++)
 #pragma unroll
-            for (int i = 0; i < kThreads / 32; i++) total += warp_squares[i];
+                for (int i = 0; i < kThreads / 32; i++)
+                    total += share > 1 ? peer_load_f32(peer_addr(&warp_squares[i], r)) : warp_squares[i];
             norm_scale = rsqrtf(total / a.k + a.norm_eps);
             // The normed row, as the norm op would have left it: a slice from each block.
             const float *xr = static_cast<const float *>(a.x);
             for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; a.norm_out && i < a.k; i += gridDim.x * kThreads)
                 static_cast<__half *>(a.norm_out)[i] = __float2half_rn(xr[i] * norm_scale * a.norm_w[i]);
         }
+        if (share > 1) cluster_arrive(); // done reading the others' shared memory (each waits before it exits)
     } else {
         for (uint32_t e = threadIdx.x; e < a.k / 8; e += kThreads)
 #pragma unroll
@@ -398,6 +414,7 @@ __global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) gemv_quant_stream(Ge
             }
         }
     }
+    if (share > 1) cluster_wait(); // no block leaves while another may still read its x
 }
 
 // ---------------------------------------------------------------- plans and launches
@@ -435,12 +452,29 @@ QuantGemvPlan tiled_plan(const GemvArgs &a) {
     while (log_tk < 8 && (uint64_t)kSteps << log_tk < chunks) log_tk++;
     auto blocks = [&] { return ceil_div(sets, (uint32_t)kThreads >> log_tk); };
     while (log_tk < 8 && (1u << log_tk) < chunks && blocks() < GPT_QGEMV_MIN_BLOCKS) log_tk++;
-    return {0, log_tk, blocks(), 0};
+    return {0, log_tk, blocks(), 0, 0};
 }
 
 bool valid_args(const GemvArgs &a) {
     return gemv_supported(a.rows, a.k, a.ldx, a.dtype, a.wq) && (a.group == 32 || a.group == 64 || a.group == 128) &&
            a.k % a.group == 0;
+}
+
+// x's staging rounds (stage_x_i8: 64 blocks of 32 elements a round) and the cluster that
+// shares them: two blocks from 8 rounds up (k > 14,336), else none, or the size
+// GPT_QGEMV_CLUSTER names (1 = none), for A/B runs. PERFORMANCE 61: a cluster costs about
+// 1.3 us (launch, barrier, the copy) and a round about 0.5 us, so only long x gains; the
+// Qwen2-7B down projection (10 rounds) 21.5 -> 19.6 us, four blocks no better, eight worse.
+uint32_t staging_rounds(uint32_t k) { return ceil_div(k / 32, (uint32_t)kThreads / 4); }
+uint32_t i8_cluster(const GemvArgs &a) {
+    if (!quant_gemv_clusters_supported()) return 1;
+    static const int forced = [] {
+        const char *e = std::getenv("GPT_QGEMV_CLUSTER");
+        const int v = e ? std::atoi(e) : 0;
+        return v == 1 || v == 2 || v == 4 || v == 8 ? v : 0;
+    }();
+    if (forced) return (uint32_t)forced;
+    return staging_rounds(a.k) >= 8 ? 2 : 1;
 }
 
 int env_variant() {
@@ -454,6 +488,8 @@ int env_variant() {
 }
 
 } // namespace
+
+bool quant_gemv_clusters_supported() { return kernel_arch() >= 90; }
 
 const char *quant_gemv_variant_name(int variant) {
     switch (variant) {
@@ -488,9 +524,11 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
         *plan = tiled_plan(a);
         return cudaSuccess;
     }
-    QuantGemvPlan p{variant == QGEMV_STREAM_I8 ? 3 : 1, 5, 1, 1};
+    QuantGemvPlan p{variant == QGEMV_STREAM_I8 ? 3 : 1, 5, 1, 1, 1};
+    if (p.kernel == 3) p.cluster = i8_cluster(a);
     uint32_t resident = 0;
-    const cudaError_t e = resident_blocks(reinterpret_cast<const void *>(kernel_of(a, p)), kThreads, plan_staged_bytes(a, p), &resident);
+    const cudaError_t e =
+        resident_blocks(reinterpret_cast<const void *>(kernel_of(a, p)), kThreads, plan_staged_bytes(a, p), &resident, p.cluster);
     if (e != cudaSuccess) return e;
     // Threads per set: the fewest serial steps for the slowest block - rounds of resident
     // blocks times the steps of a set, counting a set's end as half a step (the reduction and
@@ -503,6 +541,7 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
         if (cost < best) best = cost, p.log_tk = log_tk;
     }
     p.blocks = std::min(ceil_div(sets, (uint32_t)kThreads >> p.log_tk), resident);
+    p.blocks = ceil_div(p.blocks, p.cluster) * p.cluster; // resident is a multiple of the cluster
     *plan = p;
     return cudaSuccess;
 }
@@ -516,6 +555,9 @@ bool gemv_folds_norm(const GemvArgs &a) {
 cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &p, cudaStream_t stream) {
     if (a.n == 0 || a.rows == 0) return cudaSuccess;
     if (!valid_args(a) || p.kernel < 0 || p.kernel > 3 || p.log_tk < 5 || p.log_tk > 8 || p.blocks == 0) return cudaErrorInvalidValue;
+    const uint32_t cluster = p.cluster ? p.cluster : 1;
+    if (cluster != 1 && (p.kernel != 3 || !(cluster == 2 || cluster == 4 || cluster == 8) || !quant_gemv_clusters_supported()))
+        return cudaErrorInvalidValue;
     if (a.norm_w && (p.kernel != 3 || a.rows != 1 || a.residual)) return cudaErrorInvalidValue; // gemv_folds_norm
     if (p.kernel == 2) return p.xs ? cudaErrorInvalidValue : launch_gemv_quant_mma(a, p.log_tk, p.blocks, stream);
     const uint32_t groups = ceil_div(sets_of(a), (uint32_t)kThreads >> p.log_tk);
@@ -524,7 +566,9 @@ cudaError_t launch_gemv_quant_plan(const GemvArgs &a, const QuantGemvPlan &p, cu
         return launch_pdl(kernel_of(a, p), dim3(groups), kThreads, 0, stream, a, p.log_tk);
     }
     if (!p.xs || !(p.kernel == 3 ? i8_fits(a) : stream_fits(a))) return cudaErrorInvalidValue; // the stream kernels stage x
-    return launch_pdl(kernel_of(a, p), dim3(std::min(p.blocks, groups)), kThreads, plan_staged_bytes(a, p), stream, a, p.log_tk);
+    // Blocks past the last group only help stage x (a cluster's blocks all do).
+    const uint32_t grid = ceil_div(std::min(p.blocks, groups), cluster) * cluster;
+    return launch_pdl_cluster(kernel_of(a, p), dim3(grid), kThreads, plan_staged_bytes(a, p), stream, cluster, a, p.log_tk);
 }
 
 cudaError_t launch_gemv_quant_tiled(const GemvArgs &a, cudaStream_t stream) {

@@ -235,7 +235,7 @@ QuantGemvPlan quant_gemv_mma_plan(const GemvArgs &a) {
     while (log_tw < 3 && (uint32_t)kSteps << log_tw < steps) log_tw++;
     auto blocks = [&] { return ceil_div(tiles, (uint32_t)kWarps >> log_tw); };
     while (log_tw < 3 && (1u << log_tw) < steps && blocks() < GPT_QGEMV_MIN_BLOCKS) log_tw++;
-    return {2, 5 + log_tw, blocks(), 0};
+    return {2, 5 + log_tw, blocks(), 0, 0};
 }
 
 cudaError_t launch_gemv_quant_mma(const GemvArgs &a, uint32_t log_tk, uint32_t blocks, cudaStream_t stream) {

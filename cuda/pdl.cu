@@ -34,7 +34,7 @@ int kernel_arch() {
     return arch;
 }
 
-cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32_t *blocks) {
+cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32_t *blocks, uint32_t cluster) {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
@@ -42,7 +42,7 @@ cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32
         const void *kernel;
         int dev, threads;
         size_t smem;
-        uint32_t blocks;
+        uint32_t cluster, blocks;
     };
     static std::mutex mu;
     static Entry cache[64];
@@ -50,18 +50,36 @@ cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32
     {
         std::lock_guard<std::mutex> lock(mu);
         for (int i = 0; i < used; i++)
-            if (cache[i].kernel == kernel && cache[i].dev == dev && cache[i].threads == threads && cache[i].smem == smem) {
+            if (cache[i].kernel == kernel && cache[i].dev == dev && cache[i].threads == threads && cache[i].smem == smem &&
+                cache[i].cluster == cluster) {
                 *blocks = cache[i].blocks;
                 return cudaSuccess;
             }
     }
-    int per_sm = 0, sms = 0;
-    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&per_sm, kernel, threads, smem, cudaOccupancyDefault)) != cudaSuccess)
-        return e;
-    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
-    *blocks = (uint32_t)(per_sm > 0 ? per_sm : 1) * (uint32_t)(sms > 0 ? sms : 1);
+    if (cluster > 1) {
+        // Clusters fill the GPCs (groups of SMs) whole, so the count is not SMs x blocks an SM.
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(cluster);
+        cfg.blockDim = dim3(threads);
+        cfg.dynamicSmemBytes = smem;
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim = {cluster, 1, 1};
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        int clusters = 0;
+        if ((e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg)) != cudaSuccess) return e;
+        *blocks = (uint32_t)(clusters > 0 ? clusters : 1) * cluster;
+    } else {
+        int per_sm = 0, sms = 0;
+        if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&per_sm, kernel, threads, smem, cudaOccupancyDefault)) !=
+            cudaSuccess)
+            return e;
+        if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+        *blocks = (uint32_t)(per_sm > 0 ? per_sm : 1) * (uint32_t)(sms > 0 ? sms : 1);
+    }
     std::lock_guard<std::mutex> lock(mu);
-    if (used < 64) cache[used++] = {kernel, dev, threads, smem, *blocks};
+    if (used < 64) cache[used++] = {kernel, dev, threads, smem, cluster, *blocks};
     return cudaSuccess;
 }
 

@@ -19,7 +19,7 @@ int kernel_arch();
 // Blocks of `kernel` (launched with `threads` threads and `smem` bytes of dynamic shared
 // memory) that the current device holds at once: occupancy x SMs, at least 1. Cached per
 // kernel, device and size: persistent kernels ask at every launch, and eager decode launches
-// every step.
-cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32_t *blocks);
+// every step. With cluster > 1 (sm_90): the blocks of the clusters of that size it holds at once.
+cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32_t *blocks, uint32_t cluster = 1);
 
 } // namespace gpt_cuda

@@ -191,13 +191,16 @@ __device__ __forceinline__ int pack_bytes(int a, int b, int c, int d) {
 // or - with norm_w, an RMSNorm folded into the GEMV - the f32 residual row, staged as x *
 // norm_w: the norm's other factor, rsqrt(mean(x^2) + eps), is one number a row, which the
 // per-block scales make no difference to, so the caller applies it to the sums. Returns this
-// thread's share of sum(x^2) with norm_w, else 0.
-__device__ inline float stage_x_i8(const void *x, const float *norm_w, uint32_t k, void *staged) {
+// thread's share of sum(x^2) with norm_w, else 0. A round is blockDim.x / 4 blocks of x; with
+// share > 1 (a cluster of `share` blocks staging one x together, PERFORMANCE 61) this block
+// stages rounds rank, rank + share, ... only, and copy_peer_rounds fetches the rest.
+__device__ inline float stage_x_i8(const void *x, const float *norm_w, uint32_t k, void *staged, uint32_t rank = 0,
+                                   uint32_t share = 1) {
     int4 *words = static_cast<int4 *>(staged);
-    const uint32_t n_blocks = k / 32, part = threadIdx.x & 3;
+    const uint32_t n_blocks = k / 32, part = threadIdx.x & 3, per_round = blockDim.x / 4;
     float2 *meta = reinterpret_cast<float2 *>(words + 4 * n_blocks);
     float squares = 0.0f;
-    for (uint32_t first = 0; first < n_blocks; first += blockDim.x / 4) { // every thread runs every round (shuffles)
+    for (uint32_t first = rank * per_round; first < n_blocks; first += share * per_round) { // every thread runs every round (shuffles)
         const uint32_t blk = first + threadIdx.x / 4, at = 32 * blk + 8 * part;
         float v[8] = {};
         if (blk < n_blocks && norm_w) {
@@ -240,6 +243,26 @@ __device__ inline float stage_x_i8(const void *x, const float *norm_w, uint32_t 
         if (part == 0) meta[blk] = make_float2(__fdiv_rn(m, 127.0f * 254.0f * 16.0f), __int_as_float(-8 * sum));
     }
     return squares;
+}
+
+// The rounds of a staged x that the other blocks of the cluster staged (stage_x_i8 with
+// `share`), copied from their shared memory into this block's, after a cluster barrier that
+// follows their staging and before one that keeps them alive until every copy is done.
+__device__ inline void copy_peer_rounds(void *staged, uint32_t k, uint32_t rank, uint32_t share) {
+    int4 *words = static_cast<int4 *>(staged);
+    const uint32_t n_blocks = k / 32, per_round = blockDim.x / 4;
+    int2 *meta = reinterpret_cast<int2 *>(words + 4 * n_blocks);
+    for (uint32_t blk = threadIdx.x; blk < n_blocks; blk += blockDim.x) {
+        const uint32_t owner = (blk / per_round) % share;
+        if (owner == rank) continue;
+        int4 v[4]; // the block's four words, loaded together
+#pragma unroll
+        for (int a = 0; a < 4; a++) v[a] = peer_load16(peer_addr(words + a * n_blocks + blk, owner));
+        const int2 m = peer_load8(peer_addr(meta + blk, owner));
+#pragma unroll
+        for (int a = 0; a < 4; a++) words[a * n_blocks + blk] = v[a];
+        meta[blk] = m;
+    }
 }
 
 // The staged x of a row of k elements: words(a, blk) is int4 a (0-3: hi 0-3, hi 4-7, lo 0-3,

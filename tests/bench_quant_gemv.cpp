@@ -291,8 +291,9 @@ int main(int argc, char **argv) {
                     char f16[64] = "f16 n/a";
                     if (rows <= kGemvMaxRows)
                         std::snprintf(f16, sizeof f16, "f16 %7.2f us %5.0f GB/s", f16_us[rows], gbs((double)f16_bytes, f16_us[rows]));
-                    std::printf("%-17s %-7s rows %u  %-16s tk %3u blocks %5u  %8.2f us %5.0f GB/s | %s | maxrel %.1e%s\n",
-                                shape.c_str(), q.name, rows, quant_gemv_variant_name(v), 1u << plan.log_tk, plan.blocks, us,
+                    std::printf("%-17s %-7s rows %u  %-16s tk %3u blocks %5u cl %u  %8.2f us %5.0f GB/s | %s | maxrel %.1e%s\n",
+                                shape.c_str(), q.name, rows, quant_gemv_variant_name(v), 1u << plan.log_tk, plan.blocks,
+                                plan.cluster ? plan.cluster : 1, us,
                                 gbs((double)bytes, us), f16, rel, rel < 1e-2 ? "" : "  MISMATCH");
                 }
             }

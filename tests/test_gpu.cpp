@@ -1323,18 +1323,26 @@ std::vector<QuantLaunch> quant_launches(const GemvArgs &a) {
     const bool i8_fits = a.rows == 1 && gpt_cuda::i8_staged_bytes(a.k) <= (48u << 10);
     for (uint32_t log_tk = 5; log_tk <= 8; log_tk++) {
         const uint32_t groups = (sets + (256u >> log_tk) - 1) / (256u >> log_tk);
-        out.push_back({"tiled tk " + std::to_string(1u << log_tk), false, {0, log_tk, groups, 0}, false});
+        out.push_back({"tiled tk " + std::to_string(1u << log_tk), false, {0, log_tk, groups, 0, 0}, false});
         for (uint32_t blocks : {1u, 3u}) {
             if (xs_fits) // the stream kernel stages x in shared memory
                 out.push_back({"stream-xs tk " + std::to_string(1u << log_tk) + " blocks " + std::to_string(blocks), false,
-                               {1, log_tk, blocks, 1}, false});
-            if (i8_fits)
+                               {1, log_tk, blocks, 1, 0}, false});
+            if (i8_fits) {
                 out.push_back({"stream-i8 tk " + std::to_string(1u << log_tk) + " blocks " + std::to_string(blocks), false,
-                               {3, log_tk, blocks, 1}, true});
+                               {3, log_tk, blocks, 1, 1}, true});
+                // clusters that stage x together, more blocks than rounds included (k <= 2,048: one round)
+                for (uint32_t cluster : {2u, 4u, 8u})
+                    if (quant_gemv_clusters_supported())
+                        out.push_back({"stream-i8 tk " + std::to_string(1u << log_tk) + " blocks " + std::to_string(blocks) +
+                                           " cluster " + std::to_string(cluster),
+                                       false, {3, log_tk, blocks, 1, cluster}, true});
+            }
         }
         if (quant_gemv_mma_supported()) { // the tensor-core kernel: 1-8 warps a tile of 16 weight rows
             const uint32_t tiles = (a.n + (a.glu ? 7 : 15)) / (a.glu ? 8 : 16);
-            out.push_back({"mma tk " + std::to_string(1u << log_tk), false, {2, log_tk, (tiles + (256u >> log_tk) - 1) / (256u >> log_tk), 0}, false});
+            out.push_back({"mma tk " + std::to_string(1u << log_tk), false,
+                           {2, log_tk, (tiles + (256u >> log_tk) - 1) / (256u >> log_tk), 0, 0}, false});
         }
     }
     return out;

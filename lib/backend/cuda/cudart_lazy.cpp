@@ -77,6 +77,8 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
       (dst, src, n, kind, stream))                                                                                       \
     X(cudaMemset, (void *ptr, int value, size_t n), (ptr, value, n))                                                     \
     X(cudaMemsetAsync, (void *ptr, int value, size_t n, cudaStream_t stream), (ptr, value, n, stream))                   \
+    X(cudaOccupancyMaxActiveClusters, (int *clusters, const void *func, const cudaLaunchConfig_t *config),               \
+      (clusters, func, config))                                                                                          \
     X(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                                                            \
       (int *blocks, const void *func, int block_size, size_t smem, unsigned int flags),                                  \
       (blocks, func, block_size, smem, flags))                                                                           \
