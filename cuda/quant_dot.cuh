@@ -186,6 +186,18 @@ __device__ __forceinline__ int pack_bytes(int a, int b, int c, int d) {
     return (int)__byte_perm(__byte_perm((uint32_t)a, (uint32_t)b, 0x0040), __byte_perm((uint32_t)c, (uint32_t)d, 0x0040), 0x5410);
 }
 
+// Rounding to the nearest integer (ties to even, |t| < 2^22) by the float adder: r = t + 1.5 x
+// 2^23 has a unit last place, so the addition rounds t, and r holds the result in its low
+// mantissa bits (magic_to_int) or, less the constant, as a float (magic_to_float, exact). The
+// staging's rint and two float-to-int conversions an element ran on the quarter-rate
+// conversion pipe (24 a thread a round); these are full-rate adds, with the same results. The
+// _rn intrinsics keep the compiler from fusing the multiply before an add into an FMA (one
+// rounding, not the rounded product's rint).
+constexpr float kRoundMagic = 12582912.0f; // 1.5 x 2^23
+__device__ __forceinline__ float add_round_magic(float t) { return __fadd_rn(t, kRoundMagic); }
+__device__ __forceinline__ int magic_to_int(float r) { return __float_as_int(r) - 0x4B400000; } // the bits of 1.5 x 2^23
+__device__ __forceinline__ float magic_to_float(float r) { return __fsub_rn(r, kRoundMagic); }  // exact
+
 // Stages a row of x (k values, k a multiple of 32) in the layout above, with the whole block
 // (blockDim.x a multiple of 4): 4 threads a block of 32 elements, 8 elements each. x is f16,
 // or - with norm_w, an RMSNorm folded into the GEMV - the f32 residual row, staged as x *
@@ -225,10 +237,10 @@ __device__ inline float stage_x_i8(const void *x, const float *norm_w, uint32_t 
         const float inv = m > 0.0f ? __fdiv_rn(127.0f, m) : 0.0f;
         int hi[8], lo[8], sum = 0;
 #pragma unroll
-        for (int e = 0; e < 8; e++) {
-            const float t = v[e] * inv, h = rintf(t);
-            hi[e] = (int)h;
-            lo[e] = __float2int_rn((t - h) * 254.0f);
+        for (int e = 0; e < 8; e++) { // |t| <= 127, |(t - h) * 254| <= 127
+            const float t = __fmul_rn(v[e], inv), r = add_round_magic(t), h = magic_to_float(r);
+            hi[e] = magic_to_int(r);
+            lo[e] = magic_to_int(add_round_magic(__fmul_rn(__fsub_rn(t, h), 254.0f)));
             sum += 254 * hi[e] + lo[e];
         }
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
