@@ -21,6 +21,7 @@
 #include <cstring>
 
 #ifdef __CUDACC__
+#include "cluster.cuh"
 #include "common.cuh"
 #define GPT_QUANT_HD __host__ __device__ __forceinline__
 #else
