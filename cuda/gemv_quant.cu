@@ -527,8 +527,13 @@ cudaError_t quant_gemv_plan(const GemvArgs &a, int variant, QuantGemvPlan *plan)
     QuantGemvPlan p{variant == QGEMV_STREAM_I8 ? 3 : 1, 5, 1, 1, 1};
     if (p.kernel == 3) p.cluster = i8_cluster(a);
     uint32_t resident = 0;
-    const cudaError_t e =
-        resident_blocks(reinterpret_cast<const void *>(kernel_of(a, p)), kThreads, plan_staged_bytes(a, p), &resident, p.cluster);
+    const void *kernel = reinterpret_cast<const void *>(kernel_of(a, p));
+    cudaError_t e = resident_blocks(kernel, kThreads, plan_staged_bytes(a, p), &resident, p.cluster);
+    if (e != cudaSuccess && p.cluster > 1) { // a device that cannot hold the clusters: single blocks
+        cudaGetLastError();
+        p.cluster = 1;
+        e = resident_blocks(kernel, kThreads, plan_staged_bytes(a, p), &resident, 1);
+    }
     if (e != cudaSuccess) return e;
     // Threads per set: the fewest serial steps for the slowest block - rounds of resident
     // blocks times the steps of a set, counting a set's end as half a step (the reduction and
