@@ -28,6 +28,7 @@
 
 #include "add_norm.cuh"
 #include "attention.cuh"
+#include "attention_short.cuh"
 #include "bias_act.cuh"
 #include "embed.cuh"
 #include "gemv.cuh"
@@ -173,6 +174,9 @@ void expect_close(const char *what, const std::vector<float> &got, const std::ve
         }
     }
     const double rel = std::sqrt(num / std::max(den, 1e-30));
+    // GPT_TEST_REPORT=TEXT prints the error of every check whose name contains TEXT.
+    static const char *report = std::getenv("GPT_TEST_REPORT");
+    if (report && std::strstr(what, report)) std::printf("  %s: relative error %.4g (tolerance %.3g)\n", what, rel, tol);
     if (!(rel <= tol))
         fail_msg("%s: relative error %.3g > %.3g; worst element %zu: got %.8g want %.8g", what, rel, tol, wi, got[wi], want[wi]);
 }
@@ -428,6 +432,7 @@ struct AttnFeatures {
     uint32_t window = 0;    // sliding window (Mistral, Gemma-2/3)
     float softcap = 0;      // score soft-capping (Gemma-2)
     float scale = 0;        // 0: 1 / sqrt(head_dim)
+    bool short_kernel = false; // attention_short.cu (decode); without q/k norms it also rotates and caches
 };
 
 // q/k norms + RoPE + cache append + attention over a cache that already holds earlier
@@ -436,7 +441,20 @@ struct AttnFeatures {
 void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint32_t hd, bool rope, uint32_t n_splits,
                     uint32_t n_new, const AttnFeatures &f = {}) {
     const uint32_t max_batch = 2, max_seq = 400, qkv_dim = (n_heads + 2 * n_kv) * hd;
-    const uint32_t start[2] = {(uint32_t)(g_rng() % 200), (uint32_t)(g_rng() % 200)};
+    // The short kernel takes up to max_keys keys a row: positions below it (one new row each).
+    const uint32_t max_keys = f.short_kernel ? attention_short_max_keys(n_heads, n_kv, hd, (int)kvt) : 0;
+    if (f.short_kernel && max_keys == 0) { // rows not of whole 16-byte vectors: refused
+        assert_true(hd * gpt::dtype_bytes(kvt) % 16 != 0);
+        AttentionArgs a{};
+        a.rows = a.rows_per_seq = 1;
+        a.n_heads = n_heads, a.n_kv_heads = n_kv, a.head_dim = hd, a.max_seq = max_seq;
+        a.act_dtype = (int)act, a.kv_dtype = (int)kvt;
+        assert_int_equal(launch_attention_short(a, AttentionShortFold{}, 16, 0), cudaErrorInvalidValue);
+        return;
+    }
+    assert_true(!f.short_kernel || (max_keys >= 16 && n_new == 1));
+    const uint32_t span = f.short_kernel ? std::min(200u, max_keys) : 200u;
+    const uint32_t start[2] = {(uint32_t)(g_rng() % span), f.short_kernel ? max_keys - 1 : (uint32_t)(g_rng() % span)};
     const uint32_t rows = 2 * n_new, rot = f.rot_dim ? f.rot_dim : hd;
     const float scale = f.scale > 0 ? f.scale : 1.0f / std::sqrt((float)hd);
     auto qkv = randn(rows * qkv_dim);
@@ -494,7 +512,8 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     r.max_seq = max_seq;
     r.act_dtype = (int)act;
     r.kv_dtype = (int)kvt;
-    CK(launch_rope_append(r, 0));
+    const bool fold = f.short_kernel && !normed; // the short kernel rotates and caches
+    if (!fold) CK(launch_rope_append(r, 0));
     AttentionArgs a{};
     a.qkv = dqkv.p;
     a.positions = r.positions;
@@ -516,7 +535,8 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     a.softcap = f.softcap;
     a.act_dtype = (int)act;
     a.kv_dtype = (int)kvt;
-    CK(launch_attention(a, 0));
+    if (f.short_kernel) CK(launch_attention_short(a, AttentionShortFold{r.cos, r.sin, r.rot_dim, fold ? 1 : 0}, max_keys, 0));
+    else CK(launch_attention(a, 0));
     CK(cudaDeviceSynchronize());
 
     // CPU: norm, rotate, round like the device (activation dtype, then kv dtype), append, attend.
@@ -553,14 +573,16 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
             gpt::cpu::attend(&q[i * qkv_dim + h * hd], &kexp[base], &vexp[base], end - first, hd, scale, f.softcap,
                              scores.data(), &want[(i * n_heads + h) * hd]);
         }
-    char what[224];
+    char what[240];
     std::snprintf(what, sizeof what,
-                  "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d rot=%u qk_norm=%d/%d/%d window=%u softcap=%g splits=%u new=%u",
+                  "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d rot=%u qk_norm=%d/%d/%d window=%u softcap=%g splits=%u new=%u short=%u",
                   dname(act), dname(kvt), n_heads, n_kv, hd, rope, rot, f.qk_norm, f.qk_norm_whole, f.no_k_norm, f.window,
-                  f.softcap, n_splits, n_new);
+                  f.softcap, n_splits, n_new, max_keys);
     const double tol = (act == DType::F32 && kvt == DType::F32) ? 1e-5 : 1e-2;
     expect_close(what, dout.download(), want, tol);
     expect_close((std::string(what) + " k cache").c_str(), dk.download(), kexp, tol);
+    expect_close((std::string(what) + " v cache").c_str(), dv.download(), vexp, tol);
+    if (fold) return; // q was rotated in the kernel's shared memory, not in place
     // q (normed and rotated in place) is what the attention read: compare it too.
     std::vector<float> qgot = dqkv.download(), qwant(rows * n_heads * hd), qdev(rows * n_heads * hd);
     for (uint32_t i = 0; i < rows; i++)
@@ -655,6 +677,44 @@ void test_gpu_attention_features(void **) {
                 attention_case(act, act, 8, 2, 128, true, 1, n_new, feats(128, which));
                 attention_case(act, act, 4, 4, 64, true, 1, n_new, feats(64, which));
             }
+}
+
+// The short decode kernel (attention_short.cu), one new row for each of two sequences, one of
+// them at the kernel's key limit: rotating and caching k and v itself (no q/k norms: GPT-2,
+// Llama) and after rope_append (q/k norms), against the same CPU reference as the split kernel.
+void test_gpu_attention_short(void **) {
+    SKIP_WITHOUT_GPU();
+    auto feats = [](int which, uint32_t hd) {
+        AttnFeatures f;
+        f.short_kernel = true;
+        switch (which) {
+        case 1: f.window = 7; break;
+        case 2: f.window = 1000; f.rot_dim = hd / 2; break;
+        case 3: f.qk_norm = true; break;                                    // rope_append first
+        case 4: f.qk_norm_whole = true; f.no_k_norm = hd == 64; break;                  // OLMoE's norms
+        case 5: f.softcap = 1.0f; f.scale = 0.4f; break;                    // scores reach the cap
+        case 6: f.softcap = 50.0f; f.window = 33; f.rot_dim = hd * 3 / 4 / 2 * 2; break;
+        }
+        return f;
+    };
+    for (DType act : {DType::F32, DType::F16, DType::BF16})
+        for (DType kvt : {DType::F32, DType::F16, DType::BF16})
+            for (int which = 0; which < 7; which++) {
+                attention_case(act, kvt, 4, 4, 64, false, 1, 1, feats(which, 64)); // GPT-2-like, no RoPE
+                attention_case(act, kvt, 8, 8, 96, false, 1, 1, feats(which, 96)); // the 768-wide character model
+                attention_case(act, kvt, 8, 2, 128, true, 1, 1, feats(which, 128)); // GQA with RoPE
+                attention_case(act, kvt, 7, 1, 80, true, 1, 1, feats(which, 80));   // one kv head
+                attention_case(act, kvt, 6, 3, 12, true, 1, 1, feats(which, 12));   // f32 only (48-byte rows); refused in 16 bits
+                attention_case(act, kvt, 4, 2, 256, true, 1, 1, feats(which, 256)); // largest head_dim
+            }
+    for (DType act : {DType::F32, DType::F16, DType::BF16}) {
+        const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
+        attention_case(act, kvt, 64, 1, 32, true, 1, 1, feats(0, 32)); // the largest query group
+        attention_case(act, kvt, 6, 3, 8, true, 1, 1, feats(0, 8));    // tiny head_dim (rows of one or two vectors)
+        attention_case(act, kvt, 5, 5, 6, true, 1, 1, feats(0, 6));    // rows of 12 or 24 bytes: refused
+        attention_case(act, kvt, 14, 2, 64, true, 1, 1, feats(0, 64)); // a group of 7 in blocks of 2 heads
+        attention_case(act, kvt, 12, 2, 40, false, 1, 1, feats(0, 40)); // a group of 6 in blocks of 3 heads
+    }
 }
 
 // ---------------------------------------------------------------- whole executor
@@ -1158,6 +1218,58 @@ void test_gpu_model_logits(void **) {
                 expect_close((std::string(what) + " decode").c_str(), lb, la, mode.tol);
             }
         }
+}
+
+// Decode steps from below the short attention kernel's key limit to past it (the step's
+// graph changes from the short kernel, which rotates and caches k and v itself, to the split
+// kernel and its combine step, which read what it cached), against the CPU at every step:
+// f32, and f16 with the f16 cache.
+void test_gpu_decode_across_short_attention(void **) {
+    SKIP_WITHOUT_GPU();
+    uint32_t tested = 0;
+    for (fixture::Spec s : model_specs()) {
+        for (gpt::DType t : {gpt::DType::F32, gpt::DType::F16}) {
+            s.dtype = t;
+            s.context_length = 320;
+            const uint32_t hd = s.head_dim ? s.head_dim : s.d_model / s.n_heads;
+            const uint32_t kv_heads = s.arch == GPT_ARCH_GPT2 ? s.n_heads : s.n_kv_heads;
+            const uint32_t limit = attention_short_max_keys(s.n_heads, kv_heads, hd, (int)t);
+            if (limit == 0) continue; // rows not of whole 16-byte vectors (gpt2's f16 fixture): the split kernel only
+            assert_true(limit >= 16 && limit + 4 <= s.context_length);
+            tested++;
+            auto fx = fixture::make(s);
+            Loaded cpu, gpu, split;
+            load(cpu, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0);
+            load(gpu, fx, 0, GPT_DTYPE_AUTO, 0);
+            setenv("GPT_ATTN_SHORT", "0", 1); // read when the context is created
+            load(split, fx, 0, GPT_DTYPE_AUTO, 0);
+            unsetenv("GPT_ATTN_SHORT");
+            const uint32_t V = fx.config.vocab_size, T = limit - 5; // decode positions limit - 5 .. limit + 2
+            std::vector<int32_t> toks(T + 8);
+            for (auto &x : toks) x = (int32_t)(g_rng() % V);
+            std::vector<float> a(V, NAN), b(V, NAN), c(V, NAN);
+            assert_int_equal(gpt_forward(cpu.c, toks.data(), 1, T, 0, a.data()), GPT_OK);
+            assert_int_equal(gpt_forward(gpu.c, toks.data(), 1, T, 0, b.data()), GPT_OK);
+            assert_int_equal(gpt_forward(split.c, toks.data(), 1, T, 0, c.data()), GPT_OK);
+            const double tol = t == gpt::DType::F32 ? 1e-4 : 2e-2;
+            bool paths_differ = false; // the short kernel's sums are not the split kernel's: proof it ran
+            for (uint32_t i = 0; i < 8; i++) {
+                std::fill(b.begin(), b.end(), NAN);
+                assert_int_equal(gpt_forward(cpu.c, &toks[T + i], 1, 1, 0, a.data()), GPT_OK);
+                assert_int_equal(gpt_forward(gpu.c, &toks[T + i], 1, 1, 0, b.data()), GPT_OK);
+                assert_int_equal(gpt_forward(split.c, &toks[T + i], 1, 1, 0, c.data()), GPT_OK);
+                char what[128];
+                std::snprintf(what, sizeof what, "%s %s decode at position %u (short kernel up to %u keys)", gpt_arch_name(s.arch),
+                              gpt::dtype_name(t), T + i, limit);
+                expect_close(what, b, a, tol);
+                expect_close((std::string(what) + ", split kernel").c_str(), c, a, tol);
+                if (T + i < limit) paths_differ = paths_differ || b != c;
+            }
+            if (t == gpt::DType::F32 && !paths_differ)
+                fail_msg("%s: the short and split kernels gave the same bits below %u keys: was the short one used?", gpt_arch_name(s.arch), limit);
+        }
+    }
+    assert_true(tested >= 8);
 }
 
 // Greedy generation: identical on CPU and CUDA fp32, unless the CPU's top two logits are
@@ -3076,6 +3188,8 @@ int main(void) {
         cmocka_unit_test(test_gpu_swiglu_embed),
         cmocka_unit_test(test_gpu_attention),
         cmocka_unit_test(test_gpu_attention_features),
+        cmocka_unit_test(test_gpu_attention_short),
+        cmocka_unit_test(test_gpu_decode_across_short_attention),
         cmocka_unit_test(test_gpu_executor_features),
         cmocka_unit_test(test_gpu_sample),
         cmocka_unit_test(test_gpu_sample_adjustments),

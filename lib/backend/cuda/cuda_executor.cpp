@@ -37,6 +37,7 @@
 #include "moe_grouped_gemm.cuh"
 #include "norm_add.cuh"
 #include "rope_append.cuh"
+#include "attention_short.cuh"
 #include "sample.cuh"
 #include "softcap.cuh"
 #include "swiglu.cuh"
@@ -86,6 +87,7 @@ public:
             GPT_CUDA_CHECK(cublas().set_workspace(cublas_, dev(plan_.cublas_ws), plan_.cublas_ws.bytes));
             GPT_CUDA_CHECK(cublas().set_math_mode(cublas_, p.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
             upload_rope_tables();
+            short_keys_ = short_attention_keys(s, p);
         } catch (...) {
             release();
             throw;
@@ -102,6 +104,10 @@ public:
         pending_delta_ = false;
         pending_norm_ = {};
         last_rows_only_ = false;
+        // A decode step whose rows all attend to short_keys_ keys or fewer takes the short
+        // attention kernel (its graph is recorded apart from the split kernel's).
+        short_step_ = short_keys_ && in.n_tokens == 1 && rows_ <= p_.max_batch;
+        for (uint32_t b = 0; b < in.batch && short_step_; b++) short_step_ = in.start_pos[b] < short_keys_;
         int32_t *tok = host<int32_t>(plan_.h_tokens), *pos = host<int32_t>(plan_.h_positions), *seq = host<int32_t>(plan_.h_seqs);
         for (uint32_t b = 0; b < in.batch; b++)
             for (uint32_t t = 0; t < in.n_tokens; t++) {
@@ -141,7 +147,7 @@ public:
             ops();
             return;
         }
-        Graph &g = graph_for(in_.batch, in_.n_tokens, in_.all_logits);
+        Graph &g = graph_for(in_.batch, in_.n_tokens, in_.all_logits, short_step_);
         const bool decode = in_.n_tokens == 1 && !in_.all_logits;
         if (!g.exec && (decode || g.runs >= 1) && !capture(g, ops)) {
             // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
@@ -285,9 +291,14 @@ public:
         r.max_seq = p_.max_seq;
         r.act_dtype = (int)p_.compute;
         r.kv_dtype = (int)p_.kv;
-        GPT_CUDA_CHECK(launch_rope_append(r, stream_));
-        // Every row's k and v are cached now; nothing may read the other rows again.
-        if (last_rows_suffice(in_, shape_, s.layer)) keep_last_rows();
+        // A short step's attention kernel rotates and caches k and v itself where no q/k norm
+        // comes first (the norms stay in rope_append).
+        const bool fold = short_step_ && !r.q_norm && !r.k_norm;
+        if (!fold) {
+            GPT_CUDA_CHECK(launch_rope_append(r, stream_));
+            // Every row's k and v are cached now; nothing may read the other rows again.
+            if (last_rows_suffice(in_, shape_, s.layer)) keep_last_rows();
+        }
 
         AttentionArgs a{};
         a.qkv = dev(plan_.qkv);
@@ -312,6 +323,11 @@ public:
         a.softcap = s.softcap;
         a.act_dtype = (int)p_.compute;
         a.kv_dtype = (int)p_.kv;
+        if (short_step_) {
+            const AttentionShortFold f{r.cos, r.sin, r.rot_dim, fold ? 1 : 0};
+            GPT_CUDA_CHECK(launch_attention_short(a, f, short_keys_, stream_));
+            return;
+        }
         GPT_CUDA_CHECK(launch_attention(a, stream_));
     }
 
@@ -507,6 +523,7 @@ private:
     struct Graph {
         uint32_t batch = 0, n_tokens = 0;
         bool all_logits = false;
+        bool short_attention = false;
         uint32_t runs = 0;
         uint64_t last_use = 0;
         cudaGraphExec_t exec = nullptr;
@@ -515,10 +532,10 @@ private:
         Weight head_bias;  // and its bias (empty: none)
     };
 
-    Graph &graph_for(uint32_t batch, uint32_t n_tokens, bool all) {
+    Graph &graph_for(uint32_t batch, uint32_t n_tokens, bool all, bool short_attention) {
         Graph *lru = nullptr;
         for (Graph &g : graphs_) {
-            if (g.batch == batch && g.n_tokens == n_tokens && g.all_logits == all) {
+            if (g.batch == batch && g.n_tokens == n_tokens && g.all_logits == all && g.short_attention == short_attention) {
                 g.last_use = ++clock_;
                 return g;
             }
@@ -530,7 +547,7 @@ private:
         } else if (lru->exec) {
             GPT_CUDA_CHECK(cudaGraphExecDestroy(lru->exec)); // not running: begin_step synchronised
         }
-        *lru = Graph{batch, n_tokens, all, 0, ++clock_, nullptr, Weight{}, 0.0f, Weight{}};
+        *lru = Graph{batch, n_tokens, all, short_attention, 0, ++clock_, nullptr, Weight{}, 0.0f, Weight{}};
         return *lru;
     }
 
@@ -901,6 +918,13 @@ private:
                                        shape_.d_model, dev(plan_.h), (int)p_.compute, stream_));
         pending_delta_ = false;
     }
+    // The short attention kernel's key limit for this shape and cache type; 0 (never) with
+    // GPT_ATTN_SHORT=0 (A/B runs).
+    static uint32_t short_attention_keys(const ModelShape &s, const ExecParams &p) {
+        const char *v = std::getenv("GPT_ATTN_SHORT");
+        if (v && std::strcmp(v, "0") == 0) return 0;
+        return attention_short_max_keys(s.n_heads, s.n_kv_heads, s.head_dim, (int)p.kv);
+    }
     // GPT_FOLD_NORM=0 keeps every norm its own kernel (A/B runs).
     static bool fold_norms() {
         static const bool on = [] {
@@ -962,6 +986,8 @@ private:
         float eps = 0;
     } pending_norm_;
     bool last_rows_only_ = false; // keep_last_rows ran: rows_ is the batch, one row a sequence
+    uint32_t short_keys_ = 0;     // the most keys the short attention kernel takes (0: never)
+    bool short_step_ = false;     // this step's attention takes it (begin_step)
 
 };
 
