@@ -229,14 +229,7 @@ __global__ void __launch_bounds__(512) attention_kernel(AttentionArgs a, uint32_
                 const float *p = s.p + slot * kTile;
                 const float c = s.corr[slot];
                 float4 v = make_float4(acc[j].x * c, acc[j].y * c, acc[j].z * c, acc[j].w * c);
-                for (uint32_t t = 0; t < n; t++) {
-                    const float w = p[t];
-                    const float4 x = reinterpret_cast<const float4 *>(s.v + t * s.stride)[d4];
-                    v.x += w * x.x;
-                    v.y += w * x.y;
-                    v.z += w * x.z;
-                    v.w += w * x.w;
-                }
+                for (uint32_t t = 0; t < n; t++) add_scaled(v, p[t], reinterpret_cast<const float4 *>(s.v + t * s.stride)[d4]);
                 acc[j] = v;
             }
         }

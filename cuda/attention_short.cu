@@ -226,14 +226,7 @@ __global__ void __launch_bounds__(kThreads) attention_short_kernel(AttentionArgs
         const float *ps = p + slot * max_keys;
         float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 4
-        for (uint32_t t = tid / outs; t < n; t += shares) {
-            const float w = ps[t];
-            const float4 v = load4(v_row(t), d0);
-            acc.x += w * v.x;
-            acc.y += w * v.y;
-            acc.z += w * v.z;
-            acc.w += w * v.w;
-        }
+        for (uint32_t t = tid / outs; t < n; t += shares) add_scaled(acc, ps[t], load4(v_row(t), d0));
         share_sums[tid] = acc;
     }
     __syncthreads();

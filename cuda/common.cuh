@@ -59,6 +59,13 @@ __device__ __forceinline__ float activate(float v, int act) {
 }
 // cap * tanh(v / cap): Gemma-2's soft-capping of scores and logits (callers test cap > 0).
 __device__ __forceinline__ float soft_cap(float v, float cap) { return cap * tanhf(v / cap); }
+// acc += w * x, element by element (the attention kernels' value sums).
+__device__ __forceinline__ void add_scaled(float4 &acc, float w, const float4 &x) {
+    acc.x += w * x.x;
+    acc.y += w * x.y;
+    acc.z += w * x.z;
+    acc.w += w * x.w;
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
