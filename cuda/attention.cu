@@ -32,31 +32,6 @@ __device__ __forceinline__ uint32_t split_chunk(uint32_t n_keys, uint32_t n_spli
     return ceil_div(ceil_div(n_keys, n_splits), kSplitGrain) * kSplitGrain;
 }
 
-// Query slots a block serves (rows of one sequence x the kv head's query group): 16 where the
-// grid fills the GPU; a prompt of few rows (the 256-row re-encode of a small model: 16 row
-// groups x 8 heads = 128 blocks) has too few blocks for it, so the slots halve, down to 4,
-// while the grid would hold fewer than 1.5 blocks an SM (PERFORMANCE 65: H200, a prompt of
-// 256, 8 slots for 8 or 12 heads and 4 for 6 heads measured fastest, -6 to -10%). A decode
-// step has one row a sequence whatever the slots.
-uint32_t sm_count() {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return (uint32_t)v;
-}
-uint32_t rows_per_block_for(uint32_t group, uint32_t rows_per_seq, uint32_t seqs, uint32_t n_kv_heads) {
-    auto rows_of = [&](uint32_t slots) {
-        const uint32_t r = group >= slots ? 1u : slots / group;
-        return r < rows_per_seq ? r : rows_per_seq;
-    };
-    const uint64_t target = (uint64_t)sm_count() * 3 / 2;
-    uint32_t slots = 16;
-    while (slots > 4 && (uint64_t)seqs * ceil_div(rows_per_seq, rows_of(slots)) * n_kv_heads < target) slots /= 2;
-    return rows_of(slots);
-}
-
 // The keys [begin, end) a block serving row r reads: up to the last position of its row
 // group (rows of a sequence have rising positions), from the first row's window on.
 struct KeyRange {
@@ -339,6 +314,17 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(AttentionArgs a,
 
 } // namespace
 
+uint32_t attention_rows_per_block(uint32_t group, uint32_t rows_per_seq, uint32_t seqs, uint32_t n_kv_heads, uint32_t sms) {
+    auto rows_of = [&](uint32_t slots) {
+        const uint32_t r = group >= slots ? 1u : slots / group;
+        return r < rows_per_seq ? r : (rows_per_seq ? rows_per_seq : 1u);
+    };
+    const uint64_t target = (uint64_t)sms * 3 / 2;
+    uint32_t slots = 16;
+    while (slots > 4 && (uint64_t)seqs * ceil_div(rows_per_seq, rows_of(slots)) * n_kv_heads < target) slots /= 2;
+    return rows_of(slots);
+}
+
 cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (attention_tc_eligible(a)) return launch_attention_tc(a, stream);
@@ -351,7 +337,7 @@ cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t str
     if (hd > 256 || group > kMaxSlots || a.n_splits == 0 || a.n_splits > kMaxSplits || a.rows_per_seq == 0 ||
         a.rows % a.rows_per_seq != 0)
         return cudaErrorInvalidValue;
-    const uint32_t rows_per_block = rows_per_block_for(group, a.rows_per_seq, a.rows / a.rows_per_seq, a.n_kv_heads);
+    const uint32_t rows_per_block = attention_rows_per_block(group, a.rows_per_seq, a.rows / a.rows_per_seq, a.n_kv_heads, device_sm_count());
     const uint32_t slots = rows_per_block * group, hd4 = (hd + 3) / 4;
     // One float4 output per thread where 512 threads allow it (the value loop is the longest
     // chain), up to kMaxOut4 beyond.

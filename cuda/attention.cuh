@@ -35,6 +35,14 @@ cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream);
 // compute capability 8.0+. launch_attention picks it whenever eligible; it is exposed so
 // tests can compare the two.
 bool attention_tc_eligible(const AttentionArgs &a);
+
+// Rows of one sequence a block of the CUDA-core kernel serves, on a GPU of `sms` SMs: query
+// slots (rows x the kv head's query group, `group`) 16 where the grid fills the GPU, halved
+// down to 4 while the grid (seqs x row groups x n_kv_heads blocks) would hold fewer than 1.5
+// blocks an SM - a prompt of few rows (PERFORMANCE 65: a 256-row re-encode of a small model,
+// 128 blocks at 16 slots, ran 3-9% faster at 8 or 4). Never more than rows_per_seq; a decode
+// step (one row a sequence) gets 1. launch_attention_cuda_cores applies it.
+uint32_t attention_rows_per_block(uint32_t group, uint32_t rows_per_seq, uint32_t seqs, uint32_t n_kv_heads, uint32_t sms);
 cudaError_t launch_attention_tc(const AttentionArgs &a, cudaStream_t stream);
 // The CUDA-core kernel alone (any supported shape).
 cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t stream);

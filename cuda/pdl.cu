@@ -11,6 +11,8 @@ namespace gpt_cuda {
 
 namespace {
 __global__ void arch_probe_kernel() {}
+
+cudaError_t sm_count_of(int dev, int *sms) { return cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev); }
 } // namespace
 
 int kernel_arch() {
@@ -75,12 +77,21 @@ cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32
         if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&per_sm, kernel, threads, smem, cudaOccupancyDefault)) !=
             cudaSuccess)
             return e;
-        if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+        if ((e = sm_count_of(dev, &sms)) != cudaSuccess) return e;
         *blocks = (uint32_t)(per_sm > 0 ? per_sm : 1) * (uint32_t)(sms > 0 ? sms : 1);
     }
     std::lock_guard<std::mutex> lock(mu);
     if (used < 64) cache[used++] = {kernel, dev, threads, smem, cluster, *blocks};
     return cudaSuccess;
+}
+
+uint32_t device_sm_count() {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || sm_count_of(dev, &sms) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return (uint32_t)sms;
 }
 
 bool pdl_enabled() {

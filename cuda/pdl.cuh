@@ -21,5 +21,7 @@ int kernel_arch();
 // kernel, device and size: persistent kernels ask at every launch, and eager decode launches
 // every step. With cluster > 1 (sm_90): the blocks of the clusters of that size it holds at once.
 cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32_t *blocks, uint32_t cluster = 1);
+// The current device's SM count, or 0 when it cannot be told (the error is cleared).
+uint32_t device_sm_count();
 
 } // namespace gpt_cuda

@@ -593,8 +593,49 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     expect_close((std::string(what) + " q").c_str(), qdev, qwant, act == DType::F32 ? 1e-6 : 1e-2);
 }
 
+// attention_rows_per_block's rule (host arithmetic: runs without a GPU), on 132 SMs (target
+// 198 blocks) and on a 16-SM board: the shapes of PERFORMANCE 65's sweep get the slot counts
+// that measured fastest there, grids already full keep 16 slots, the floor is 4 slots, and
+// the rows never exceed a sequence's.
+void test_attention_rows_per_block_rule(void **) {
+    // A 256-row prompt, one sequence: char-dense-768 (8 heads) 8 rows, gpt2-124m (12) 8,
+    // shakespeare-char (6) 4 (at 16 rows: 128, 192 and 96 blocks; at 8: 256, 384, 192).
+    assert_int_equal(attention_rows_per_block(1, 256, 1, 8, 132), 8);
+    assert_int_equal(attention_rows_per_block(1, 256, 1, 12, 132), 8);
+    assert_int_equal(attention_rows_per_block(1, 256, 1, 6, 132), 4);
+    // Enough blocks at 16 slots: unchanged (TinyLlama's prompt of 512, group 8: 2 rows, 1,024 blocks).
+    assert_int_equal(attention_rows_per_block(8, 512, 1, 4, 132), 2);
+    assert_int_equal(attention_rows_per_block(1, 256, 1, 8, 16), 16);
+    // The floor: 4 slots however few the blocks; a group of 4 or more then serves one row.
+    assert_int_equal(attention_rows_per_block(1, 23, 1, 2, 132), 4);
+    assert_int_equal(attention_rows_per_block(4, 23, 1, 2, 132), 1);
+    assert_int_equal(attention_rows_per_block(2, 23, 1, 2, 132), 2);
+    // Groups of 16 or more: one row; a decode step: one row; never more rows than the sequence's.
+    assert_int_equal(attention_rows_per_block(32, 256, 1, 1, 132), 1);
+    assert_int_equal(attention_rows_per_block(1, 1, 8, 8, 132), 1);
+    assert_int_equal(attention_rows_per_block(1, 3, 1, 64, 132), 3);
+    // An unknown SM count (0): no halving.
+    assert_int_equal(attention_rows_per_block(1, 256, 1, 8, 0), 16);
+}
+
 void test_gpu_attention(void **) {
     SKIP_WITHOUT_GPU();
+    // Prompts sized for this GPU so that the kernel runs blocks of 16 and of 8 query slots
+    // (smaller prompts get 4: attention_rows_per_block): two sequences of 112 rows, 7 row
+    // groups each at 16 slots, over enough kv heads.
+    {
+        int dev = 0, sms = 0;
+        CK(cudaGetDevice(&dev));
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        const uint32_t target = (uint32_t)sms * 3 / 2, heads16 = (target + 13) / 14, heads8 = (target + 27) / 28;
+        assert_int_equal(attention_rows_per_block(1, 112, 2, heads16, (uint32_t)sms), 16);
+        assert_int_equal(attention_rows_per_block(1, 112, 2, heads8, (uint32_t)sms), 8);
+        for (DType act : {DType::F32, DType::BF16}) {
+            const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
+            attention_case(act, kvt, heads16, heads16, 32, true, 1, 112);
+            attention_case(act, kvt, heads8, heads8, 32, false, 1, 112);
+        }
+    }
     for (DType act : {DType::F32, DType::F16, DType::BF16})
         for (uint32_t splits : {1u, 7u, 200u}) {
             const DType kvt = act == DType::F32 ? DType::F32 : DType::F16;
@@ -3186,6 +3227,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_gemm_bias_gelu),
         cmocka_unit_test(test_gpu_gemv),
         cmocka_unit_test(test_gpu_swiglu_embed),
+        cmocka_unit_test(test_attention_rows_per_block_rule),
         cmocka_unit_test(test_gpu_attention),
         cmocka_unit_test(test_gpu_attention_features),
         cmocka_unit_test(test_gpu_attention_short),
