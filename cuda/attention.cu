@@ -331,13 +331,18 @@ cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream) {
     return launch_attention_cuda_cores(a, stream);
 }
 
+// The rule for this launch on the current device (out of line: host code kept small).
+__attribute__((noinline)) static uint32_t rows_per_block_for(const AttentionArgs &a) {
+    return attention_rows_per_block(a.n_heads / a.n_kv_heads, a.rows_per_seq, a.rows / a.rows_per_seq, a.n_kv_heads, device_sm_count());
+}
+
 cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     const uint32_t group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
     if (hd > 256 || group > kMaxSlots || a.n_splits == 0 || a.n_splits > kMaxSplits || a.rows_per_seq == 0 ||
         a.rows % a.rows_per_seq != 0)
         return cudaErrorInvalidValue;
-    const uint32_t rows_per_block = attention_rows_per_block(group, a.rows_per_seq, a.rows / a.rows_per_seq, a.n_kv_heads, device_sm_count());
+    const uint32_t rows_per_block = rows_per_block_for(a);
     const uint32_t slots = rows_per_block * group, hd4 = (hd + 3) / 4;
     // One float4 output per thread where 512 threads allow it (the value loop is the longest
     // chain), up to kMaxOut4 beyond.

@@ -11,8 +11,6 @@ namespace gpt_cuda {
 
 namespace {
 __global__ void arch_probe_kernel() {}
-
-cudaError_t sm_count_of(int dev, int *sms) { return cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev); }
 } // namespace
 
 int kernel_arch() {
@@ -77,7 +75,7 @@ cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32
         if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&per_sm, kernel, threads, smem, cudaOccupancyDefault)) !=
             cudaSuccess)
             return e;
-        if ((e = sm_count_of(dev, &sms)) != cudaSuccess) return e;
+        if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
         *blocks = (uint32_t)(per_sm > 0 ? per_sm : 1) * (uint32_t)(sms > 0 ? sms : 1);
     }
     std::lock_guard<std::mutex> lock(mu);
@@ -87,7 +85,7 @@ cudaError_t resident_blocks(const void *kernel, int threads, size_t smem, uint32
 
 uint32_t device_sm_count() {
     int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || sm_count_of(dev, &sms) != cudaSuccess) {
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
