@@ -28,6 +28,7 @@ def main():
     p.add_argument("--steps", type=int, default=50, help="profiled steps")
     p.add_argument("--rows", type=int, default=14, help="kernels listed")
     p.add_argument("--prefill", type=int, default=0, help="profile N-token prompts instead of one-token steps")
+    p.add_argument("--tf32", action="store_true", help="f32 models: allow TF32 (as `gpt bench --tf32`)")
     a = p.parse_args()
 
     build = os.path.dirname(os.path.dirname(os.path.abspath(a.gpt)))
@@ -45,7 +46,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.gpt")
         subprocess.run([a.gpt, "synth", a.shape, path, "--dtype", a.dtype], check=True, stdout=subprocess.DEVNULL)
-        with libgpt.Model(path, device=0) as m, libgpt.Context(m, cuda_graphs=False) as c:
+        with libgpt.Model(path, device=0) as m, libgpt.Context(m, cuda_graphs=False, allow_tf32=a.tf32) as c:
             def step():
                 if a.prefill:
                     c.reset()
@@ -62,7 +63,7 @@ def main():
                     step()
                 torch.cuda.synchronize()
     what = f"{a.prefill}-token prompts" if a.prefill else f"one-token steps from position {a.prompt + a.warmup}"
-    print(f"{a.shape} {a.dtype}: {a.steps} eager {what}; divide totals by {a.steps} for a step")
+    print(f"{a.shape} {a.dtype}{' (TF32 allowed)' if a.tf32 else ''}: {a.steps} eager {what}; divide totals by {a.steps} for a step")
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=a.rows, max_name_column_width=70))
 
 

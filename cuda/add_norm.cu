@@ -12,17 +12,18 @@ namespace {
 constexpr uint32_t kPerThread = 8; // register-resident elements per thread (rows up to 8192)
 
 template <typename T, bool IN_REGS>
-__global__ void add_norm_kernel(float *x, const T *delta, const float *w, const float *b, float eps, int rms,
+__global__ void add_norm_kernel(float *x, const T *delta, const float *delta_bias, const float *w, const float *b, float eps, int rms,
                                 uint32_t rows, uint32_t d, T *h) {
     __shared__ float scratch[32];
     const uint32_t r = blockIdx.x;
-    float wv[kPerThread], bv[kPerThread], xv[kPerThread];
+    float wv[kPerThread], bv[kPerThread], dbv[kPerThread], xv[kPerThread];
     if (IN_REGS) { // weights are never written: fetch them while the previous kernel finishes
 #pragma unroll
         for (uint32_t k = 0; k < kPerThread; k++) {
             const uint32_t i = threadIdx.x + k * blockDim.x;
             wv[k] = i < d ? w[i] : 0.0f;
             bv[k] = (i < d && !rms && b) ? b[i] : 0.0f;
+            dbv[k] = (i < d && delta_bias) ? delta_bias[i] : 0.0f;
         }
     }
     pdl_wait();
@@ -37,7 +38,7 @@ __global__ void add_norm_kernel(float *x, const T *delta, const float *w, const 
         for (uint32_t k = 0; k < kPerThread; k++) {
             const uint32_t i = threadIdx.x + k * blockDim.x;
             xv[k] = i < d ? xr[i] : 0.0f;
-            if (i < d && dr) xv[k] += to_f32(dr[i]);
+            if (i < d && dr) xv[k] += to_f32(dr[i]) + dbv[k];
         }
 #pragma unroll
         for (uint32_t k = 0; k < kPerThread; k++) {
@@ -49,7 +50,7 @@ __global__ void add_norm_kernel(float *x, const T *delta, const float *w, const 
         for (uint32_t i = threadIdx.x; i < d; i += blockDim.x) {
             float v = xr[i];
             if (dr) {
-                v += to_f32(dr[i]);
+                v += to_f32(dr[i]) + (delta_bias ? delta_bias[i] : 0.0f);
                 xr[i] = v;
             }
             sum += v;
@@ -89,7 +90,7 @@ __global__ void add_norm_kernel(float *x, const T *delta, const float *w, const 
 
 } // namespace
 
-cudaError_t launch_add_norm(float *x, const void *delta, const float *w, const float *b, float eps, int rms,
+cudaError_t launch_add_norm(float *x, const void *delta, const float *delta_bias, const float *w, const float *b, float eps, int rms,
                             uint32_t rows, uint32_t d, void *h, int act_dtype, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
     const unsigned threads = d >= 1024 ? 1024 : ((d + 31) / 32) * 32;
@@ -97,9 +98,9 @@ cudaError_t launch_add_norm(float *x, const void *delta, const float *w, const f
     cudaError_t e = dispatch_dtype(act_dtype, [&](auto tag) {
         using T = decltype(tag);
         if (d <= threads * kPerThread)
-            e2 = launch_pdl(add_norm_kernel<T, true>, rows, threads, 0, stream, x, (const T *)delta, w, b, eps, rms, rows, d, (T *)h);
+            e2 = launch_pdl(add_norm_kernel<T, true>, rows, threads, 0, stream, x, (const T *)delta, delta_bias, w, b, eps, rms, rows, d, (T *)h);
         else
-            e2 = launch_pdl(add_norm_kernel<T, false>, rows, threads, 0, stream, x, (const T *)delta, w, b, eps, rms, rows, d, (T *)h);
+            e2 = launch_pdl(add_norm_kernel<T, false>, rows, threads, 0, stream, x, (const T *)delta, delta_bias, w, b, eps, rms, rows, d, (T *)h);
     });
     return e != cudaSuccess ? e : e2;
 }

@@ -16,6 +16,8 @@
 #include "common.cuh"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 using namespace gpt_cuda;
 
@@ -325,9 +327,19 @@ uint32_t attention_rows_per_block(uint32_t group, uint32_t rows_per_seq, uint32_
     return rows_of(slots);
 }
 
+// GPT_ATTN_TC: unset, the rule; 0 never the tensor-core kernel; 1 whenever it is supported.
+__attribute__((noinline)) static bool tensor_cores_for(const AttentionArgs &a) {
+    static const int forced = [] {
+        const char *v = std::getenv("GPT_ATTN_TC");
+        return v && *v ? (std::strcmp(v, "0") == 0 ? 0 : 1) : -1;
+    }();
+    if (forced == 0 || !attention_tc_supported(a)) return false;
+    return forced == 1 || attention_tc_pays(a, device_sm_count());
+}
+
 cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
-    if (attention_tc_eligible(a)) return launch_attention_tc(a, stream);
+    if (tensor_cores_for(a)) return launch_attention_tc(a, stream);
     return launch_attention_cuda_cores(a, stream);
 }
 

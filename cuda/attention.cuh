@@ -24,17 +24,27 @@ struct AttentionArgs {
     uint32_t window;          // 0: every earlier key; else the row at p sees keys (p - window, p]
     float softcap;            // > 0: scores = softcap * tanh(scores / softcap) before the softmax
     int act_dtype, kv_dtype;
+    int allow_tf32;           // nonzero: f32 q, keys and values may be rounded to TF32 (or to the
+                              // 16-bit cache type) on tensor cores, as cuBLAS's TF32 GEMMs are
 };
 
 // head_dim <= 256, n_heads / n_kv_heads <= 64 and their product <= 16384, n_splits <= 256;
 // rows a multiple of rows_per_seq.
 cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream);
 
-// The tensor-core variant for prefill (attention_tc.cu): fp16/bf16 activations and cache of
-// the same type, head_dim 64 or 128 (Gemma's 256 runs on the CUDA-core kernel), one split,
-// compute capability 8.0+. launch_attention picks it whenever eligible; it is exposed so
-// tests can compare the two.
-bool attention_tc_eligible(const AttentionArgs &a);
+// The tensor-core variant for prefill (attention_tc.cu): an fp16/bf16 cache with activations
+// of any type, or f32 on both sides, computed in the cache's type (f32 as TF32); f32 on
+// either side only with allow_tf32. head_dim 64, 96 or 128 (Gemma's 256 and odd ones run on
+// the CUDA-core kernel), one split, 16 rows a sequence or more, compute capability 8.0+:
+// attention_tc_supported. Each of its blocks walks its 64 rows' keys tile after tile, one warp
+// per 16 rows, so a small grid leaves most SMs idle while the longest block runs:
+// attention_tc_pays says whether the grid (64-row tiles x heads x sequences) is large enough
+// on a GPU of `sms` SMs to beat the CUDA-core kernel - a third of the SMs for a 16-bit cache,
+// every SM for TF32 (PERFORMANCE 66; sms 0: always). launch_attention takes the tensor-core
+// kernel when both hold (GPT_ATTN_TC=0: never, 1: whenever supported, for A/B runs); tests
+// call each kernel directly.
+bool attention_tc_supported(const AttentionArgs &a);
+bool attention_tc_pays(const AttentionArgs &a, uint32_t sms);
 
 // Rows of one sequence a block of the CUDA-core kernel serves, on a GPU of `sms` SMs: query
 // slots (rows x the kv head's query group, `group`) 16 where the grid fills the GPU, halved

@@ -97,21 +97,6 @@ template <typename K> __device__ __forceinline__ float dot_row(const float *q, c
     return s;
 }
 
-// 16 bytes global -> shared, asynchronously where the GPU can (wait_copies() before use).
-__device__ __forceinline__ void copy16(uint4 *dst, const uint4 *src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-#else
-    *dst = *src;
-#endif
-}
-__device__ __forceinline__ void wait_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-}
-
 // K: the cache's element type; the activation type (q, the new k and v, the output) is the
 // run-time a.act_dtype.
 template <typename K>

@@ -35,6 +35,25 @@ __device__ __forceinline__ float load_as_f32(const void *p, uint64_t i, int t) {
     if (t == F16) return __half2float(static_cast<const __half *>(p)[i]);
     return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
 }
+// Elements i..i+3 (i a multiple of 4, the array 16-byte aligned) of an array of run-time type
+// t, widened to f32, with one load.
+__device__ __forceinline__ void load4_as_f32(const void *p, uint64_t i, int t, float f[4]) {
+    if (t == F32) {
+        const float4 v = reinterpret_cast<const float4 *>(p)[i / 4];
+        f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+        return;
+    }
+    const uint2 v = reinterpret_cast<const uint2 *>(p)[i / 4];
+    float2 lo, hi;
+    if (t == F16) {
+        lo = __half22float2(*reinterpret_cast<const __half2 *>(&v.x));
+        hi = __half22float2(*reinterpret_cast<const __half2 *>(&v.y));
+    } else {
+        lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v.x));
+        hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v.y));
+    }
+    f[0] = lo.x, f[1] = lo.y, f[2] = hi.x, f[3] = hi.y;
+}
 __device__ __forceinline__ void store_from_f32(void *p, uint64_t i, int t, float v) {
     if (t == F32) static_cast<float *>(p)[i] = v;
     else if (t == F16) static_cast<__half *>(p)[i] = __float2half_rn(v);
@@ -157,6 +176,33 @@ template <typename T> __device__ __forceinline__ void widen16(const uint4 &v, fl
         f[2 * i] = p.x;
         f[2 * i + 1] = p.y;
     }
+}
+
+// 16 bytes global -> shared, asynchronously where the GPU can (cp.async from sm_80). Copies
+// issued since the last commit_copies() form a group; wait_copies_but<n>() waits until at
+// most n groups are in flight, wait_copies() for all of them.
+__device__ __forceinline__ void copy16(uint4 *dst, const uint4 *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+#else
+    *dst = *src;
+#endif
+}
+__device__ __forceinline__ void commit_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int n> __device__ __forceinline__ void wait_copies_but() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory");
+#endif
+}
+__device__ __forceinline__ void wait_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }
 
 // Calls f.template operator()<T>() with T the C++ type of dtype code t.

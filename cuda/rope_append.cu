@@ -47,7 +47,7 @@ template <typename T> __device__ float lane_sum_squares(const T *p, uint32_t n, 
 // phase issued before any is used: a loop that used each load at once waited one memory
 // round trip per element it walked (4 in series for a head of 128). What the kernel before
 // this one never writes - the step's positions and sequences (uploaded before the step's
-// first kernel), the RoPE rows they select, the norm weights - is read before the wait, so
+// first kernel), the RoPE rows they select, the norm weights, the bias - is read before the wait, so
 // those round trips overlap that kernel.
 constexpr uint32_t kPerLane = kRopeAppendMaxHeadDim / 32;
 template <typename T>
@@ -61,8 +61,13 @@ __global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs
     const float *nw = is_q ? a.q_norm : a.k_norm;
     const uint32_t half = a.cos ? a.rot_dim / 2 : 0;
     uint32_t pos = 0, seq = 0;
-    float cs[kPerLane / 2], sn[kPerLane / 2], wv[kPerLane];
+    float cs[kPerLane / 2], sn[kPerLane / 2], wv[kPerLane], bv[kPerLane];
     if (live) {
+#pragma unroll
+        for (uint32_t k = 0; k < kPerLane; k++) {
+            const uint32_t i = lane + 32 * k;
+            bv[k] = a.qkv_bias && i < hd ? a.qkv_bias[(uint64_t)h * hd + i] : 0.0f;
+        }
         pos = (uint32_t)a.positions[r];
         seq = (uint32_t)a.seqs[r];
         if (!is_v && half) {
@@ -91,7 +96,8 @@ __global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs
 #pragma unroll
     for (uint32_t k = 0; k < kPerLane; k++) {
         const uint32_t i = lane + 32 * k;
-        xv[k] = i < hd ? to_f32(v[i]) : 0.0f;
+        // With a bias: rounded to T as the projection's output would have been.
+        xv[k] = i < hd ? (a.qkv_bias ? to_f32(from_f32<T>(to_f32(v[i]) + bv[k])) : to_f32(v[i])) : 0.0f;
     }
     const uint32_t g = is_v ? h - nh - nkv : h - nh; // kv head (k or v heads only)
     const uint64_t dst = (((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd; // in the k or v cache
@@ -142,7 +148,7 @@ __global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs
             if (i < hd) xv[k] = x[i];
         }
     }
-    const bool changed = nw || half;
+    const bool changed = nw || half || a.qkv_bias;
     const bool cached = !is_q; // a k head
 #pragma unroll
     for (uint32_t k = 0; k < kPerLane; k++) {
@@ -161,6 +167,7 @@ cudaError_t launch_rope_append(const RopeAppendArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
     if (a.head_dim == 0 || a.head_dim > kRopeAppendMaxHeadDim) return cudaErrorInvalidValue;
     if (a.cos && (a.rot_dim < 2 || a.rot_dim % 2 || a.rot_dim > a.head_dim)) return cudaErrorInvalidValue;
+    if (a.qkv_bias && a.norm_whole) return cudaErrorInvalidValue; // that norm reads the projection unbiased
     const dim3 grid(a.rows, ceil_div(a.n_heads + 2 * a.n_kv_heads, kWarps));
     if (a.kv_dtype != F32 && a.kv_dtype != F16 && a.kv_dtype != BF16) return cudaErrorInvalidValue;
     cudaError_t e2 = cudaSuccess;

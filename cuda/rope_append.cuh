@@ -9,6 +9,8 @@ inline constexpr uint32_t kRopeAppendMaxHeadDim = 256;
 
 struct RopeAppendArgs {
     void *qkv;                 // [rows][(n_heads + 2 n_kv_heads) head_dim], act_dtype; q and k normed/rotated in place
+    const float *qkv_bias;     // f32 [(n_heads + 2 n_kv_heads) head_dim], or null: the projection's bias, added
+                               // first (each element rounded to act_dtype as a separate bias kernel would)
     const int32_t *positions;  // [rows] cache position of each row
     const int32_t *seqs;       // [rows] sequence of each row
     const float *cos, *sin;    // [max_seq][rot_dim / 2], or null for no RoPE
@@ -23,5 +25,6 @@ struct RopeAppendArgs {
     int act_dtype, kv_dtype;
 };
 
-// head_dim <= kRopeAppendMaxHeadDim; with cos: rot_dim even, 2 <= rot_dim <= head_dim.
+// head_dim <= kRopeAppendMaxHeadDim; with cos: rot_dim even, 2 <= rot_dim <= head_dim; no
+// qkv_bias with norm_whole.
 cudaError_t launch_rope_append(const RopeAppendArgs &a, cudaStream_t stream);

@@ -189,22 +189,25 @@ void test_gpu_add_norm(void **) {
         for (uint32_t d : {77u, 1000u, 3001u, 9000u}) // 9000: wider than the register-resident path
             for (int rms : {0, 1}) {
                 const uint32_t rows = 5;
-                auto x = randn(rows * d), delta = randn(rows * d), w = randn(d, 0.5f), b = randn(d, 0.5f);
+                const bool with_bias = (d + rms) % 2 == 0; // the delta's own bias (a projection's), half the cases
+                auto x = randn(rows * d), delta = randn(rows * d), w = randn(d, 0.5f), b = randn(d, 0.5f), dbias = randn(d);
                 round_to(delta, t);
-                DevBuf dx(rows * d, DType::F32), dd(rows * d, t), dw(d, DType::F32), db(d, DType::F32), dh(rows * d, t);
+                DevBuf dx(rows * d, DType::F32), dd(rows * d, t), dw(d, DType::F32), db(d, DType::F32), dh(rows * d, t), ddb(d, DType::F32);
                 dx.upload(x);
                 dd.upload(delta);
                 dw.upload(w);
                 db.upload(b);
-                CK(launch_add_norm(dx.as<float>(), dd.p, dw.as<float>(), db.as<float>(), 1e-5f, rms, rows, d, dh.p, (int)t, 0));
+                ddb.upload(dbias);
+                CK(launch_add_norm(dx.as<float>(), dd.p, with_bias ? ddb.as<float>() : nullptr, dw.as<float>(), db.as<float>(), 1e-5f, rms,
+                                   rows, d, dh.p, (int)t, 0));
                 CK(cudaDeviceSynchronize());
                 std::vector<float> hx(x), hh(rows * d);
                 for (uint32_t r = 0; r < rows; r++) {
-                    for (uint32_t i = 0; i < d; i++) hx[r * d + i] += delta[r * d + i];
+                    for (uint32_t i = 0; i < d; i++) hx[r * d + i] += delta[r * d + i] + (with_bias ? dbias[i] : 0.0f);
                     if (rms) gpt::cpu::rms_norm(&hx[r * d], w.data(), 1e-5f, d, &hh[r * d]);
                     else gpt::cpu::layer_norm(&hx[r * d], w.data(), b.data(), 1e-5f, d, &hh[r * d]);
                 }
-                std::string what = std::string("add_norm ") + dname(t) + " d=" + std::to_string(d) + (rms ? " rms" : " layer");
+                std::string what = std::string("add_norm ") + dname(t) + " d=" + std::to_string(d) + (rms ? " rms" : " layer") + (with_bias ? " bias" : "");
                 expect_close((what + " x").c_str(), dx.download(), hx, 1e-6);
                 expect_close((what + " h").c_str(), dh.download(), hh, tol_of(t));
             }
@@ -433,6 +436,9 @@ struct AttnFeatures {
     float softcap = 0;      // score soft-capping (Gemma-2)
     float scale = 0;        // 0: 1 / sqrt(head_dim)
     bool short_kernel = false; // attention_short.cu (decode); without q/k norms it also rotates and caches
+    bool tf32 = false;      // allow_tf32: f32 may round to TF32 in the tensor-core kernel
+    bool tc = false;        // run the tensor-core kernel itself (else launch_attention's choice)
+    bool qkv_bias = false;  // rope_append adds the QKV projection's bias first
 };
 
 // q/k norms + RoPE + cache append + attention over a cache that already holds earlier
@@ -457,7 +463,7 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     const uint32_t start[2] = {(uint32_t)(g_rng() % span), f.short_kernel ? max_keys - 1 : (uint32_t)(g_rng() % span)};
     const uint32_t rows = 2 * n_new, rot = f.rot_dim ? f.rot_dim : hd;
     const float scale = f.scale > 0 ? f.scale : 1.0f / std::sqrt((float)hd);
-    auto qkv = randn(rows * qkv_dim);
+    auto qkv = randn(rows * qkv_dim), qkv_b = randn(qkv_dim);
     round_to(qkv, act);
     // Earlier cache contents (positions < start), already in kv dtype.
     const size_t cache_n = (size_t)max_batch * n_kv * max_seq * hd;
@@ -480,8 +486,9 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     DevBuf dqkv(rows * qkv_dim, act), dk(cache_n, kvt), dv(cache_n, kvt), dout(rows * n_heads * hd, act);
     DevBuf dpos(rows, DType::F32), dseq(rows, DType::F32), dcs(cs.size(), DType::F32), dsn(sn.size(), DType::F32);
     DevBuf dpo((size_t)rows * n_heads * n_splits * hd, DType::F32), dml((size_t)rows * n_heads * n_splits * 2, DType::F32);
-    DevBuf dqn(qn_n, DType::F32), dkn(kn_n, DType::F32);
+    DevBuf dqn(qn_n, DType::F32), dkn(kn_n, DType::F32), dqb(qkv_dim, DType::F32);
     dqkv.upload(qkv);
+    dqb.upload(qkv_b);
     dk.upload(kc);
     dv.upload(vc);
     dpos.upload_raw(positions.data(), 4 * rows);
@@ -493,6 +500,7 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
 
     RopeAppendArgs r{};
     r.qkv = dqkv.p;
+    r.qkv_bias = f.qkv_bias ? dqb.as<float>() : nullptr;
     r.positions = dpos.as<int32_t>();
     r.seqs = dseq.as<int32_t>();
     r.cos = rope ? dcs.as<float>() : nullptr;
@@ -535,12 +543,21 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     a.softcap = f.softcap;
     a.act_dtype = (int)act;
     a.kv_dtype = (int)kvt;
+    a.allow_tf32 = f.tf32 ? 1 : 0;
     if (f.short_kernel) CK(launch_attention_short(a, AttentionShortFold{r.cos, r.sin, r.rot_dim, fold ? 1 : 0}, max_keys, 0));
-    else CK(launch_attention(a, 0));
+    else if (f.tc) {
+        assert_true(attention_tc_supported(a));
+        CK(launch_attention_tc(a, 0));
+    } else CK(launch_attention(a, 0));
     CK(cudaDeviceSynchronize());
 
     // CPU: norm, rotate, round like the device (activation dtype, then kv dtype), append, attend.
     std::vector<float> q = qkv;
+    if (f.qkv_bias) { // added, then rounded to the activation type as the projection's output
+        for (uint32_t i = 0; i < rows; i++)
+            for (uint32_t j = 0; j < qkv_dim; j++) q[i * qkv_dim + j] += qkv_b[j];
+        round_to(q, act);
+    }
     for (uint32_t i = 0; i < rows; i++) {
         float *row = &q[i * qkv_dim];
         for (uint32_t h = 0; h < n_heads + n_kv && f.qk_norm; h++)
@@ -575,10 +592,12 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
         }
     char what[240];
     std::snprintf(what, sizeof what,
-                  "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d rot=%u qk_norm=%d/%d/%d window=%u softcap=%g splits=%u new=%u short=%u",
+                  "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d rot=%u qk_norm=%d/%d/%d window=%u softcap=%g splits=%u new=%u short=%u tc=%d bias=%d",
                   dname(act), dname(kvt), n_heads, n_kv, hd, rope, rot, f.qk_norm, f.qk_norm_whole, f.no_k_norm, f.window,
-                  f.softcap, n_splits, n_new, max_keys);
-    const double tol = (act == DType::F32 && kvt == DType::F32) ? 1e-5 : 1e-2;
+                  f.softcap, n_splits, n_new, max_keys, (int)f.tc, (int)f.qkv_bias);
+    // f32: strict, or TF32 (a 10-bit mantissa, as the 16-bit types' 10 or 7) on tensor cores.
+    const bool f32_both = act == DType::F32 && kvt == DType::F32;
+    const double tol = f32_both ? (f.tc ? 5e-3 : 1e-5) : 1e-2;
     expect_close(what, dout.download(), want, tol);
     expect_close((std::string(what) + " k cache").c_str(), dk.download(), kexp, tol);
     expect_close((std::string(what) + " v cache").c_str(), dv.download(), vexp, tol);
@@ -618,8 +637,57 @@ void test_attention_rows_per_block_rule(void **) {
     assert_int_equal(attention_rows_per_block(1, 256, 1, 8, 0), 16);
 }
 
+// attention_tc_pays (host arithmetic: runs without a GPU) on 132 SMs and on a 16-SM board:
+// PERFORMANCE 66's prompts of 256 (char-dense-768: 4 row tiles x 8 heads = 32 blocks, lost on
+// tensor cores; gpt2-124m: 48, won) and TinyLlama's 512 (256 blocks); TF32 needs a block an SM.
+void test_attention_tc_rule(void **) {
+    auto args = [](uint32_t rows, uint32_t heads, uint32_t seqs, DType kvt) {
+        AttentionArgs a{};
+        a.rows = rows * seqs, a.rows_per_seq = rows, a.n_heads = heads, a.kv_dtype = (int)kvt;
+        return a;
+    };
+    assert_false(attention_tc_pays(args(256, 8, 1, DType::F16), 132));
+    assert_true(attention_tc_pays(args(256, 12, 1, DType::F16), 132));
+    assert_true(attention_tc_pays(args(256, 8, 2, DType::BF16), 132)); // two sequences
+    assert_true(attention_tc_pays(args(512, 32, 1, DType::F16), 132));
+    assert_false(attention_tc_pays(args(256, 12, 1, DType::F32), 132));
+    assert_true(attention_tc_pays(args(512, 32, 1, DType::F32), 132));
+    assert_false(attention_tc_pays(args(257, 8, 1, DType::F16), 132)); // 5 row tiles: 40 blocks
+    assert_true(attention_tc_pays(args(256, 8, 1, DType::F16), 16));
+    assert_true(attention_tc_pays(args(256, 8, 1, DType::F32), 16));
+    assert_false(attention_tc_pays(args(64, 6, 1, DType::F32), 16));
+    assert_true(attention_tc_pays(args(16, 1, 1, DType::F32), 0)); // unknown SM count: always
+}
+
 void test_gpu_attention(void **) {
     SKIP_WITHOUT_GPU();
+    // Which prompts the tensor-core kernel takes (sm_80+): a 16-bit cache with any activation
+    // type, f32 only where TF32 is allowed, head_dim 64/96/128, one split, 16+ rows.
+    {
+        AttentionArgs e{};
+        e.rows = e.rows_per_seq = 16, e.n_heads = e.n_kv_heads = 4, e.head_dim = 96, e.n_splits = 1;
+        auto eligible = [&](DType act, DType kvt, int tf32) {
+            e.act_dtype = (int)act, e.kv_dtype = (int)kvt, e.allow_tf32 = tf32;
+            return attention_tc_supported(e);
+        };
+        int dev = 0, major = 0;
+        CK(cudaGetDevice(&dev));
+        CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        const bool tc = major >= 8;
+        assert_int_equal(eligible(DType::BF16, DType::F16, 0), tc);
+        assert_int_equal(eligible(DType::F16, DType::BF16, 0), tc);
+        assert_int_equal(eligible(DType::F32, DType::F32, 1), tc);
+        assert_int_equal(eligible(DType::F32, DType::F16, 1), tc);
+        assert_false(eligible(DType::F32, DType::F32, 0));
+        assert_false(eligible(DType::F32, DType::F16, 0));
+        assert_false(eligible(DType::F16, DType::F32, 0));
+        e.head_dim = 80;
+        assert_false(eligible(DType::F16, DType::F16, 0));
+        e.head_dim = 128, e.rows = e.rows_per_seq = 15;
+        assert_false(eligible(DType::F16, DType::F16, 0));
+        e.rows = e.rows_per_seq = 16, e.n_splits = 2;
+        assert_false(eligible(DType::F16, DType::F16, 0));
+    }
     // Prompts sized for this GPU so that the kernel runs blocks of 16 and of 8 query slots
     // (smaller prompts get 4: attention_rows_per_block): two sequences of 112 rows, 7 row
     // groups each at 16 slots, over enough kv heads.
@@ -656,12 +724,18 @@ void test_gpu_attention(void **) {
             attention_case(act, kvt, 7, 1, 12, true, splits, 1);
         }
     }
-    // Prefill long enough for the tensor-core kernel (fp16/bf16, head_dim 64/128): partial and
-    // full 64-row tiles, over caches that already hold earlier positions.
-    for (DType act : {DType::F16, DType::BF16}) {
+    // Prefill long enough for the tensor-core kernel: partial and full 64-row tiles, over caches
+    // that already hold earlier positions, for every pair of types it takes (the cache's type
+    // computes; f32 with TF32 allowed) and head_dim 64, 96, 128.
+    AttnFeatures tf32;
+    tf32.tf32 = tf32.tc = true;
+    const std::pair<DType, DType> tc_types[] = {{DType::F16, DType::F16},  {DType::BF16, DType::BF16}, {DType::BF16, DType::F16},
+                                                {DType::F16, DType::BF16}, {DType::F32, DType::F32},   {DType::F32, DType::F16}};
+    for (const auto &[act, kvt] : tc_types) {
         for (uint32_t n_new : {16u, 70u, 130u}) {
-            attention_case(act, act, 8, 2, 128, true, 1, n_new);
-            attention_case(act, act, 4, 4, 64, false, 1, n_new);
+            attention_case(act, kvt, 8, 2, 128, true, 1, n_new, tf32);
+            attention_case(act, kvt, 4, 4, 64, false, 1, n_new, tf32);
+            attention_case(act, kvt, 8, 8, 96, false, 1, n_new, tf32); // the 768-wide character model
         }
     }
     attention_case(DType::F32, DType::F16, 8, 4, 64, true, 3, 4); // f32 compute, f16 cache
@@ -669,13 +743,26 @@ void test_gpu_attention(void **) {
     // Every activation type with every cache type: rope_append and attention compile one
     // kernel per type of the one and take the other as a run-time code. A short prefill (one
     // split, q/k norms) and a decode step (several splits, the combine kernel).
-    AttnFeatures normed;
+    // With the QKV projection's bias added by rope_append (prompts on the GEMM path): without
+    // RoPE (GPT-2: q, k and v only biased), and before q/k norms and RoPE (Qwen2 has the bias).
+    AttnFeatures normed, biased, normed_biased;
     normed.qk_norm = true;
+    biased.qkv_bias = true;
+    normed_biased.qk_norm = normed_biased.qkv_bias = true;
     for (DType act : {DType::F32, DType::F16, DType::BF16})
         for (DType kvt : {DType::F32, DType::F16, DType::BF16}) {
             attention_case(act, kvt, 8, 2, 64, true, 1, 5, normed);
             attention_case(act, kvt, 6, 3, 40, true, 7, 1);
+            attention_case(act, kvt, 4, 4, 64, false, 1, 9, biased);
+            attention_case(act, kvt, 8, 2, 64, true, 1, 5, normed_biased);
         }
+    // A bias with the whole-projection norm (OLMoE) is refused: that norm reads QKV unbiased.
+    RopeAppendArgs bad{};
+    bad.qkv_bias = reinterpret_cast<const float *>(16);
+    bad.norm_whole = 1;
+    bad.rows = bad.n_heads = bad.n_kv_heads = 1, bad.head_dim = 64, bad.max_seq = 8;
+    bad.act_dtype = bad.kv_dtype = (int)DType::F16;
+    assert_int_equal(launch_rope_append(bad, 0), cudaErrorInvalidValue);
 }
 
 // The new architectures' features on every path: the CUDA-core kernel with one split
@@ -710,13 +797,17 @@ void test_gpu_attention_features(void **) {
             attention_case(act, kvt, 8, 2, 128, true, 64, 1, feats(128, which)); // decode, many splits
         }
     }
-    // Tensor-core prefill (fp16/bf16, cache of the same type) with windows cutting through and
+    // Tensor-core prefill (every pair of types it takes) with windows cutting through and
     // across its 64-key tiles.
-    for (DType act : {DType::F16, DType::BF16})
+    const std::pair<DType, DType> tc_types[] = {{DType::F16, DType::F16}, {DType::BF16, DType::BF16}, {DType::BF16, DType::F16}, {DType::F32, DType::F32}};
+    for (const auto &[act, kvt] : tc_types)
         for (int which = 0; which < 6; which++)
             for (uint32_t n_new : {16u, 70u, 130u}) {
-                attention_case(act, act, 8, 2, 128, true, 1, n_new, feats(128, which));
-                attention_case(act, act, 4, 4, 64, true, 1, n_new, feats(64, which));
+                AttnFeatures f128 = feats(128, which), f64 = feats(64, which), f96 = feats(96, which);
+                f128.tf32 = f64.tf32 = f96.tf32 = f128.tc = f64.tc = f96.tc = true;
+                attention_case(act, kvt, 8, 2, 128, true, 1, n_new, f128);
+                attention_case(act, kvt, 4, 4, 64, true, 1, n_new, f64);
+                attention_case(act, kvt, 12, 4, 96, true, 1, n_new, f96);
             }
 }
 
@@ -3228,6 +3319,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_gemv),
         cmocka_unit_test(test_gpu_swiglu_embed),
         cmocka_unit_test(test_attention_rows_per_block_rule),
+        cmocka_unit_test(test_attention_tc_rule),
         cmocka_unit_test(test_gpu_attention),
         cmocka_unit_test(test_gpu_attention_features),
         cmocka_unit_test(test_gpu_attention_short),

@@ -102,6 +102,8 @@ public:
         in_ = in;
         rows_ = in.batch * in.n_tokens;
         pending_delta_ = false;
+        pending_delta_bias_ = nullptr;
+        pending_qkv_bias_ = nullptr;
         pending_norm_ = {};
         last_rows_only_ = false;
         // A decode step whose rows all attend to short_keys_ keys or fewer takes the short
@@ -152,6 +154,8 @@ public:
         if (!g.exec && (decode || g.runs >= 1) && !capture(g, ops)) {
             // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
             pending_delta_ = false;
+            pending_delta_bias_ = nullptr;
+            pending_qkv_bias_ = nullptr;
             pending_norm_ = {};
             ops();
             return;
@@ -211,10 +215,16 @@ public:
         g.residual = residual ? dev<float>(plan_.x) : nullptr;
         g.act = (int)act; // the kernels' activation code (backend.h)
         if (try_gemv(in, w, g)) return;
+        flush_qkv_bias();
         void *y = residual ? dev(plan_.delta) : buf(out);
         project(w, buf(in), p_.compute, w.cols, y, p_.compute, rows_);
-        if (residual && !bias && !g.act) {
-            pending_delta_ = true; // the next norm adds it
+        if (residual && !g.act) {
+            pending_delta_ = true; // the next norm adds it, and the bias
+            pending_delta_bias_ = bias;
+            return;
+        }
+        if (out == Act::QKV && bias && !g.act) {
+            pending_qkv_bias_ = bias; // rope_append adds it (only the attention reads QKV)
             return;
         }
         GPT_CUDA_CHECK(launch_bias_act(y, bias, g.act, residual ? dev<float>(plan_.x) : nullptr, rows_, (uint32_t)w.rows,
@@ -268,6 +278,7 @@ public:
         uint8_t *v_layer = dev(plan_.v_cache) + s.layer * plan_.kv_bytes_per_layer;
         RopeAppendArgs r{};
         r.qkv = dev(plan_.qkv);
+        r.qkv_bias = pending_qkv_bias_;
         r.positions = dev<int32_t>(plan_.positions) + ids_from();
         r.seqs = dev<int32_t>(plan_.seqs) + ids_from();
         const uint64_t rope_at = s.rope >= 0 ? 4 * plan_.rope_offset.at((size_t)s.rope) : 0;
@@ -294,6 +305,11 @@ public:
         // A short step's attention kernel rotates and caches k and v itself where no q/k norm
         // comes first (the norms stay in rope_append).
         const bool fold = short_step_ && !r.q_norm && !r.k_norm;
+        if (fold || r.norm_whole) { // the short kernel, or the whole-projection norm, reads QKV as it is
+            flush_qkv_bias();
+            r.qkv_bias = nullptr;
+        }
+        pending_qkv_bias_ = nullptr;
         if (!fold) {
             GPT_CUDA_CHECK(launch_rope_append(r, stream_));
             // Every row's k and v are cached now; nothing may read the other rows again.
@@ -323,6 +339,7 @@ public:
         a.softcap = s.softcap;
         a.act_dtype = (int)p_.compute;
         a.kv_dtype = (int)p_.kv;
+        a.allow_tf32 = p_.allow_tf32 ? 1 : 0;
         if (short_step_) {
             const AttentionShortFold f{r.cos, r.sin, r.rot_dim, fold ? 1 : 0};
             GPT_CUDA_CHECK(launch_attention_short(a, f, short_keys_, stream_));
@@ -862,9 +879,17 @@ private:
     // Adds a residual delta left by a GEMM when no norm follows to absorb it.
     void flush_delta() {
         if (!pending_delta_) return;
-        GPT_CUDA_CHECK(launch_bias_act(dev(plan_.delta), nullptr, 0, dev<float>(plan_.x), rows_, shape_.d_model, (int)p_.compute,
-                                       stream_));
+        GPT_CUDA_CHECK(launch_bias_act(dev(plan_.delta), pending_delta_bias_, 0, dev<float>(plan_.x), rows_, shape_.d_model,
+                                       (int)p_.compute, stream_));
         pending_delta_ = false;
+        pending_delta_bias_ = nullptr;
+    }
+    // Adds the QKV projection's bias left for rope_append when something else reads QKV first.
+    void flush_qkv_bias() {
+        if (!pending_qkv_bias_) return;
+        GPT_CUDA_CHECK(launch_bias_act(dev(plan_.qkv), pending_qkv_bias_, 0, nullptr, rows_, shape_.qkv_dim(), (int)p_.compute,
+                                       stream_));
+        pending_qkv_bias_ = nullptr;
     }
     // Runs a few-row projection as one GEMV with its epilogue fused; false when the shape
     // needs the cuBLAS path.
@@ -911,12 +936,14 @@ private:
         pending_norm_ = {};
         run_norm(n.w, nullptr, n.eps, true);
     }
-    // The norm kernel: H = norm(X) (a residual projection left in DELTA, GEMM path without a
-    // bias, added to X in the same pass; a held norm never has one: norm() holds none then).
+    // The norm kernel: H = norm(X) (a residual projection left in DELTA by the GEMM path, and
+    // its bias, added to X in the same pass; a held norm never has one: norm() holds none then).
     void run_norm(const float *w, const float *b, float eps, bool rms) {
-        GPT_CUDA_CHECK(launch_add_norm(dev<float>(plan_.x), pending_delta_ ? dev(plan_.delta) : nullptr, w, b, eps, rms, rows_,
-                                       shape_.d_model, dev(plan_.h), (int)p_.compute, stream_));
+        GPT_CUDA_CHECK(launch_add_norm(dev<float>(plan_.x), pending_delta_ ? dev(plan_.delta) : nullptr,
+                                       pending_delta_ ? pending_delta_bias_ : nullptr, w, b, eps, rms, rows_, shape_.d_model,
+                                       dev(plan_.h), (int)p_.compute, stream_));
         pending_delta_ = false;
+        pending_delta_bias_ = nullptr;
     }
     // The short attention kernel's key limit for this shape and cache type; 0 (never) with
     // GPT_ATTN_SHORT=0 (A/B runs).
@@ -979,6 +1006,8 @@ private:
     uint32_t rows_ = 0;
     bool have_last_ = false;
     bool pending_delta_ = false; // DELTA holds a residual update not yet added to X
+    const float *pending_delta_bias_ = nullptr; // ... and this bias (f32 [d_model]) with it
+    const float *pending_qkv_bias_ = nullptr;   // QKV lacks this bias (f32 [qkv_dim]): rope_append adds it
     // A one-row RMSNorm of X into H not run yet: the next op folds it in or runs it first
     // (every op that reads H or X, or writes X, calls flush_norm unless it folds it in).
     struct PendingNorm {
