@@ -298,7 +298,7 @@ GPT_API gpt_status gpt_model_get_info(const gpt_model *model, gpt_model_info *in
 /* ---------------------------------------------------------------------------- context */
 
 /* gpt_ctx_params.flags */
-#define GPT_CTX_ALLOW_TF32 0x1u /* fp32 GEMMs on a GPU may use TF32 tensor cores */
+#define GPT_CTX_ALLOW_TF32 0x1u /* fp32 GEMMs and prompt attention on a GPU may use TF32 tensor cores */
 #define GPT_CTX_NO_GRAPHS 0x2u  /* do not capture the decode step in a CUDA graph */
 /* gpt_ctx_create on a GPU runs a short generation and forgets it, so that loading the kernels
  * (CUDA loads each on its first launch) and capturing the decode step's graph happen there

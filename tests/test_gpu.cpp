@@ -1331,16 +1331,24 @@ void test_gpu_model_logits(void **) {
             const double row_error = relative_error(std::vector<float>(b.end() - V, b.end()), want_last);
             expect_close((std::string(what) + " last row only").c_str(), last, want_last, std::max(mode.tol, 2 * row_error));
             if (mode.file == 1 && mode.weights == GPT_DTYPE_F32 && !mode.flags) {
-                // Two sequences of one step (rows 22 and 45 kept), against the CPU's.
+                // Four sequences of one step (rows 22, 45, 68, 91 kept), then a decode step of
+                // four rows (cuBLAS, not the GEMV: QKV's bias is added before the short kernel
+                // that rotates and caches), against the CPU's.
+                constexpr uint32_t B = 4;
                 Loaded cpu2, gpu2;
-                load(cpu2, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0, 2);
-                load(gpu2, fx, 0, mode.weights, mode.flags, 2);
-                std::vector<int32_t> two(2 * T);
-                for (auto &t : two) t = (int32_t)(g_rng() % V);
-                std::vector<float> c2(2 * V, NAN), g2(2 * V, NAN);
-                assert_int_equal(gpt_forward(cpu2.c, two.data(), 2, T, 0, c2.data()), GPT_OK);
-                if (gpt_forward(gpu2.c, two.data(), 2, T, 0, g2.data()) != GPT_OK) fail_msg("gpu forward: %s", gpt_ctx_last_error(gpu2.c));
-                expect_close((std::string(what) + " batch 2 last rows").c_str(), g2, c2, mode.tol);
+                load(cpu2, fx, GPT_DEVICE_CPU, GPT_DTYPE_AUTO, 0, B);
+                load(gpu2, fx, 0, mode.weights, mode.flags, B);
+                std::vector<int32_t> four(B * T), next(B);
+                for (auto &t : four) t = (int32_t)(g_rng() % V);
+                for (auto &t : next) t = (int32_t)(g_rng() % V);
+                std::vector<float> c2(B * V, NAN), g2(B * V, NAN);
+                assert_int_equal(gpt_forward(cpu2.c, four.data(), B, T, 0, c2.data()), GPT_OK);
+                if (gpt_forward(gpu2.c, four.data(), B, T, 0, g2.data()) != GPT_OK) fail_msg("gpu forward: %s", gpt_ctx_last_error(gpu2.c));
+                expect_close((std::string(what) + " batch 4 last rows").c_str(), g2, c2, mode.tol);
+                std::fill(g2.begin(), g2.end(), NAN);
+                assert_int_equal(gpt_forward(cpu2.c, next.data(), B, 1, 0, c2.data()), GPT_OK);
+                if (gpt_forward(gpu2.c, next.data(), B, 1, 0, g2.data()) != GPT_OK) fail_msg("gpu forward: %s", gpt_ctx_last_error(gpu2.c));
+                expect_close((std::string(what) + " batch 4 decode").c_str(), g2, c2, mode.tol);
             }
             // Decode steps (graph path on the GPU) continue identically.
             for (uint32_t i = 0; i < 6; i++) {

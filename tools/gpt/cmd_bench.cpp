@@ -104,7 +104,7 @@ void usage() {
                 "  --reps R           repetitions of prefill/forward, at least 1 (default 10; median reported)\n"
                 "  --warmup W         untimed runs before them, and untimed decode steps (default 3)\n"
                 "  --threads N        CPU threads\n"
-                "  --tf32             allow TF32 for f32 GEMMs\n"
+                "  --tf32             allow TF32 for f32 matrix products (GEMMs, prompt attention)\n"
                 "  --no-graphs        decode without CUDA graphs\n"
                 "  --no-verify        load MODEL without checking its crc32s (as GPT_MODEL_SKIP_CHECKSUMS)\n"
                 "  --mmap             on the CPU, map MODEL instead of reading it into memory (the file\n"
