@@ -327,19 +327,24 @@ uint32_t attention_rows_per_block(uint32_t group, uint32_t rows_per_seq, uint32_
     return rows_of(slots);
 }
 
-// GPT_ATTN_TC: unset, the rule; 0 never the tensor-core kernel; 1 whenever it is supported.
-__attribute__((noinline)) static bool tensor_cores_for(const AttentionArgs &a) {
+// -1: the CUDA-core kernel; 0: the tensor-core kernel over rows; 1: over keys (split_keys).
+// GPT_ATTN_TC (A/B runs): unset, the rule; 0 never the tensor-core kernel; rows or keys: that
+// mode whenever the kernel is supported (keys: with an f16 cache).
+__attribute__((noinline)) static int tensor_core_mode(const AttentionArgs &a) {
     static const int forced = [] {
         const char *v = std::getenv("GPT_ATTN_TC");
-        return v && *v ? (std::strcmp(v, "0") == 0 ? 0 : 1) : -1;
+        if (!v || !*v) return -2;
+        return std::strcmp(v, "rows") == 0 ? 0 : std::strcmp(v, "keys") == 0 ? 1 : -1;
     }();
-    if (forced == 0 || !attention_tc_supported(a)) return false;
-    return forced == 1 || attention_tc_pays(a, device_sm_count());
+    if (forced == -1 || !attention_tc_supported(a)) return -1;
+    if (forced >= 0) return forced == 1 && a.kv_dtype != F16 ? 0 : forced; // split keys: an f16 cache only
+    return attention_tc_mode(a, device_sm_count());
 }
 
 cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream) {
     if (a.rows == 0) return cudaSuccess;
-    if (tensor_cores_for(a)) return launch_attention_tc(a, stream);
+    const int mode = tensor_core_mode(a);
+    if (mode >= 0) return launch_attention_tc(a, mode == 1, stream);
     return launch_attention_cuda_cores(a, stream);
 }
 

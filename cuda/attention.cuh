@@ -36,15 +36,18 @@ cudaError_t launch_attention(const AttentionArgs &a, cudaStream_t stream);
 // of any type, or f32 on both sides, computed in the cache's type (f32 as TF32); f32 on
 // either side only with allow_tf32. head_dim 64, 96 or 128 (Gemma's 256 and odd ones run on
 // the CUDA-core kernel), one split, 16 rows a sequence or more, compute capability 8.0+:
-// attention_tc_supported. Each of its blocks walks its 64 rows' keys tile after tile, one warp
-// per 16 rows, so a small grid leaves most SMs idle while the longest block runs:
-// attention_tc_pays says whether the grid (64-row tiles x heads x sequences) is large enough
-// on a GPU of `sms` SMs to beat the CUDA-core kernel - a third of the SMs for a 16-bit cache,
-// every SM for TF32 (PERFORMANCE 66; sms 0: always). launch_attention takes the tensor-core
-// kernel when both hold (GPT_ATTN_TC=0: never, 1: whenever supported, for A/B runs); tests
-// call each kernel directly.
+// attention_tc_supported. It has two modes: blocks of 64 query rows, each warp 16 rows over
+// every key; or (split_keys, an f16 cache only) blocks of 16 rows whose 4 warps take a
+// quarter of each key tile, merged at the end - 4x the blocks and a quarter of the keys a
+// warp, for grids that leave SMs idle while the longest block runs. attention_tc_mode picks,
+// for a GPU of `sms` SMs (0: unknown), from the 64-row grid (tiles x heads x sequences,
+// PERFORMANCE 66): 0 (64-row blocks) when it fills a third of the SMs for a 16-bit cache or
+// every SM for TF32; else 1 (split keys) for an f16 cache; else -1 (the CUDA-core kernel).
+// launch_attention follows it (GPT_ATTN_TC=0|rows|keys forces, for A/B runs); tests call
+// each kernel directly.
 bool attention_tc_supported(const AttentionArgs &a);
-bool attention_tc_pays(const AttentionArgs &a, uint32_t sms);
+int attention_tc_mode(const AttentionArgs &a, uint32_t sms);
+cudaError_t launch_attention_tc(const AttentionArgs &a, bool split_keys, cudaStream_t stream);
 
 // Rows of one sequence a block of the CUDA-core kernel serves, on a GPU of `sms` SMs: query
 // slots (rows x the kv head's query group, `group`) 16 where the grid fills the GPU, halved
@@ -53,6 +56,6 @@ bool attention_tc_pays(const AttentionArgs &a, uint32_t sms);
 // 128 blocks at 16 slots, ran 3-9% faster at 8 or 4). Never more than rows_per_seq; a decode
 // step (one row a sequence) gets 1. launch_attention_cuda_cores applies it.
 uint32_t attention_rows_per_block(uint32_t group, uint32_t rows_per_seq, uint32_t seqs, uint32_t n_kv_heads, uint32_t sms);
-cudaError_t launch_attention_tc(const AttentionArgs &a, cudaStream_t stream);
+
 // The CUDA-core kernel alone (any supported shape).
 cudaError_t launch_attention_cuda_cores(const AttentionArgs &a, cudaStream_t stream);

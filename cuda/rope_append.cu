@@ -101,11 +101,13 @@ __global__ void __launch_bounds__(kWarps * 32) rope_append_kernel(RopeAppendArgs
     }
     const uint32_t g = is_v ? h - nh - nkv : h - nh; // kv head (k or v heads only)
     const uint64_t dst = (((uint64_t)seq * nkv + g) * a.max_seq + pos) * hd; // in the k or v cache
-    if (is_v) { // a v head: cached as it is
+    if (is_v) { // a v head: cached as it is (and left biased in QKV: the short decode kernel reads the row's v there)
 #pragma unroll
         for (uint32_t k = 0; k < kPerLane; k++) {
             const uint32_t i = lane + 32 * k;
-            if (i < hd) store_from_f32(a.v_cache, dst + i, a.kv_dtype, xv[k]);
+            if (i >= hd) continue;
+            store_from_f32(a.v_cache, dst + i, a.kv_dtype, xv[k]);
+            if (a.qkv_bias) v[i] = from_f32<T>(xv[k]);
         }
         return;
     }

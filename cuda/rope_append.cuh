@@ -10,7 +10,8 @@ inline constexpr uint32_t kRopeAppendMaxHeadDim = 256;
 struct RopeAppendArgs {
     void *qkv;                 // [rows][(n_heads + 2 n_kv_heads) head_dim], act_dtype; q and k normed/rotated in place
     const float *qkv_bias;     // f32 [(n_heads + 2 n_kv_heads) head_dim], or null: the projection's bias, added
-                               // first (each element rounded to act_dtype as a separate bias kernel would)
+                               // first (each element rounded to act_dtype as a separate bias kernel would);
+                               // q, k and v are then all written back biased
     const int32_t *positions;  // [rows] cache position of each row
     const int32_t *seqs;       // [rows] sequence of each row
     const float *cos, *sin;    // [max_seq][rot_dim / 2], or null for no RoPE

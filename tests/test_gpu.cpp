@@ -438,6 +438,7 @@ struct AttnFeatures {
     bool short_kernel = false; // attention_short.cu (decode); without q/k norms it also rotates and caches
     bool tf32 = false;      // allow_tf32: f32 may round to TF32 in the tensor-core kernel
     bool tc = false;        // run the tensor-core kernel itself (else launch_attention's choice)
+    bool split_keys = false; // ... in its mode of 16-row blocks whose warps split the keys
     bool qkv_bias = false;  // rope_append adds the QKV projection's bias first
 };
 
@@ -547,7 +548,7 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     if (f.short_kernel) CK(launch_attention_short(a, AttentionShortFold{r.cos, r.sin, r.rot_dim, fold ? 1 : 0}, max_keys, 0));
     else if (f.tc) {
         assert_true(attention_tc_supported(a));
-        CK(launch_attention_tc(a, 0));
+        CK(launch_attention_tc(a, f.split_keys, 0));
     } else CK(launch_attention(a, 0));
     CK(cudaDeviceSynchronize());
 
@@ -594,7 +595,7 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     std::snprintf(what, sizeof what,
                   "attention act=%s kv=%s heads=%u/%u hd=%u rope=%d rot=%u qk_norm=%d/%d/%d window=%u softcap=%g splits=%u new=%u short=%u tc=%d bias=%d",
                   dname(act), dname(kvt), n_heads, n_kv, hd, rope, rot, f.qk_norm, f.qk_norm_whole, f.no_k_norm, f.window,
-                  f.softcap, n_splits, n_new, max_keys, (int)f.tc, (int)f.qkv_bias);
+                  f.softcap, n_splits, n_new, max_keys, (int)f.tc + (int)(f.tc && f.split_keys), (int)f.qkv_bias);
     // f32: strict, or TF32 (a 10-bit mantissa, as the 16-bit types' 10 or 7) on tensor cores.
     const bool f32_both = act == DType::F32 && kvt == DType::F32;
     const double tol = f32_both ? (f.tc ? 5e-3 : 1e-5) : 1e-2;
@@ -602,14 +603,9 @@ void attention_case(DType act, DType kvt, uint32_t n_heads, uint32_t n_kv, uint3
     expect_close((std::string(what) + " k cache").c_str(), dk.download(), kexp, tol);
     expect_close((std::string(what) + " v cache").c_str(), dv.download(), vexp, tol);
     if (fold) return; // q was rotated in the kernel's shared memory, not in place
-    // q (normed and rotated in place) is what the attention read: compare it too.
-    std::vector<float> qgot = dqkv.download(), qwant(rows * n_heads * hd), qdev(rows * n_heads * hd);
-    for (uint32_t i = 0; i < rows; i++)
-        for (uint32_t j = 0; j < n_heads * hd; j++) {
-            qwant[i * n_heads * hd + j] = q[i * qkv_dim + j];
-            qdev[i * n_heads * hd + j] = qgot[i * qkv_dim + j];
-        }
-    expect_close((std::string(what) + " q").c_str(), qdev, qwant, act == DType::F32 ? 1e-6 : 1e-2);
+    // QKV as rope_append left it: q and k normed and rotated in place (the attention read q
+    // there), and with a bias all three biased (the short decode kernel reads the row's k and v).
+    expect_close((std::string(what) + " qkv").c_str(), dqkv.download(), q, act == DType::F32 ? 1e-6 : 1e-2);
 }
 
 // attention_rows_per_block's rule (host arithmetic: runs without a GPU), on 132 SMs (target
@@ -637,26 +633,35 @@ void test_attention_rows_per_block_rule(void **) {
     assert_int_equal(attention_rows_per_block(1, 256, 1, 8, 0), 16);
 }
 
-// attention_tc_pays (host arithmetic: runs without a GPU) on 132 SMs and on a 16-SM board:
-// PERFORMANCE 66's prompts of 256 (char-dense-768: 4 row tiles x 8 heads = 32 blocks, lost on
-// tensor cores; gpt2-124m: 48, won) and TinyLlama's 512 (256 blocks); TF32 needs a block an SM.
+// attention_tc_mode (host arithmetic: runs without a GPU) on 132 SMs and on a 16-SM board,
+// PERFORMANCE 66's prompts: char-dense-768's 256 rows (4 row tiles x 8 heads = 32 blocks of
+// 64 rows), gpt2-124m's (48), nanoGPT shakespeare-char's (24), TinyLlama's 512 (256).
 void test_attention_tc_rule(void **) {
     auto args = [](uint32_t rows, uint32_t heads, uint32_t seqs, DType kvt) {
         AttentionArgs a{};
         a.rows = rows * seqs, a.rows_per_seq = rows, a.n_heads = heads, a.kv_dtype = (int)kvt;
         return a;
     };
-    assert_false(attention_tc_pays(args(256, 8, 1, DType::F16), 132));
-    assert_true(attention_tc_pays(args(256, 12, 1, DType::F16), 132));
-    assert_true(attention_tc_pays(args(256, 8, 2, DType::BF16), 132)); // two sequences
-    assert_true(attention_tc_pays(args(512, 32, 1, DType::F16), 132));
-    assert_false(attention_tc_pays(args(256, 12, 1, DType::F32), 132));
-    assert_true(attention_tc_pays(args(512, 32, 1, DType::F32), 132));
-    assert_false(attention_tc_pays(args(257, 8, 1, DType::F16), 132)); // 5 row tiles: 40 blocks
-    assert_true(attention_tc_pays(args(256, 8, 1, DType::F16), 16));
-    assert_true(attention_tc_pays(args(256, 8, 1, DType::F32), 16));
-    assert_false(attention_tc_pays(args(64, 6, 1, DType::F32), 16));
-    assert_true(attention_tc_pays(args(16, 1, 1, DType::F32), 0)); // unknown SM count: always
+    // 16-bit caches: 64-row blocks from a third of the SMs; below, an f16 cache splits the keys
+    // over the warps and a bf16 cache takes the CUDA-core kernel.
+    assert_int_equal(attention_tc_mode(args(256, 8, 1, DType::F16), 132), 1);
+    assert_int_equal(attention_tc_mode(args(256, 6, 1, DType::F16), 132), 1);
+    assert_int_equal(attention_tc_mode(args(256, 8, 1, DType::BF16), 132), -1);
+    assert_int_equal(attention_tc_mode(args(256, 12, 1, DType::F16), 132), 0);
+    assert_int_equal(attention_tc_mode(args(256, 8, 2, DType::BF16), 132), 0); // two sequences
+    assert_int_equal(attention_tc_mode(args(257, 8, 1, DType::F16), 132), 1);  // 5 row tiles: 40 blocks
+    assert_int_equal(attention_tc_mode(args(512, 32, 1, DType::F16), 132), 0);
+    assert_int_equal(attention_tc_mode(args(16, 1, 1, DType::F16), 132), 1);
+    // TF32: 64-row blocks from a block an SM, else CUDA cores.
+    assert_int_equal(attention_tc_mode(args(512, 32, 1, DType::F32), 132), 0);
+    assert_int_equal(attention_tc_mode(args(256, 12, 1, DType::F32), 132), -1);
+    assert_int_equal(attention_tc_mode(args(256, 8, 1, DType::F32), 132), -1);
+    // A 16-SM board fills with these prompts; an unknown SM count takes 64-row blocks.
+    assert_int_equal(attention_tc_mode(args(256, 8, 1, DType::F16), 16), 0);
+    assert_int_equal(attention_tc_mode(args(256, 8, 1, DType::F32), 16), 0);
+    assert_int_equal(attention_tc_mode(args(16, 1, 1, DType::F32), 16), -1);
+    assert_int_equal(attention_tc_mode(args(16, 1, 1, DType::F16), 16), 1);
+    assert_int_equal(attention_tc_mode(args(16, 1, 1, DType::F32), 0), 0);
 }
 
 void test_gpu_attention(void **) {
@@ -687,6 +692,9 @@ void test_gpu_attention(void **) {
         assert_false(eligible(DType::F16, DType::F16, 0));
         e.rows = e.rows_per_seq = 16, e.n_splits = 2;
         assert_false(eligible(DType::F16, DType::F16, 0));
+        e.n_splits = 1; // split keys: an f16 cache only
+        e.act_dtype = e.kv_dtype = (int)DType::BF16;
+        assert_int_equal(launch_attention_tc(e, true, 0), cudaErrorInvalidValue);
     }
     // Prompts sized for this GPU so that the kernel runs blocks of 16 and of 8 query slots
     // (smaller prompts get 4: attention_rows_per_block): two sequences of 112 rows, 7 row
@@ -727,15 +735,21 @@ void test_gpu_attention(void **) {
     // Prefill long enough for the tensor-core kernel: partial and full 64-row tiles, over caches
     // that already hold earlier positions, for every pair of types it takes (the cache's type
     // computes; f32 with TF32 allowed) and head_dim 64, 96, 128.
-    AttnFeatures tf32;
-    tf32.tf32 = tf32.tc = true;
+    // Both modes: 64-row blocks, a warp's 16 rows over every key; 16-row blocks, a warp's
+    // quarter of each key tile, merged at the end.
     const std::pair<DType, DType> tc_types[] = {{DType::F16, DType::F16},  {DType::BF16, DType::BF16}, {DType::BF16, DType::F16},
                                                 {DType::F16, DType::BF16}, {DType::F32, DType::F32},   {DType::F32, DType::F16}};
-    for (const auto &[act, kvt] : tc_types) {
-        for (uint32_t n_new : {16u, 70u, 130u}) {
-            attention_case(act, kvt, 8, 2, 128, true, 1, n_new, tf32);
-            attention_case(act, kvt, 4, 4, 64, false, 1, n_new, tf32);
-            attention_case(act, kvt, 8, 8, 96, false, 1, n_new, tf32); // the 768-wide character model
+    for (bool split : {false, true}) {
+        AttnFeatures tf32;
+        tf32.tf32 = tf32.tc = true;
+        tf32.split_keys = split;
+        for (const auto &[act, kvt] : tc_types) {
+            if (split && kvt != DType::F16) continue; // split keys: an f16 cache only
+            for (uint32_t n_new : {16u, 23u, 70u, 130u}) {
+                attention_case(act, kvt, 8, 2, 128, true, 1, n_new, tf32);
+                attention_case(act, kvt, 4, 4, 64, false, 1, n_new, tf32);
+                attention_case(act, kvt, 8, 8, 96, false, 1, n_new, tf32); // the 768-wide character model
+            }
         }
     }
     attention_case(DType::F32, DType::F16, 8, 4, 64, true, 3, 4); // f32 compute, f16 cache
@@ -805,6 +819,8 @@ void test_gpu_attention_features(void **) {
             for (uint32_t n_new : {16u, 70u, 130u}) {
                 AttnFeatures f128 = feats(128, which), f64 = feats(64, which), f96 = feats(96, which);
                 f128.tf32 = f64.tf32 = f96.tf32 = f128.tc = f64.tc = f96.tc = true;
+                f64.split_keys = f96.split_keys = kvt == DType::F16 && (which + n_new) % 2 == 0; // half the f16 cases each way
+                f128.split_keys = kvt == DType::F16 && !f64.split_keys;
                 attention_case(act, kvt, 8, 2, 128, true, 1, n_new, f128);
                 attention_case(act, kvt, 4, 4, 64, true, 1, n_new, f64);
                 attention_case(act, kvt, 12, 4, 96, true, 1, n_new, f96);
