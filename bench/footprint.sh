@@ -22,7 +22,8 @@
 # the MoE router's folded norm, 1 478 712 with the streamed MoE gate|up, 1 458 232 with
 # stream-i8 in place of the one-row f32-staged quantized GEMV, 1 462 328 with its folded RMSNorm,
 # 1 470 552 with its cluster staging, 1 499 248 with the short-context attention kernel, 1 540 208
-# with the tensor-core prompt attention for every cache type and head_dim 96;
+# with the tensor-core prompt attention for every cache type and head_dim 96, 1 556 592 with its
+# split-keys mode for an f16 cache;
 # -Dcuda-ptx=false took it to 1 103 064 before that). Exit 2
 # on a usage error.
 # Environment: STRIP (default strip), GPT_FOOTPRINT_RUNS (timed runs, default 3).

@@ -1,5 +1,6 @@
 // attention_tc.cu - prefill attention on tensor cores (WMMA), head_dim 64, 96 or 128:
-// flash-style, one block per (sequence, query head, 64 query rows), 4 warps of 16 rows.
+// flash-style, one block per (sequence, query head, 64 query rows), 4 warps of 16 rows; or,
+// for small grids (split_keys, an f16 cache), 16 rows a block with the keys split over the warps.
 // The compute type T is the cache's: fp16 or bf16, or f32 on TF32 tensor cores where the
 // caller allows TF32. The activations (q in, the output) may be of another type: q is
 // rounded to T as it is staged, the output written in the activation type.
@@ -11,7 +12,7 @@
 //                 in their registers: soft-cap (Gemma-2), causal and window masks, P rounded
 //                 to T (as flash attention does), the O row rescaled
 //   O += P V      with WMMA, O kept in shared memory (f32)
-// Used by launch_attention when eligible; the CUDA-core kernel handles everything else.
+// Used by launch_attention as attention_tc_mode says; the CUDA-core kernel handles the rest.
 #include "attention.cuh"
 #include "common.cuh"
 
