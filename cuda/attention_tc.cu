@@ -282,7 +282,6 @@ template <typename T, bool split_keys> cudaError_t launch_ts(const AttentionArgs
     return launch_pdl(attention_tc_kernel<T, split_keys>, grid, kWarps * 32, TcLayout<T>((int)a.head_dim).bytes, stream, a);
 }
 
-
 } // namespace
 
 bool attention_tc_supported(const AttentionArgs &a) {

@@ -101,10 +101,7 @@ public:
         GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
         in_ = in;
         rows_ = in.batch * in.n_tokens;
-        pending_delta_ = false;
-        pending_delta_bias_ = nullptr;
-        pending_qkv_bias_ = nullptr;
-        pending_norm_ = {};
+        drop_pending();
         last_rows_only_ = false;
         // A decode step whose rows all attend to short_keys_ keys or fewer takes the short
         // attention kernel (its graph is recorded apart from the split kernel's).
@@ -153,10 +150,7 @@ public:
         const bool decode = in_.n_tokens == 1 && !in_.all_logits;
         if (!g.exec && (decode || g.runs >= 1) && !capture(g, ops)) {
             // Invalidated by another thread's device-wide call: nothing ran; run it eagerly.
-            pending_delta_ = false;
-            pending_delta_bias_ = nullptr;
-            pending_qkv_bias_ = nullptr;
-            pending_norm_ = {};
+            drop_pending();
             ops();
             return;
         }
@@ -214,8 +208,8 @@ public:
         g.y = residual ? nullptr : buf(out);
         g.residual = residual ? dev<float>(plan_.x) : nullptr;
         g.act = (int)act; // the kernels' activation code (backend.h)
+        if (in == Act::QKV) flush_qkv_bias(); // a reader of QKV other than the attention
         if (try_gemv(in, w, g)) return;
-        flush_qkv_bias();
         void *y = residual ? dev(plan_.delta) : buf(out);
         project(w, buf(in), p_.compute, w.cols, y, p_.compute, rows_);
         if (residual && !g.act) {
@@ -883,6 +877,13 @@ private:
                                        (int)p_.compute, stream_));
         pending_delta_ = false;
         pending_delta_bias_ = nullptr;
+    }
+    // Forgets what the ops of a step left for the next op (a new step, or ops run again).
+    void drop_pending() {
+        pending_delta_ = false;
+        pending_delta_bias_ = nullptr;
+        pending_qkv_bias_ = nullptr;
+        pending_norm_ = {};
     }
     // Adds the QKV projection's bias left for rope_append when something else reads QKV first.
     void flush_qkv_bias() {
