@@ -33,16 +33,20 @@ template <typename T> struct TcFrag {
     using type = T;
     static constexpr int k = 16;
 };
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800 // mma.h declares tf32 from sm_80 (the body is empty below)
 template <> struct TcFrag<float> {
     using type = wmma::precision::tf32;
     static constexpr int k = 8;
 };
+#endif
 template <typename T> constexpr int dtype_code() { return std::is_same<T, float>::value ? F32 : std::is_same<T, __half>::value ? F16 : BF16; }
 
 // f32 fragments are rounded to TF32 before the MMA; 16-bit ones are used as loaded.
 template <typename T, typename Frag> __device__ __forceinline__ void round_frag(Frag &f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     if constexpr (std::is_same<T, float>::value)
         for (int i = 0; i < f.num_elements; i++) f.x[i] = wmma::__float_to_tf32(f.x[i]);
+#endif
 }
 
 // Shared memory of a block for compute type T and head_dim hd (a run-time value: one kernel
